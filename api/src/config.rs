@@ -1,0 +1,152 @@
+//! Start-up configuration from the original's environment variables, validated once.
+
+use std::{net::IpAddr, path::PathBuf};
+
+use local_core::secret::LocalToken;
+
+/// Why the service refuses to start; each message is one clear line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `MSGUIDE_MODE` is anything but `demo`.
+    #[error("Only local MSGUIDE_MODE=demo is supported")]
+    Mode,
+    /// `MSGUIDE_GUIDANCE_PROVIDER` names no provider.
+    #[error("Unknown guidance provider")]
+    UnknownProvider,
+    /// The provider exists in the reference but is not part of this build yet.
+    #[error(
+        "Guidance provider {0} is not available in this build; use MSGUIDE_GUIDANCE_PROVIDER=demo"
+    )]
+    UnavailableProvider(&'static str),
+    /// `--host` is not a loopback address.
+    #[error(
+        "Refusing to listen on {0}: msguide-api binds loopback addresses only (127.0.0.1, ::1 or localhost)"
+    )]
+    NonLoopbackHost(String),
+}
+
+/// Which provider answers guidance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderChoice {
+    /// The deterministic demo.
+    Demo,
+}
+
+/// The validated configuration.
+#[derive(Debug)]
+pub struct Config {
+    /// The bearer token, when configured and well-formed; otherwise protected routes answer 503.
+    pub token: Option<LocalToken>,
+    /// Whether the audit ring records.
+    pub audit_enabled: bool,
+    /// Where diagnostics go.
+    pub diagnostic_log: Option<PathBuf>,
+    /// Who answers guidance.
+    pub provider: ProviderChoice,
+}
+
+impl Config {
+    /// Reads the configuration through `var`, so tests need not touch the process environment.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        if var("MSGUIDE_MODE").is_some_and(|mode| mode != "demo") {
+            return Err(ConfigError::Mode);
+        }
+        let provider = match var("MSGUIDE_GUIDANCE_PROVIDER").as_deref() {
+            None | Some("demo") => ProviderChoice::Demo,
+            Some("openai-compatible") => {
+                return Err(ConfigError::UnavailableProvider("openai-compatible"));
+            }
+            Some("copilot-sdk") => return Err(ConfigError::UnavailableProvider("copilot-sdk")),
+            Some(_) => return Err(ConfigError::UnknownProvider),
+        };
+        Ok(Self {
+            token: LocalToken::from_configured(var("MSGUIDE_LOCAL_TOKEN").as_deref()),
+            audit_enabled: var("MSGUIDE_ENABLE_AUDIT").is_some_and(|v| v.to_lowercase() == "true"),
+            diagnostic_log: var("MSGUIDE_DIAGNOSTIC_LOG")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
+            provider,
+        })
+    }
+}
+
+/// The address to bind, refusing anything that is not loopback.
+pub fn loopback_host(host: &str) -> Result<IpAddr, ConfigError> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    let trimmed = host.trim_start_matches('[').trim_end_matches(']');
+    match trimmed.parse::<IpAddr>() {
+        Ok(ip) if ip.is_loopback() => Ok(ip),
+        _ => Err(ConfigError::NonLoopbackHost(host.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_vars(|k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn mode_and_provider_refusals() {
+        assert!(config(&[]).is_ok());
+        assert!(config(&[("MSGUIDE_MODE", "demo")]).is_ok());
+        assert_eq!(
+            config(&[("MSGUIDE_MODE", "production")]).unwrap_err(),
+            ConfigError::Mode
+        );
+        assert_eq!(
+            config(&[("MSGUIDE_MODE", "")]).unwrap_err(),
+            ConfigError::Mode
+        );
+        assert_eq!(
+            config(&[("MSGUIDE_GUIDANCE_PROVIDER", "model")]).unwrap_err(),
+            ConfigError::UnknownProvider
+        );
+        assert!(matches!(
+            config(&[("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible")]),
+            Err(ConfigError::UnavailableProvider(_))
+        ));
+    }
+
+    #[test]
+    fn token_audit_and_log() {
+        let c = config(&[
+            ("MSGUIDE_LOCAL_TOKEN", "bad token"),
+            ("MSGUIDE_ENABLE_AUDIT", "TRUE"),
+        ])
+        .unwrap();
+        assert!(c.token.is_none());
+        assert!(c.audit_enabled);
+        assert!(
+            !config(&[("MSGUIDE_ENABLE_AUDIT", "1")])
+                .unwrap()
+                .audit_enabled
+        );
+        assert!(
+            config(&[("MSGUIDE_DIAGNOSTIC_LOG", "")])
+                .unwrap()
+                .diagnostic_log
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn only_loopback_binds() {
+        assert!(loopback_host("127.0.0.1").is_ok());
+        assert!(loopback_host("127.1.2.3").is_ok());
+        assert!(loopback_host("::1").is_ok());
+        assert!(loopback_host("[::1]").is_ok());
+        assert!(loopback_host("localhost").is_ok());
+        assert!(loopback_host("0.0.0.0").is_err());
+        assert!(loopback_host("192.168.1.2").is_err());
+        assert!(loopback_host("example.com").is_err());
+    }
+}

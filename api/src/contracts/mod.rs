@@ -1,0 +1,216 @@
+//! The wire contracts of the local API and the strict JSON extractor that enforces them.
+//!
+//! Bodies are parsed straight into typed contracts; the first rule a body breaks becomes a
+//! pydantic-style 422 item (`loc`, `type`, fixed `msg`) that never carries the input.
+
+mod convert;
+pub mod requests;
+pub mod responses;
+pub mod scalars;
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, Request},
+    http::header::CONTENT_TYPE,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use self::convert::{guidance_request, job, observation_elements};
+use self::responses::ValidationItem;
+use crate::error::ApiError;
+
+/// The fixed message of every validation item.
+pub const INVALID_VALUE: &str = "Invalid request value";
+
+/// Builds one validation item.
+#[must_use]
+pub fn invalid(loc: Vec<Value>, kind: &'static str) -> ValidationItem {
+    ValidationItem {
+        loc,
+        kind,
+        msg: INVALID_VALUE,
+    }
+}
+
+/// The error types our own deserialisers raise, which are passed through as they are.
+const OWN_TYPES: [&str; 9] = [
+    "string_too_short",
+    "string_too_long",
+    "string_pattern_mismatch",
+    "greater_than_equal",
+    "less_than_equal",
+    "too_long",
+    "too_short",
+    "value_error",
+    "finite_number",
+];
+
+/// Names the pydantic error type for a serde error message, and the field it names, if any.
+/// The message itself may quote input, so it goes no further than this function.
+fn classify(message: &str, at_root: bool) -> (&'static str, Option<String>) {
+    let message = message.split(" at line ").next().unwrap_or(message);
+    let quoted = || message.split('`').nth(1).map(str::to_owned);
+    if let Some(own) = OWN_TYPES.iter().find(|t| **t == message) {
+        return (own, None);
+    }
+    if message.starts_with("missing field") {
+        return ("missing", quoted());
+    }
+    if message.starts_with("unknown field") {
+        return ("extra_forbidden", quoted());
+    }
+    if message.starts_with("unknown variant") {
+        return ("enum", None);
+    }
+    if message.starts_with("invalid length") {
+        return ("too_short", None);
+    }
+    if let Some(expected) = message
+        .strip_prefix("invalid type: ")
+        .and_then(|m| m.split(", expected ").nth(1))
+    {
+        let kind = match expected {
+            "a string" => "string_type",
+            "a boolean" => "bool_type",
+            "f64" => "float_type",
+            "i64" | "u64" | "u32" | "u8" => "int_type",
+            "a sequence" => "list_type",
+            "a map" => "dict_type",
+            e if e.starts_with("struct") => {
+                if at_root {
+                    "model_attributes_type"
+                } else {
+                    "model_type"
+                }
+            }
+            e if e.contains("variant") || e.starts_with("enum") => "enum",
+            _ => "value_error",
+        };
+        return (kind, None);
+    }
+    ("value_error", None)
+}
+
+/// Where a JSON syntax error sits, as a character offset like the reference reports it.
+fn char_offset(body: &[u8], line: usize, column: usize) -> usize {
+    let text = String::from_utf8_lossy(body);
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let byte = (line_start + column.saturating_sub(1)).min(text.len());
+    text.char_indices().take_while(|(i, _)| *i < byte).count()
+}
+
+/// Parses a body into a contract, or into the one 422 item it earned.
+pub fn parse_body<T: DeserializeOwned>(body: &[u8], is_json: bool) -> Result<T, ValidationItem> {
+    if !is_json {
+        return Err(invalid(vec!["body".into()], "model_attributes_type"));
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(invalid(vec!["body".into()], "missing"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let syntax = |error: &serde_json::Error| {
+        let offset = char_offset(body, error.line(), error.column());
+        invalid(vec!["body".into(), offset.into()], "json_invalid")
+    };
+    let parsed = serde_path_to_error::deserialize::<_, T>(&mut deserializer).map_err(|error| {
+        let inner = error.inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return syntax(inner);
+        }
+        let mut loc: Vec<Value> = vec!["body".into()];
+        for segment in error.path().iter() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => loc.push((*index).into()),
+                serde_path_to_error::Segment::Map { key } => loc.push(key.as_str().into()),
+                serde_path_to_error::Segment::Enum { .. }
+                | serde_path_to_error::Segment::Unknown => {}
+            }
+        }
+        let (kind, field) = classify(&inner.to_string(), loc.len() == 1);
+        if let Some(field) = field.filter(|f| loc.last() != Some(&Value::from(f.as_str()))) {
+            loc.push(field.into());
+        }
+        invalid(loc, kind)
+    })?;
+    deserializer.end().map_err(|error| syntax(&error))?;
+    Ok(parsed)
+}
+
+/// True when the request's body is to be read as JSON: no `Content-Type`, or a JSON one.
+fn is_json(request: &Request) -> bool {
+    let Some(value) = request.headers().get(CONTENT_TYPE) else {
+        return true;
+    };
+    let Ok(value) = value.to_str() else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// A JSON body parsed strictly into `T`; failures answer 422 in the reference's shape.
+#[derive(Debug)]
+pub struct StrictJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json = is_json(&request);
+        // The boundary layer already buffered and capped the body, so this cannot grow unbounded.
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(|_| ApiError::Validation(vec![invalid(vec!["body".into()], "missing")]))?;
+        parse_body(&body, json)
+            .map(Self)
+            .map_err(|item| ApiError::Validation(vec![item]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{requests::ExecuteRequest, *};
+
+    fn item(body: &str) -> (Vec<Value>, &'static str) {
+        let e = parse_body::<ExecuteRequest>(body.as_bytes(), true).unwrap_err();
+        (e.loc, e.kind)
+    }
+
+    #[test]
+    fn errors_name_the_place_and_type_only() {
+        assert_eq!(
+            item("{}"),
+            (vec!["body".into(), "grantToken".into()], "missing")
+        );
+        assert_eq!(
+            item(r#"{"grantToken":"a","x":1}"#),
+            (vec!["body".into(), "x".into()], "extra_forbidden")
+        );
+        assert_eq!(
+            item(r#"{"grantToken":5}"#),
+            (vec!["body".into(), "grantToken".into()], "string_type")
+        );
+        assert_eq!(
+            item(r#"{"grantToken":"a"#),
+            (vec!["body".into(), 15.into()], "json_invalid")
+        );
+        assert_eq!(
+            item(r#""private-text""#),
+            (vec!["body".into()], "model_attributes_type")
+        );
+        assert_eq!(item(r#"{"grantToken":"a"} x"#).1, "json_invalid");
+        assert_eq!(item(""), (vec!["body".into()], "missing"));
+        assert_eq!(item("NaN").1, "json_invalid");
+    }
+}

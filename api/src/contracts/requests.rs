@@ -1,0 +1,217 @@
+//! Request bodies of the local API: strict, with unknown fields refused everywhere.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::scalars::{
+    BoxIn, GrantToken, Identifier, ImageBase64, ImageRef, ItemStatus, Label, ProcessId, Prompt,
+    Role, ScrollPercent, ShortText, Side, Text, Timestamp, ToolName, Unit, ValueHash, ValueLength,
+    bounded_list,
+};
+
+/// A UI Automation pattern action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UiActionIn {
+    Invoke,
+    Toggle,
+    Select,
+    Expand,
+    Collapse,
+    SetValue,
+    Scroll,
+}
+
+/// A scroll direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScrollDirectionIn {
+    Up,
+    Down,
+    Left,
+    Right,
+}
+
+/// A toggle control's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToggleStateIn {
+    Off,
+    On,
+    Indeterminate,
+}
+
+/// The Teams camera session state a capture may report (accepted, not used by this build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CameraSessionState {
+    NotInitialized,
+    Active,
+    Reinitializing,
+    Reinitialized,
+    Unknown,
+}
+
+bounded_list!(
+    /// The directions an element can scroll in (at most 4).
+    ScrollDirections, ScrollDirectionIn, local_core::limits::MAX_SCROLL_DIRECTIONS
+);
+bounded_list!(
+    /// The elements of one observation (at most 200).
+    Elements, UiElement, local_core::limits::MAX_ELEMENTS
+);
+bounded_list!(
+    /// Requested output modes (at most 3, duplicates allowed).
+    ResponseModes, ResponseMode, local_core::limits::MAX_RESPONSE_MODES
+);
+
+/// One accessibility element of the observed window.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UiElement {
+    pub role: Role,
+    pub label: Label,
+    #[serde(rename = "box")]
+    pub bounds: BoxIn,
+    pub confidence: Unit,
+    pub process_id: Option<ProcessId>,
+    pub target_id: Option<Identifier>,
+    pub control_id: Option<Identifier>,
+    pub automation_id: Option<ShortText>,
+    pub framework_id: Option<ShortText>,
+    pub is_enabled: Option<bool>,
+    pub is_offscreen: Option<bool>,
+    pub targetable: Option<bool>,
+    pub is_password: Option<bool>,
+    pub is_read_only: Option<bool>,
+    pub is_selected: Option<bool>,
+    pub toggle_state: Option<ToggleStateIn>,
+    pub help_text: Option<ShortText>,
+    pub item_status: Option<ItemStatus>,
+    pub action: Option<UiActionIn>,
+    pub value_hash: Option<ValueHash>,
+    pub value_length: Option<ValueLength>,
+    #[serde(default)]
+    pub scroll_directions: ScrollDirections,
+    pub horizontal_scroll_percent: Option<ScrollPercent>,
+    pub vertical_scroll_percent: Option<ScrollPercent>,
+}
+
+/// What the user consented to share about one window.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Observation {
+    pub id: Identifier,
+    pub window_id: Identifier,
+    /// The window title.
+    pub application: Label,
+    pub root_process_id: Option<ProcessId>,
+    pub teams_camera_session_state: Option<CameraSessionState>,
+    /// When capture started; at most 60 s old and at most 5 s in the future.
+    pub captured_at: Timestamp,
+    pub width: Side,
+    pub height: Side,
+    /// The element names joined by newlines (not pixel OCR).
+    pub ocr_text: Text,
+    pub elements: Elements,
+    /// Only when pixel sharing was approved: raw canonical base64 of a single-frame PNG.
+    pub image_base64: Option<ImageBase64>,
+    #[serde(default = "yes")]
+    pub automation_complete: bool,
+    pub resource_id: Option<Identifier>,
+}
+
+const fn yes() -> bool {
+    true
+}
+
+/// `POST /v1/guidance`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GuidanceRequest {
+    pub session_id: Identifier,
+    pub prompt: Prompt,
+    /// Must be the boolean `true`.
+    pub consent: bool,
+    pub observation: Observation,
+}
+
+/// What an assist context was captured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CaptureType {
+    SelectedRegion,
+    ActiveWindow,
+    TextSelection,
+}
+
+/// How sensitive a context claims to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SensitivityIn {
+    #[default]
+    Public,
+    Internal,
+    Confidential,
+    Restricted,
+}
+
+/// A legacy assist context.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContextEnvelope {
+    pub session_id: Identifier,
+    pub capture_type: CaptureType,
+    pub application: Label,
+    #[serde(default)]
+    pub ocr_text: Option<Text>,
+    #[serde(default)]
+    pub elements: Elements,
+    #[serde(default)]
+    pub image_ref: Option<ImageRef>,
+    #[serde(default)]
+    pub sensitivity: SensitivityIn,
+    pub timestamp: Timestamp,
+}
+
+/// An output the assist caller would like (descriptive only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseMode {
+    Text,
+    Overlay,
+    Voice,
+}
+
+fn text_only() -> ResponseModes {
+    ResponseModes(vec![ResponseMode::Text])
+}
+
+/// `POST /v1/assist`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AssistRequest {
+    pub session_id: Identifier,
+    pub prompt: Prompt,
+    pub context: Option<ContextEnvelope>,
+    #[serde(default = "text_only")]
+    pub response_modes: ResponseModes,
+}
+
+/// `POST /v1/actions/preview`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PreviewRequest {
+    pub tool: ToolName,
+    /// The tool's parameters; checked against the tool's own schema.
+    #[schema(value_type = Object)]
+    pub parameters: Map<String, Value>,
+}
+
+/// `POST /v1/actions/{previewId}/execute`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecuteRequest {
+    pub grant_token: GrantToken,
+}

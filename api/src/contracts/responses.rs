@@ -1,0 +1,192 @@
+//! Response bodies of the local API, in the reference's exact shapes.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+/// `GET /health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: &'static str,
+    /// `demo` or `model`, by the configured provider.
+    pub mode: &'static str,
+    /// `0.2.0`.
+    pub version: &'static str,
+}
+
+/// `POST /v1/sessions`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub session_id: String,
+    pub expires_at: String,
+}
+
+/// The element a next step points at; the demo's keys are always present, null when unknown.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    pub label: String,
+    #[serde(rename = "box")]
+    pub bounds: [f64; 4],
+    pub confidence: f64,
+    pub process_id: Option<u32>,
+    pub target_id: Option<String>,
+    pub automation_id: Option<String>,
+    pub framework_id: Option<String>,
+    pub is_enabled: Option<bool>,
+    pub is_offscreen: Option<bool>,
+    pub toggle_state: Option<&'static str>,
+    pub action: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_id: Option<String>,
+}
+
+/// A cited source.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Citation {
+    pub source: String,
+    pub title: String,
+}
+
+/// `POST /v1/guidance`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Guidance {
+    pub instruction: String,
+    /// `next_step`, `clarification`, `completed`, `blocked`, `needs_input` or `completion_candidate`.
+    pub status: &'static str,
+    pub target: Option<Target>,
+    pub citations: Vec<Citation>,
+    pub mode: &'static str,
+    pub correlation_id: String,
+    pub observation_id: String,
+    pub window_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining_work: Option<String>,
+}
+
+/// A sample passage cited by assist.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssistCitation {
+    pub source: &'static str,
+    pub title: &'static str,
+    pub modified: &'static str,
+}
+
+/// `POST /v1/assist`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Assist {
+    pub correlation_id: String,
+    /// `guide`, `action`, `retrieve` or `explain`.
+    pub request_type: &'static str,
+    pub answer: String,
+    pub citations: Vec<AssistCitation>,
+    pub response_modes: Vec<&'static str>,
+    /// Always `demo`.
+    pub mode: &'static str,
+}
+
+/// `POST /v1/actions/preview`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Preview {
+    pub preview_id: String,
+    pub tool: String,
+    #[schema(value_type = Object)]
+    pub parameters: Map<String, Value>,
+    pub effects: &'static str,
+    /// `low` or `medium`.
+    pub risk_level: &'static str,
+    pub requires_confirmation: bool,
+    pub expiry_time: String,
+    pub mock: bool,
+}
+
+/// The 403 body of a denied preview.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Denied {
+    /// `STEP_UP_REQUIRED` or `DENIED`.
+    pub status: &'static str,
+    pub detail: String,
+}
+
+/// `POST /v1/actions/{previewId}/confirm`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Grant {
+    /// 43 URL-safe characters from 32 random bytes; shown once.
+    pub grant_token: String,
+    pub expires_in: u64,
+    pub expires_at: String,
+    pub mock: bool,
+}
+
+/// What a finished mock job reports.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobResult {
+    pub mock: bool,
+    pub tool: String,
+    pub external_effects: bool,
+    pub message: &'static str,
+}
+
+/// A mock job.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub job_id: String,
+    /// `pending`, `running`, `success`, `failed` or `cancelled`.
+    pub status: &'static str,
+    pub result: Option<JobResult>,
+    #[schema(value_type = Option<String>)]
+    pub error: Option<()>,
+    pub mock: bool,
+    pub progress: u8,
+}
+
+/// One audit event.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEvent {
+    pub correlation_id: String,
+    pub timestamp: String,
+    pub outcome: String,
+}
+
+/// `GET /admin/audit-log`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditLog {
+    /// Events currently held.
+    pub count: usize,
+    /// The requested tail, oldest first.
+    pub events: Vec<AuditEvent>,
+}
+
+/// Every error but validation errors.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    pub detail: String,
+}
+
+/// One validation failure; never echoes the input.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ValidationItem {
+    /// Where: `body` or `query`, then field names and list indexes.
+    #[schema(value_type = Vec<Object>)]
+    pub loc: Vec<Value>,
+    /// The pydantic error type, e.g. `missing`, `extra_forbidden`, `string_too_long`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Always `Invalid request value`.
+    pub msg: &'static str,
+}
+
+/// The 422 body of a request that does not fit its contract.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationErrors {
+    pub detail: Vec<ValidationItem>,
+}

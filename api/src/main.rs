@@ -1,0 +1,120 @@
+//! `msguide-api`: serves the local API on a loopback address until Ctrl-C or SIGTERM.
+
+use std::{process::ExitCode, sync::Arc, time::Duration};
+
+use clap::Parser;
+use local_core::{
+    LocalState, diagnostics::DiagnosticLog, guidance::demo::DemoProvider, limits::MAX_BODY_BYTES,
+    state::LocalConfig,
+};
+use msguide_api::{
+    boundary::Boundary,
+    config::{Config, ProviderChoice, loopback_host},
+    server::{ConnectionLimits, serve},
+};
+
+/// The MSGuide local API (loopback only).
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Loopback address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to bind (0 picks a free one).
+    #[arg(long, default_value_t = 8765)]
+    port: u16,
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let config = Config::from_vars(|name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
+    let ip = loopback_host(&cli.host).map_err(|e| e.to_string())?;
+    let diagnostic_log = match &config.diagnostic_log {
+        Some(path) => Some(
+            DiagnosticLog::open(path)
+                .map_err(|e| format!("cannot open the diagnostic log: {}", e.kind()))?,
+        ),
+        None => None,
+    };
+    let provider = match config.provider {
+        ProviderChoice::Demo => Arc::new(DemoProvider),
+    };
+    if config.token.is_none() {
+        tracing::warn!("MSGUIDE_LOCAL_TOKEN is missing or malformed: /v1 and /admin answer 503");
+    }
+    let local = Arc::new(LocalState::new(LocalConfig {
+        audit_enabled: config.audit_enabled,
+        diagnostic_log,
+        provider,
+        ..LocalConfig::default()
+    }));
+    let boundary = Boundary {
+        token: config.token,
+        max_body_bytes: MAX_BODY_BYTES,
+        body_timeout: Duration::from_secs(30),
+    };
+    let listener = tokio::net::TcpListener::bind((ip, cli.port))
+        .await
+        .map_err(|e| format!("cannot listen on {ip}:{}: {e}", cli.port))?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    local.started();
+    tracing::info!(%address, "msguide-api listening");
+    let app = msguide_api::app(Arc::clone(&local), boundary);
+    let served = serve(
+        listener,
+        app,
+        ConnectionLimits::default(),
+        shutdown_signal(),
+    )
+    .await;
+    local.shutdown();
+    served.map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "msguide_api=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("msguide-api: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("msguide-api: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

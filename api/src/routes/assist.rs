@@ -1,0 +1,75 @@
+//! `POST /v1/assist`: the legacy answer from bundled public sample passages.
+
+use axum::{Json, extract::State};
+use local_core::assist::{AssistContext, Sensitivity};
+
+use crate::{
+    AppState,
+    boundary::LOCAL_OWNER,
+    contracts::{
+        StrictJson,
+        requests::{AssistRequest, ResponseMode, SensitivityIn},
+        responses::{Assist, AssistCitation, ErrorDetail, ValidationErrors},
+    },
+    error::ApiError,
+};
+
+const fn sensitivity(s: SensitivityIn) -> Sensitivity {
+    match s {
+        SensitivityIn::Public => Sensitivity::Public,
+        SensitivityIn::Internal => Sensitivity::Internal,
+        SensitivityIn::Confidential => Sensitivity::Confidential,
+        SensitivityIn::Restricted => Sensitivity::Restricted,
+    }
+}
+
+const fn mode(m: ResponseMode) -> &'static str {
+    match m {
+        ResponseMode::Text => "text",
+        ResponseMode::Overlay => "overlay",
+        ResponseMode::Voice => "voice",
+    }
+}
+
+/// Classifies the prompt and cites the sample passages it mentions.
+#[utoipa::path(post, path = "/v1/assist", tag = "legacy", security(("bearer" = [])),
+    request_body = AssistRequest,
+    responses(
+        (status = 200, description = "Sample answer", body = Assist),
+        (status = 403, description = "Non-public context", body = ErrorDetail),
+        (status = 404, description = "Unknown session", body = ErrorDetail),
+        (status = 410, description = "Session expired", body = ErrorDetail),
+        (status = 422, description = "Invalid request, context mismatch or stale context", body = ValidationErrors),
+    ))]
+pub async fn assist(
+    State(app): State<AppState>,
+    StrictJson(body): StrictJson<AssistRequest>,
+) -> Result<Json<Assist>, ApiError> {
+    let context = body.context.map(|c| AssistContext {
+        session_id: c.session_id.0,
+        sensitivity: sensitivity(c.sensitivity),
+        timestamp: Some(c.timestamp.0),
+    });
+    let answer = app.local.assist(
+        LOCAL_OWNER,
+        &body.session_id.0,
+        &body.prompt.0,
+        context.as_ref(),
+    )?;
+    Ok(Json(Assist {
+        correlation_id: answer.correlation_id.to_string(),
+        request_type: answer.request_type.as_str(),
+        answer: answer.answer,
+        citations: answer
+            .citations
+            .iter()
+            .map(|p| AssistCitation {
+                source: p.source,
+                title: p.title,
+                modified: p.modified,
+            })
+            .collect(),
+        response_modes: body.response_modes.0.into_iter().map(mode).collect(),
+        mode: "demo",
+    }))
+}

@@ -1,0 +1,181 @@
+//! The router: every route registered once, producing both the handlers and the OpenAPI paths,
+//! plus the framework behaviours the reference has (404/405 bodies, 307 on a trailing slash).
+
+pub mod actions;
+pub mod assist;
+pub mod audit;
+pub mod guidance;
+pub mod health;
+pub mod jobs;
+pub mod sessions;
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    http::{HeaderValue, Method, StatusCode, header},
+    middleware::{self, Next},
+    response::{Html, IntoResponse, Response},
+    routing::get,
+};
+use utoipa::{OpenApi, openapi::OpenApi as OpenApiDoc};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::{AppState, error::detail, openapi::ApiDoc};
+
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health::health))
+        .routes(routes!(sessions::create_session))
+        .routes(routes!(guidance::guidance))
+        .routes(routes!(assist::assist))
+        .routes(routes!(actions::preview))
+        .routes(routes!(actions::confirm))
+        .routes(routes!(actions::execute))
+        .routes(routes!(jobs::get_job))
+        .routes(routes!(jobs::cancel_job))
+        .routes(routes!(audit::audit_log))
+}
+
+/// The OpenAPI document, generated from the registered handlers.
+#[must_use]
+pub fn openapi() -> OpenApiDoc {
+    api_routes().split_for_parts().1
+}
+
+/// The methods each documented path template accepts, for 405 and 307 answers.
+#[derive(Debug)]
+struct RouteTable(Vec<(Vec<String>, Vec<Method>)>);
+
+impl RouteTable {
+    fn new(doc: &OpenApiDoc) -> Self {
+        let rows = doc
+            .paths
+            .paths
+            .iter()
+            .map(|(path, item)| {
+                let segments = path.split('/').map(str::to_owned).collect();
+                let methods = [
+                    (Method::GET, item.get.is_some()),
+                    (Method::POST, item.post.is_some()),
+                    (Method::PUT, item.put.is_some()),
+                    (Method::DELETE, item.delete.is_some()),
+                    (Method::PATCH, item.patch.is_some()),
+                ];
+                (
+                    segments,
+                    methods
+                        .into_iter()
+                        .filter_map(|(m, on)| on.then_some(m))
+                        .collect(),
+                )
+            })
+            .collect();
+        Self(rows)
+    }
+
+    fn methods(&self, path: &str) -> Option<&[Method]> {
+        let segments: Vec<&str> = path.split('/').collect();
+        self.0.iter().find_map(|(template, methods)| {
+            let matches = template.len() == segments.len()
+                && template.iter().zip(&segments).all(|(t, s)| {
+                    if t.starts_with('{') {
+                        !s.is_empty()
+                    } else {
+                        t == s
+                    }
+                });
+            matches.then_some(methods.as_slice())
+        })
+    }
+}
+
+/// Served by the documentation routes rather than the table.
+fn is_docs_path(path: &str) -> bool {
+    path == "/openapi.json" || path == "/redoc" || path == "/docs" || path.starts_with("/docs/")
+}
+
+async fn framework_rules(
+    State(table): State<Arc<RouteTable>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if is_docs_path(path) {
+        return next.run(request).await;
+    }
+    if let Some(methods) = table.methods(path) {
+        if methods.contains(request.method()) {
+            return next.run(request).await;
+        }
+        let allow = methods
+            .iter()
+            .map(Method::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut response = detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        if let Ok(allow) = HeaderValue::from_str(&allow) {
+            response.headers_mut().insert(header::ALLOW, allow);
+        }
+        return response;
+    }
+    if let Some(trimmed) = path
+        .strip_suffix('/')
+        .filter(|p| !p.is_empty() && table.methods(p).is_some())
+    {
+        let location = match request.uri().query() {
+            Some(query) => format!("{trimmed}?{query}"),
+            None => trimmed.to_owned(),
+        };
+        let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
+        if let Ok(location) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(header::LOCATION, location);
+        }
+        return response;
+    }
+    detail(StatusCode::NOT_FOUND, "Not Found")
+}
+
+async fn not_found() -> Response {
+    detail(StatusCode::NOT_FOUND, "Not Found")
+}
+
+async fn redoc() -> Html<&'static str> {
+    // ReDoc needs a CDN; offline, point people at the bundled Swagger UI instead.
+    Html(
+        "<!doctype html><title>MSGuide local API</title><p>The API documentation is served offline at <a href=\"/docs/\">/docs/</a>; the document itself is <a href=\"/openapi.json\">/openapi.json</a>.</p>",
+    )
+}
+
+/// The application: documented routes, docs, and the framework rules, without the boundary.
+pub fn application(state: AppState) -> Router {
+    let (router, doc) = api_routes().split_for_parts();
+    let table = Arc::new(RouteTable::new(&doc));
+    router
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .route("/redoc", get(redoc))
+        .fallback(not_found)
+        .with_state(state)
+        .layer(middleware::from_fn_with_state(table, framework_rules))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_matches_templates_exactly() {
+        let table = RouteTable::new(&openapi());
+        assert_eq!(table.methods("/health"), Some(&[Method::GET][..]));
+        assert_eq!(
+            table.methods("/v1/jobs/abc/cancel"),
+            Some(&[Method::POST][..])
+        );
+        assert_eq!(table.methods("/v1/jobs/abc"), Some(&[Method::GET][..]));
+        assert_eq!(table.methods("/v1/jobs/"), None);
+        assert_eq!(table.methods("/v1/sessions/"), None);
+        assert_eq!(table.methods("/nope"), None);
+    }
+}

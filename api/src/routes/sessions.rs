@@ -1,0 +1,24 @@
+//! `POST /v1/sessions`: a one-hour local session; any body is ignored.
+
+use axum::{Json, extract::State};
+
+use crate::{
+    AppState,
+    boundary::LOCAL_OWNER,
+    contracts::responses::{ErrorDetail, Session},
+    error::ApiError,
+};
+
+/// Creates a session.
+#[utoipa::path(post, path = "/v1/sessions", tag = "local", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Session created", body = Session),
+        (status = 429, description = "Local state capacity reached", body = ErrorDetail),
+    ))]
+pub async fn create_session(State(app): State<AppState>) -> Result<Json<Session>, ApiError> {
+    let session = app.local.create_session(LOCAL_OWNER)?;
+    Ok(Json(Session {
+        session_id: session.session_id.to_string(),
+        expires_at: local_core::clock::iso_utc(session.expires_at),
+    }))
+}

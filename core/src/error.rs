@@ -1,0 +1,210 @@
+//! The failures a caller of the local API can see, each with its exact message and kind.
+//!
+//! The `Display` text of each variant is the exact `detail` string of the reference; the edge
+//! maps [`Error::kind`] to its transport once, with no catch-all arm.
+
+use uuid::Uuid;
+
+/// Why a provider's work failed, as the short code that follows `provider-` in diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderFailure {
+    /// The provider was never started.
+    NotStarted,
+    /// The provider failed while starting.
+    Startup,
+    /// The provider refused the context it was given.
+    InvalidContext,
+    /// The provider produced a result it could not use.
+    InvalidResult,
+    /// The provider failed while running.
+    Runtime,
+}
+
+impl ProviderFailure {
+    /// The code's wire spelling.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::NotStarted => "not_started",
+            Self::Startup => "startup",
+            Self::InvalidContext => "invalid_context",
+            Self::InvalidResult => "invalid_result",
+            Self::Runtime => "runtime",
+        }
+    }
+}
+
+/// Which action denial a preview met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denial {
+    /// A high-risk tool: it would need a step-up that does not exist here.
+    StepUpRequired,
+    /// An unknown or blocked tool.
+    Denied,
+}
+
+impl Denial {
+    /// The `status` string of the 403 body.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::StepUpRequired => "STEP_UP_REQUIRED",
+            Self::Denied => "DENIED",
+        }
+    }
+}
+
+/// Every failure of an operation, with the reference's exact message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The resource does not exist or belongs to another owner.
+    #[error("Unknown resource")]
+    UnknownResource,
+    /// The resource exists but its time has passed.
+    #[error("Resource expired")]
+    ResourceExpired,
+    /// A store is full even after its expired records were purged.
+    #[error("Local state capacity reached; retry after expiry")]
+    CapacityReached,
+    /// Guidance was requested without explicit consent.
+    #[error("Explicit capture consent is required")]
+    ConsentRequired,
+    /// An observation (or assist context) is too old or too far in the future.
+    #[error("Observation must be at most 60 seconds old and at most 5 seconds in the future")]
+    StaleObservation,
+    /// The provider ran out of time, or there was no time left to start it.
+    #[error("Guidance timed out")]
+    GuidanceTimeout { correlation_id: Uuid },
+    /// The provider reported one of its own failure codes.
+    #[error("Guidance provider failed")]
+    ProviderFailed {
+        correlation_id: Uuid,
+        failure: ProviderFailure,
+    },
+    /// The result, its target or its shape did not validate.
+    #[error("Invalid guidance result")]
+    InvalidGuidanceResult { correlation_id: Uuid },
+    /// The provider failed in a way it did not classify.
+    #[error("Guidance provider failed")]
+    ProviderUnexpected {
+        correlation_id: Uuid,
+        error_type: String,
+    },
+    /// The assist context names another session.
+    #[error("Context session does not match request")]
+    ContextSessionMismatch,
+    /// The assist context is not public sample data.
+    #[error("Only synthetic/public demo context is supported")]
+    NonPublicContext,
+    /// The tool may not be previewed at all.
+    #[error("External actions are disabled")]
+    ActionDenied(Denial),
+    /// The tool's parameters do not fit its schema.
+    #[error("Invalid mock tool parameters")]
+    InvalidToolParameters,
+    /// Confirm was called twice for one preview.
+    #[error("Preview already confirmed or consumed")]
+    AlreadyConfirmed,
+    /// The grant is missing, wrong, or belongs to another preview.
+    #[error("Invalid execution grant")]
+    InvalidGrant,
+    /// The grant was used before.
+    #[error("Grant already consumed")]
+    GrantConsumed,
+    /// The grant's time has passed.
+    #[error("Grant expired")]
+    GrantExpired,
+    /// The previewed tool is no longer low or medium risk.
+    #[error("Tool no longer permitted")]
+    ToolNoLongerPermitted,
+    /// The simulator already runs as many jobs as it may.
+    #[error("Too many active mock jobs")]
+    TooManyActiveJobs,
+    /// The audit route was called while the audit is off.
+    #[error("Audit is disabled")]
+    AuditDisabled,
+}
+
+/// The class of an [`Error`], which is what a transport maps to its own status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Unknown or not owned.
+    NotFound,
+    /// Past its expiry.
+    Gone,
+    /// Refused by policy or consent.
+    Forbidden,
+    /// Already used.
+    Conflict,
+    /// A rule about the request's content.
+    Unprocessable,
+    /// A bound of the local state.
+    TooManyRequests,
+    /// The provider's result or failure.
+    BadGateway,
+    /// The provider's deadline.
+    GatewayTimeout,
+}
+
+impl Error {
+    /// The class of this failure.
+    #[must_use]
+    pub const fn kind(&self) -> ErrorKind {
+        match self {
+            Self::UnknownResource | Self::AuditDisabled => ErrorKind::NotFound,
+            Self::ResourceExpired | Self::GrantExpired => ErrorKind::Gone,
+            Self::ConsentRequired
+            | Self::NonPublicContext
+            | Self::ActionDenied(_)
+            | Self::InvalidGrant
+            | Self::ToolNoLongerPermitted => ErrorKind::Forbidden,
+            Self::AlreadyConfirmed | Self::GrantConsumed => ErrorKind::Conflict,
+            Self::StaleObservation | Self::ContextSessionMismatch | Self::InvalidToolParameters => {
+                ErrorKind::Unprocessable
+            }
+            Self::CapacityReached | Self::TooManyActiveJobs => ErrorKind::TooManyRequests,
+            Self::ProviderFailed { .. }
+            | Self::InvalidGuidanceResult { .. }
+            | Self::ProviderUnexpected { .. } => ErrorKind::BadGateway,
+            Self::GuidanceTimeout { .. } => ErrorKind::GatewayTimeout,
+        }
+    }
+
+    /// The correlation id of a failed guidance request, for the client to quote.
+    #[must_use]
+    pub const fn correlation_id(&self) -> Option<Uuid> {
+        match self {
+            Self::GuidanceTimeout { correlation_id }
+            | Self::ProviderFailed { correlation_id, .. }
+            | Self::InvalidGuidanceResult { correlation_id }
+            | Self::ProviderUnexpected { correlation_id, .. } => Some(*correlation_id),
+            Self::UnknownResource
+            | Self::ResourceExpired
+            | Self::CapacityReached
+            | Self::ConsentRequired
+            | Self::StaleObservation
+            | Self::ContextSessionMismatch
+            | Self::NonPublicContext
+            | Self::ActionDenied(_)
+            | Self::InvalidToolParameters
+            | Self::AlreadyConfirmed
+            | Self::InvalidGrant
+            | Self::GrantConsumed
+            | Self::GrantExpired
+            | Self::ToolNoLongerPermitted
+            | Self::TooManyActiveJobs
+            | Self::AuditDisabled => None,
+        }
+    }
+
+    /// The sanitised error code a client may see (`x-msguide-error-code`), when there is one.
+    #[must_use]
+    pub fn error_code(&self) -> Option<String> {
+        match self {
+            Self::ProviderFailed { failure, .. } => Some(format!("provider-{}", failure.as_str())),
+            Self::InvalidGuidanceResult { .. } => Some("guidance-invalid-result".to_owned()),
+            Self::ProviderUnexpected { .. } => Some("guidance-unexpected".to_owned()),
+            _ => None,
+        }
+    }
+}

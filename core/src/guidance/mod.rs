@@ -1,0 +1,311 @@
+//! Guidance: a consented, fresh observation in, one validated next step out.
+//!
+//! [`LocalState::guidance`] runs the reference's order: session, consent, freshness, provider
+//! under a deadline, result and target validation, freshness again, session again.
+
+pub mod demo;
+pub mod model;
+pub mod provider;
+pub mod validate;
+
+use std::time::{Duration, Instant};
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use self::{
+    model::{GuidanceResult, GuidanceStatus, Mode, Observation},
+    provider::{ProviderError, ProviderRequest, sanitised_type_name},
+    validate::{result_is_valid, target_matches_observation},
+};
+use crate::{
+    Error, LocalState,
+    diagnostics::Field,
+    limits::{
+        MAX_OBSERVATION_AGE, MAX_OBSERVATION_SKEW, MAX_PROVIDER_BUDGET, PROVIDER_BUDGET_RESERVE,
+    },
+};
+
+/// A guidance request after contract validation.
+#[derive(Debug, Clone)]
+pub struct GuidanceRequest {
+    pub session_id: String,
+    pub prompt: String,
+    pub consent: bool,
+    pub observation: Observation,
+    /// Size of the HTTP body, for diagnostics only.
+    pub body_bytes: usize,
+}
+
+/// A validated answer, with the ids the client checks before drawing anything.
+#[derive(Debug, Clone)]
+pub struct GuidanceResponse {
+    pub result: GuidanceResult,
+    pub correlation_id: Uuid,
+    pub observation_id: String,
+    pub window_id: String,
+}
+
+/// Refuses observations at least 60 s old or more than 5 s ahead of `now`.
+pub fn check_freshness(captured_at: OffsetDateTime, now: OffsetDateTime) -> Result<(), Error> {
+    if now - captured_at >= MAX_OBSERVATION_AGE || captured_at - now > MAX_OBSERVATION_SKEW {
+        return Err(Error::StaleObservation);
+    }
+    Ok(())
+}
+
+/// The provider's budget for an observation of this age: min(52, 60 − age − 8) seconds.
+#[must_use]
+pub fn provider_budget(captured_at: OffsetDateTime, now: OffsetDateTime) -> Option<Duration> {
+    let age = Duration::try_from(now - captured_at).unwrap_or(Duration::ZERO);
+    let left = MAX_OBSERVATION_AGE
+        .checked_sub(age)?
+        .checked_sub(PROVIDER_BUDGET_RESERVE)?;
+    Some(left.min(MAX_PROVIDER_BUDGET)).filter(|b| !b.is_zero())
+}
+
+/// The stage of a guidance request at which it failed, as diagnostics name it.
+#[derive(Debug, Clone, Copy)]
+enum Stage {
+    RequestValidated,
+    ProviderInference,
+    TargetValidation,
+    FreshnessValidation,
+}
+
+impl Stage {
+    const fn as_str(self) -> &'static str {
+        match self {
+            Self::RequestValidated => "request_validated",
+            Self::ProviderInference => "provider_inference",
+            Self::TargetValidation => "target_validation",
+            Self::FreshnessValidation => "freshness_validation",
+        }
+    }
+}
+
+/// Writes `guidance_cancelled` when the request future is dropped mid-inference, which is how a
+/// client disconnect reaches us: the server drops the handler and with it the provider's work.
+struct CancelWatch<'a> {
+    state: &'a LocalState,
+    correlation_id: &'a str,
+    started: Instant,
+    armed: bool,
+}
+
+impl Drop for CancelWatch<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.state.diagnose(
+                "guidance_cancelled",
+                Some(self.correlation_id),
+                &[("elapsedMs", Field::Count(elapsed_ms(self.started)))],
+            );
+        }
+    }
+}
+
+fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+impl LocalState {
+    /// Runs one guidance request for `owner`.
+    pub async fn guidance(
+        &self,
+        owner: &str,
+        request: GuidanceRequest,
+    ) -> Result<GuidanceResponse, Error> {
+        self.check_session(owner, &request.session_id)?;
+        if !request.consent {
+            return Err(Error::ConsentRequired);
+        }
+        let observation = &request.observation;
+        check_freshness(observation.captured_at, self.now())?;
+
+        let correlation_id = Uuid::new_v4();
+        let cid = correlation_id.to_string();
+        let started = Instant::now();
+        let image = observation.image.as_ref();
+        self.diagnose(
+            "guidance_started",
+            Some(&cid),
+            &[
+                ("provider", Field::Word(self.provider.name())),
+                ("bodyBytes", Field::Count(request.body_bytes as u64)),
+                ("imageShared", Field::Flag(image.is_some())),
+                (
+                    "elementCount",
+                    Field::Count(observation.elements.len() as u64),
+                ),
+                (
+                    "imageWidth",
+                    image.map_or(Field::Null, |i| Field::Count(u64::from(i.width))),
+                ),
+                (
+                    "imageHeight",
+                    image.map_or(Field::Null, |i| Field::Count(u64::from(i.height))),
+                ),
+            ],
+        );
+        let fail = |stage: Stage, error: Error, error_type: Option<&str>| {
+            let code = error.error_code().unwrap_or_else(|| match error.kind() {
+                crate::error::ErrorKind::GatewayTimeout => "timeout".to_owned(),
+                _ => "http-error".to_owned(),
+            });
+            let mut fields = vec![
+                ("stage", Field::Word(stage.as_str())),
+                ("errorCode", Field::Id(code)),
+            ];
+            if error.kind() == crate::error::ErrorKind::Unprocessable {
+                fields.push(("status", Field::Count(422)));
+            }
+            if let Some(error_type) = error_type {
+                fields.push(("errorType", Field::Id(error_type.to_owned())));
+            }
+            fields.push(("elapsedMs", Field::Count(elapsed_ms(started))));
+            self.diagnose("guidance_failed", Some(&cid), &fields);
+            error
+        };
+
+        let Some(budget) = provider_budget(observation.captured_at, self.now()) else {
+            return Err(fail(
+                Stage::RequestValidated,
+                Error::GuidanceTimeout { correlation_id },
+                None,
+            ));
+        };
+        let provider_request = ProviderRequest {
+            prompt: &request.prompt,
+            observation,
+            budget,
+        };
+        let mut watch = CancelWatch {
+            state: self,
+            correlation_id: &cid,
+            started,
+            armed: true,
+        };
+        let outcome = tokio::time::timeout(budget, self.provider.guide(provider_request)).await;
+        watch.armed = false;
+        drop(watch);
+        let mut result = match outcome {
+            Err(tokio::time::error::Elapsed { .. }) | Ok(Err(ProviderError::Timeout)) => {
+                return Err(fail(
+                    Stage::ProviderInference,
+                    Error::GuidanceTimeout { correlation_id },
+                    None,
+                ));
+            }
+            Ok(Err(ProviderError::Failed(failure))) => {
+                return Err(fail(
+                    Stage::ProviderInference,
+                    Error::ProviderFailed {
+                        correlation_id,
+                        failure,
+                    },
+                    None,
+                ));
+            }
+            Ok(Err(ProviderError::InvalidResult)) => {
+                return Err(fail(
+                    Stage::ProviderInference,
+                    Error::InvalidGuidanceResult { correlation_id },
+                    None,
+                ));
+            }
+            Ok(Err(ProviderError::Unexpected { error_type })) => {
+                let error_type = sanitised_type_name(&error_type);
+                // The reference's one stderr line: the type only, never the message.
+                eprintln!("MSGuide guidance failure: {error_type}");
+                let error = Error::ProviderUnexpected {
+                    correlation_id,
+                    error_type: error_type.clone(),
+                };
+                return Err(fail(Stage::ProviderInference, error, Some(&error_type)));
+            }
+            Ok(Ok(result)) => result,
+        };
+
+        if result.mode == Mode::Model && result.status == GuidanceStatus::Completed {
+            result.status = GuidanceStatus::CompletionCandidate;
+        }
+        let target_ok = result
+            .target
+            .as_ref()
+            .is_none_or(|t| target_matches_observation(t, observation));
+        if !result_is_valid(&result) || !target_ok {
+            return Err(fail(
+                Stage::TargetValidation,
+                Error::InvalidGuidanceResult { correlation_id },
+                None,
+            ));
+        }
+        if let Err(error) = check_freshness(observation.captured_at, self.now()) {
+            return Err(fail(Stage::FreshnessValidation, error, None));
+        }
+        self.check_session(owner, &request.session_id)?;
+
+        self.diagnose(
+            "guidance_completed",
+            Some(&cid),
+            &[
+                ("status", Field::Word(result.status.as_str())),
+                ("targetSelected", Field::Flag(result.target.is_some())),
+                ("planId", Field::Null),
+                ("planSteps", Field::Null),
+                ("boundary", Field::Null),
+                ("elapsedMs", Field::Count(elapsed_ms(started))),
+            ],
+        );
+        self.audit.record(
+            cid,
+            format!("guidance_{}", result.status.as_str()),
+            self.now(),
+        );
+        Ok(GuidanceResponse {
+            result,
+            correlation_id,
+            observation_id: observation.id.clone(),
+            window_id: observation.window_id.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freshness_window_edges() {
+        let now = OffsetDateTime::now_utc();
+        let s = time::Duration::seconds;
+        assert!(check_freshness(now - s(59), now).is_ok());
+        assert_eq!(
+            check_freshness(now - s(60), now),
+            Err(Error::StaleObservation)
+        );
+        assert!(check_freshness(now + s(5), now).is_ok());
+        assert_eq!(
+            check_freshness(now + s(5) + time::Duration::milliseconds(1), now),
+            Err(Error::StaleObservation)
+        );
+    }
+
+    #[test]
+    fn budget_shrinks_with_age() {
+        let now = OffsetDateTime::now_utc();
+        let s = time::Duration::seconds;
+        assert_eq!(provider_budget(now, now), Some(Duration::from_secs(52)));
+        assert_eq!(
+            provider_budget(now + s(3), now),
+            Some(Duration::from_secs(52))
+        );
+        assert_eq!(
+            provider_budget(now - s(20), now),
+            Some(Duration::from_secs(32))
+        );
+        assert_eq!(provider_budget(now - s(52), now), None);
+        assert_eq!(provider_budget(now - s(53), now), None);
+    }
+}

@@ -1,0 +1,28 @@
+//! Capabilities shared by the local API and the connector, with no HTTP or WebSocket in them.
+//!
+//! # Layout
+//! - [`limits`]: every numeric limit of the specifications, named once.
+//! - [`clock`]: the one source of "now", replaceable in tests.
+//! - [`error`]: the failures callers can see, each with its exact message.
+//! - [`secret`]: bearer tokens and constant-time comparison.
+//! - [`state`]: [`state::LocalState`], the bounded in-memory state every operation runs against.
+//! - [`sessions`], [`guidance`], [`assist`], [`actions`], [`audit`]: the operations.
+//! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
+//! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
+
+pub mod actions;
+pub mod assist;
+pub mod audit;
+pub mod clock;
+pub mod diagnostics;
+pub mod error;
+pub mod guidance;
+pub mod limits;
+pub mod png_sanitise;
+pub mod secret;
+pub mod sessions;
+pub mod state;
+mod store;
+
+pub use error::Error;
+pub use state::LocalState;

@@ -1,0 +1,65 @@
+//! One-hour local sessions: the key every guidance and assist request is checked against.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    Error, LocalState,
+    clock::after,
+    limits::SESSION_LIFETIME,
+    store::{Expiring, parse_id},
+};
+
+/// A created session.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    owner: String,
+    expires_at: OffsetDateTime,
+}
+
+impl Expiring for Session {
+    fn owner(&self) -> &str {
+        &self.owner
+    }
+    fn expires_at(&self) -> OffsetDateTime {
+        self.expires_at
+    }
+}
+
+/// What the caller learns about a new session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSession {
+    pub session_id: Uuid,
+    pub expires_at: OffsetDateTime,
+}
+
+impl LocalState {
+    /// Creates a session for `owner`, purging expired ones first.
+    pub fn create_session(&self, owner: &str) -> Result<NewSession, Error> {
+        let now = self.now();
+        let mut sessions = self.sessions();
+        sessions.make_room(now)?;
+        let session_id = Uuid::new_v4();
+        let expires_at = after(now, SESSION_LIFETIME);
+        sessions.insert(
+            session_id,
+            Session {
+                owner: owner.to_owned(),
+                expires_at,
+            },
+        );
+        drop(sessions);
+        self.audit
+            .record(session_id.to_string(), "session_created", now);
+        Ok(NewSession {
+            session_id,
+            expires_at,
+        })
+    }
+
+    /// Checks that `session_id` names a live session of `owner`.
+    pub fn check_session(&self, owner: &str, session_id: &str) -> Result<(), Error> {
+        let id = parse_id(session_id)?;
+        self.sessions().owned(id, owner, self.now()).map(|_| ())
+    }
+}
