@@ -1,0 +1,97 @@
+//! The real `msguide-api` binary: start-up refusals and a served request.
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use super::support::{Req, TOKEN};
+
+/// The binary cargo built next to this test executable.
+fn binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path = dir.join(format!("msguide-api{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build -p msguide-api` (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+fn refusal(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut command = Command::new(binary());
+    command
+        .args(args)
+        .env_remove("MSGUIDE_MODE")
+        .env_remove("MSGUIDE_GUIDANCE_PROVIDER")
+        .env("MSGUIDE_LOCAL_TOKEN", TOKEN);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    assert!(!output.status.success(), "{args:?} {env:?} started");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
+    assert!(!stderr.contains(TOKEN));
+    stderr
+}
+
+#[test]
+fn refuses_bad_configuration_with_one_line() {
+    assert!(
+        refusal(&["--port", "0"], &[("MSGUIDE_MODE", "production")])
+            .contains("Only local MSGUIDE_MODE=demo is supported")
+    );
+    assert!(
+        refusal(&["--port", "0"], &[("MSGUIDE_MODE", "enterprise")])
+            .contains("Only local MSGUIDE_MODE=demo is supported")
+    );
+    assert!(
+        refusal(&["--port", "0"], &[("MSGUIDE_GUIDANCE_PROVIDER", "model")])
+            .contains("Unknown guidance provider")
+    );
+    assert!(refusal(&["--host", "0.0.0.0", "--port", "0"], &[]).contains("loopback"));
+    assert!(refusal(&["--host", "192.0.2.1", "--port", "0"], &[]).contains("loopback"));
+}
+
+#[tokio::test]
+async fn serves_with_a_token_and_answers_503_without_one() {
+    for (token, expected) in [(Some(TOKEN), 200), (None, 503)] {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut command = Command::new(binary());
+        command
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .env_remove("MSGUIDE_LOCAL_TOKEN")
+            .stderr(Stdio::null());
+        if let Some(token) = token {
+            command.env("MSGUIDE_LOCAL_TOKEN", token);
+        }
+        let mut child = command.spawn().unwrap();
+        let addr = format!("127.0.0.1:{port}").parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            assert!(Instant::now() < deadline, "the binary never listened");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let health = Req::new(addr, "GET", "/health").send().await;
+        assert_eq!(
+            health.text(),
+            r#"{"status":"ok","mode":"demo","version":"0.2.0"}"#
+        );
+        let session = Req::new(addr, "POST", "/v1/sessions")
+            .bearer(TOKEN)
+            .send()
+            .await;
+        assert_eq!(session.status, expected);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

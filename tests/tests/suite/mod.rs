@@ -1,0 +1,11 @@
+//! The end-to-end suite: each module checks one part of the contract at its boundaries.
+
+mod actions;
+mod assist;
+mod binary;
+mod boundary;
+mod contracts;
+mod guidance;
+mod openapi;
+mod privacy;
+mod support;
