@@ -9,3 +9,4 @@ mod guidance;
 mod openapi;
 mod privacy;
 mod support;
+mod tidy;

@@ -1,0 +1,62 @@
+//! Tidy checks of the tree itself: module docs, workspace lints, and the core's independence
+//! from any transport.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if name != "target" && !name.starts_with('.') {
+                rust_files(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn members() -> Vec<String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let line = manifest.lines().find(|l| l.starts_with("members")).unwrap();
+    line.split('"').skip(1).step_by(2).map(str::to_owned).collect()
+}
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc() {
+    let mut files = Vec::new();
+    for member in members() {
+        rust_files(&root().join(member), &mut files);
+    }
+    assert!(files.len() > 20);
+    let undocumented: Vec<_> = files
+        .iter()
+        .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
+        .collect();
+    assert!(undocumented.is_empty(), "files without a leading //! line: {undocumented:?}");
+}
+
+#[test]
+fn every_member_uses_the_workspace_lints() {
+    for member in members() {
+        let manifest = std::fs::read_to_string(root().join(&member).join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("[lints]\nworkspace = true"), "{member} does not opt into [workspace.lints]");
+    }
+}
+
+#[test]
+fn core_knows_no_transport() {
+    let manifest = std::fs::read_to_string(root().join("core/Cargo.toml")).unwrap();
+    let dependencies = manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
+    for transport in ["axum", "hyper", "tower", "tungstenite", "reqwest", "utoipa", "http"] {
+        assert!(
+            !dependencies.lines().any(|l| l.trim_start().starts_with(transport)),
+            "core depends on {transport}: HTTP and WebSocket belong to the edges"
+        );
+    }
+}
