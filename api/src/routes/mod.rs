@@ -97,12 +97,42 @@ fn is_docs_path(path: &str) -> bool {
     path == "/openapi.json" || path == "/redoc" || path == "/docs" || path.starts_with("/docs/")
 }
 
+/// The reference serves its docs UI at `/docs` itself (200, not a redirect) and its OAuth2
+/// redirect page at `/docs/oauth2-redirect`; the bundled UI lives under `/docs/`, so both are
+/// answered from there, the index with a base URL that keeps its relative asset links working.
+async fn docs_alias(mut request: Request, next: Next) -> Response {
+    let index = request.uri().path() == "/docs";
+    let target = if index {
+        "/docs/"
+    } else {
+        "/docs/oauth2-redirect.html"
+    };
+    if let Ok(uri) = target.parse() {
+        *request.uri_mut() = uri;
+    }
+    let response = next.run(request).await;
+    if !index || response.status() != StatusCode::OK {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return detail(StatusCode::NOT_FOUND, "Not Found");
+    };
+    let html =
+        String::from_utf8_lossy(&bytes).replacen("<head>", "<head><base href=\"/docs/\">", 1);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(html))
+}
+
 async fn framework_rules(
     State(table): State<Arc<RouteTable>>,
     request: Request,
     next: Next,
 ) -> Response {
     let path = request.uri().path();
+    if path == "/docs" || path == "/docs/oauth2-redirect" {
+        return docs_alias(request, next).await;
+    }
     if is_docs_path(path) {
         return next.run(request).await;
     }
@@ -153,11 +183,15 @@ async fn redoc() -> Html<&'static str> {
 pub fn application(state: AppState) -> Router {
     let (router, doc) = api_routes().split_for_parts();
     let table = Arc::new(RouteTable::new(&doc));
-    router
+    let routed = router
         .merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .route("/redoc", get(redoc))
         .fallback(not_found)
-        .with_state(state)
+        .with_state(state);
+    // Outside the router, so the rules (and the /docs aliases, which rewrite the path) run
+    // before a route is picked.
+    Router::new()
+        .fallback_service(routed)
         .layer(middleware::from_fn_with_state(table, framework_rules))
 }
 

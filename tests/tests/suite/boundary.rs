@@ -429,3 +429,27 @@ async fn open_connections_are_bounded() {
         .unwrap();
     assert_eq!(res.status, 200);
 }
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed() {
+    let limits = ConnectionLimits {
+        header_timeout: Duration::from_millis(300),
+        ..ConnectionLimits::default()
+    };
+    let server = Server::with(Options {
+        limits,
+        ..Options::default()
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(read_response(&mut stream).await.unwrap().status, 200);
+    let closed = tokio::time::timeout(Duration::from_secs(5), read_response(&mut stream)).await;
+    assert!(
+        matches!(closed, Ok(None)),
+        "an idle keep-alive connection held its slot: {closed:?}"
+    );
+}

@@ -104,6 +104,23 @@ async fn served_document_and_offline_docs() {
     let ui = Req::new(server.addr, "GET", "/docs/").send().await;
     assert_eq!(ui.status, 200);
     assert!(ui.text().to_lowercase().contains("swagger"));
+    let bare = Req::new(server.addr, "GET", "/docs").send().await;
+    assert_eq!(
+        bare.status, 200,
+        "the UI answers at /docs itself, as the reference's does"
+    );
+    assert!(bare.text().contains("<base href=\"/docs/\">"));
+    assert_eq!(
+        Req::new(server.addr, "GET", "/docs/oauth2-redirect")
+            .send()
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        Req::new(server.addr, "GET", "/redoc").send().await.status,
+        200
+    );
     let bundle = Req::new(server.addr, "GET", "/docs/swagger-ui-bundle.js")
         .send()
         .await;

@@ -24,7 +24,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn members() -> Vec<String> {
     let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
     let line = manifest.lines().find(|l| l.starts_with("members")).unwrap();
-    line.split('"').skip(1).step_by(2).map(str::to_owned).collect()
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
@@ -38,24 +42,46 @@ fn every_rust_file_starts_with_a_module_doc() {
         .iter()
         .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
         .collect();
-    assert!(undocumented.is_empty(), "files without a leading //! line: {undocumented:?}");
+    assert!(
+        undocumented.is_empty(),
+        "files without a leading //! line: {undocumented:?}"
+    );
 }
 
 #[test]
 fn every_member_uses_the_workspace_lints() {
     for member in members() {
         let manifest = std::fs::read_to_string(root().join(&member).join("Cargo.toml")).unwrap();
-        assert!(manifest.contains("[lints]\nworkspace = true"), "{member} does not opt into [workspace.lints]");
+        assert!(
+            manifest.contains("[lints]\nworkspace = true"),
+            "{member} does not opt into [workspace.lints]"
+        );
     }
 }
 
 #[test]
 fn core_knows_no_transport() {
     let manifest = std::fs::read_to_string(root().join("core/Cargo.toml")).unwrap();
-    let dependencies = manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
-    for transport in ["axum", "hyper", "tower", "tungstenite", "reqwest", "utoipa", "http"] {
+    let dependencies = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .unwrap()
+        .split("\n[")
+        .next()
+        .unwrap();
+    for transport in [
+        "axum",
+        "hyper",
+        "tower",
+        "tungstenite",
+        "reqwest",
+        "utoipa",
+        "http",
+    ] {
         assert!(
-            !dependencies.lines().any(|l| l.trim_start().starts_with(transport)),
+            !dependencies
+                .lines()
+                .any(|l| l.trim_start().starts_with(transport)),
             "core depends on {transport}: HTTP and WebSocket belong to the edges"
         );
     }
