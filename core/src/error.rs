@@ -204,7 +204,23 @@ impl Error {
             Self::ProviderFailed { failure, .. } => Some(format!("provider-{}", failure.as_str())),
             Self::InvalidGuidanceResult { .. } => Some("guidance-invalid-result".to_owned()),
             Self::ProviderUnexpected { .. } => Some("guidance-unexpected".to_owned()),
-            _ => None,
+            Self::GuidanceTimeout { .. }
+            | Self::UnknownResource
+            | Self::ResourceExpired
+            | Self::CapacityReached
+            | Self::ConsentRequired
+            | Self::StaleObservation
+            | Self::ContextSessionMismatch
+            | Self::NonPublicContext
+            | Self::ActionDenied(_)
+            | Self::InvalidToolParameters
+            | Self::AlreadyConfirmed
+            | Self::InvalidGrant
+            | Self::GrantConsumed
+            | Self::GrantExpired
+            | Self::ToolNoLongerPermitted
+            | Self::TooManyActiveJobs
+            | Self::AuditDisabled => None,
         }
     }
 }

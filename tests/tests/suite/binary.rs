@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::support::{Req, TOKEN};
+use super::support::{Req, TOKEN, temp_dir};
 
 /// The binary cargo built next to this test executable.
 fn binary() -> PathBuf {
@@ -94,4 +94,59 @@ async fn serves_with_a_token_and_answers_503_without_one() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+}
+
+#[tokio::test]
+async fn lifecycle_is_logged_and_sigterm_stops_cleanly() {
+    let log = temp_dir("lifecycle").join("logs/backend.log");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(binary())
+        .args(["--port", &port.to_string()])
+        .env("MSGUIDE_LOCAL_TOKEN", TOKEN)
+        .env("MSGUIDE_DIAGNOSTIC_LOG", &log)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "the binary never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        Req::new(addr, "POST", "/v1/sessions")
+            .bearer(TOKEN)
+            .send()
+            .await
+            .status,
+        200
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "SIGTERM is a clean stop: {status}");
+    let events: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        events,
+        ["backend_starting", "backend_started", "backend_stopping"]
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains(TOKEN), "the token never reaches a log");
 }
