@@ -5,7 +5,7 @@ use axum::{
     http::{HeaderName, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
-use local_core::error::{Error, ErrorKind};
+use local_core::error::{Error, ErrorKind, GuidanceFailure};
 
 use crate::contracts::responses::{Denied, ErrorDetail, ValidationErrors, ValidationItem};
 
@@ -93,14 +93,14 @@ impl IntoResponse for ApiError {
                 headers.insert(name, value);
             }
         };
-        if let Some(id) = error.correlation_id() {
-            set(CORRELATION_HEADER, id.to_string());
-        }
-        if let Some(code) = error.error_code() {
-            set(ERROR_CODE_HEADER, code);
-        }
-        if let Error::ProviderUnexpected { error_type, .. } = &error {
-            set(ERROR_TYPE_HEADER, error_type.clone());
+        if let Some((correlation_id, failure)) = error.guidance_failure() {
+            set(CORRELATION_HEADER, correlation_id.to_string());
+            if let Some(code) = failure.error_code() {
+                set(ERROR_CODE_HEADER, code);
+            }
+            if let GuidanceFailure::Unexpected { error_type } = failure {
+                set(ERROR_TYPE_HEADER, error_type.clone());
+            }
         }
         response
     }

@@ -54,6 +54,36 @@ impl Denial {
     }
 }
 
+/// How the provider's part of a guidance request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuidanceFailure {
+    /// The provider ran out of time, or there was no time left to start it.
+    #[error("Guidance timed out")]
+    Timeout,
+    /// The provider reported one of its own failure codes.
+    #[error("Guidance provider failed")]
+    Provider(ProviderFailure),
+    /// The result, its target or its shape did not validate.
+    #[error("Invalid guidance result")]
+    InvalidResult,
+    /// The provider failed in a way it did not classify; `error_type` is a sanitised type name.
+    #[error("Guidance provider failed")]
+    Unexpected { error_type: String },
+}
+
+impl GuidanceFailure {
+    /// The sanitised code a client may see (`x-msguide-error-code`), when there is one.
+    #[must_use]
+    pub fn error_code(&self) -> Option<String> {
+        match self {
+            Self::Timeout => None,
+            Self::Provider(failure) => Some(format!("provider-{}", failure.as_str())),
+            Self::InvalidResult => Some("guidance-invalid-result".to_owned()),
+            Self::Unexpected { .. } => Some("guidance-unexpected".to_owned()),
+        }
+    }
+}
+
 /// Every failure of an operation, with the reference's exact message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
@@ -72,23 +102,11 @@ pub enum Error {
     /// An observation (or assist context) is too old or too far in the future.
     #[error("Observation must be at most 60 seconds old and at most 5 seconds in the future")]
     StaleObservation,
-    /// The provider ran out of time, or there was no time left to start it.
-    #[error("Guidance timed out")]
-    GuidanceTimeout { correlation_id: Uuid },
-    /// The provider reported one of its own failure codes.
-    #[error("Guidance provider failed")]
-    ProviderFailed {
+    /// The provider's part failed; the client may quote the correlation id.
+    #[error("{failure}")]
+    Guidance {
         correlation_id: Uuid,
-        failure: ProviderFailure,
-    },
-    /// The result, its target or its shape did not validate.
-    #[error("Invalid guidance result")]
-    InvalidGuidanceResult { correlation_id: Uuid },
-    /// The provider failed in a way it did not classify.
-    #[error("Guidance provider failed")]
-    ProviderUnexpected {
-        correlation_id: Uuid,
-        error_type: String,
+        failure: GuidanceFailure,
     },
     /// The assist context names another session.
     #[error("Context session does not match request")]
@@ -163,64 +181,31 @@ impl Error {
                 ErrorKind::Unprocessable
             }
             Self::CapacityReached | Self::TooManyActiveJobs => ErrorKind::TooManyRequests,
-            Self::ProviderFailed { .. }
-            | Self::InvalidGuidanceResult { .. }
-            | Self::ProviderUnexpected { .. } => ErrorKind::BadGateway,
-            Self::GuidanceTimeout { .. } => ErrorKind::GatewayTimeout,
+            Self::Guidance {
+                failure: GuidanceFailure::Timeout,
+                ..
+            } => ErrorKind::GatewayTimeout,
+            Self::Guidance {
+                failure:
+                    GuidanceFailure::Provider(_)
+                    | GuidanceFailure::InvalidResult
+                    | GuidanceFailure::Unexpected { .. },
+                ..
+            } => ErrorKind::BadGateway,
         }
     }
 
-    /// The correlation id of a failed guidance request, for the client to quote.
+    /// The correlation id and failure of a guidance request whose provider part failed.
     #[must_use]
-    pub const fn correlation_id(&self) -> Option<Uuid> {
-        match self {
-            Self::GuidanceTimeout { correlation_id }
-            | Self::ProviderFailed { correlation_id, .. }
-            | Self::InvalidGuidanceResult { correlation_id }
-            | Self::ProviderUnexpected { correlation_id, .. } => Some(*correlation_id),
-            Self::UnknownResource
-            | Self::ResourceExpired
-            | Self::CapacityReached
-            | Self::ConsentRequired
-            | Self::StaleObservation
-            | Self::ContextSessionMismatch
-            | Self::NonPublicContext
-            | Self::ActionDenied(_)
-            | Self::InvalidToolParameters
-            | Self::AlreadyConfirmed
-            | Self::InvalidGrant
-            | Self::GrantConsumed
-            | Self::GrantExpired
-            | Self::ToolNoLongerPermitted
-            | Self::TooManyActiveJobs
-            | Self::AuditDisabled => None,
-        }
-    }
-
-    /// The sanitised error code a client may see (`x-msguide-error-code`), when there is one.
-    #[must_use]
-    pub fn error_code(&self) -> Option<String> {
-        match self {
-            Self::ProviderFailed { failure, .. } => Some(format!("provider-{}", failure.as_str())),
-            Self::InvalidGuidanceResult { .. } => Some("guidance-invalid-result".to_owned()),
-            Self::ProviderUnexpected { .. } => Some("guidance-unexpected".to_owned()),
-            Self::GuidanceTimeout { .. }
-            | Self::UnknownResource
-            | Self::ResourceExpired
-            | Self::CapacityReached
-            | Self::ConsentRequired
-            | Self::StaleObservation
-            | Self::ContextSessionMismatch
-            | Self::NonPublicContext
-            | Self::ActionDenied(_)
-            | Self::InvalidToolParameters
-            | Self::AlreadyConfirmed
-            | Self::InvalidGrant
-            | Self::GrantConsumed
-            | Self::GrantExpired
-            | Self::ToolNoLongerPermitted
-            | Self::TooManyActiveJobs
-            | Self::AuditDisabled => None,
+    pub const fn guidance_failure(&self) -> Option<(Uuid, &GuidanceFailure)> {
+        if let Self::Guidance {
+            correlation_id,
+            failure,
+        } = self
+        {
+            Some((*correlation_id, failure))
+        } else {
+            None
         }
     }
 }

@@ -21,6 +21,7 @@ use self::{
 use crate::{
     Error, LocalState,
     diagnostics::Field,
+    error::GuidanceFailure,
     limits::{
         MAX_OBSERVATION_AGE, MAX_OBSERVATION_SKEW, MAX_PROVIDER_BUDGET, PROVIDER_BUDGET_RESERVE,
     },
@@ -149,10 +150,11 @@ impl LocalState {
             ],
         );
         let fail = |stage: Stage, error: Error, error_type: Option<&str>| {
-            let code = error.error_code().unwrap_or_else(|| match error.kind() {
-                crate::error::ErrorKind::GatewayTimeout => "timeout".to_owned(),
-                _ => "http-error".to_owned(),
-            });
+            let code = match error.guidance_failure() {
+                Some((_, GuidanceFailure::Timeout)) => "timeout".to_owned(),
+                Some((_, failure)) => failure.error_code().unwrap_or_default(),
+                None => "http-error".to_owned(),
+            };
             let mut fields = vec![
                 ("stage", Field::Word(stage.as_str())),
                 ("errorCode", Field::Id(code)),
@@ -171,7 +173,10 @@ impl LocalState {
         let Some(budget) = provider_budget(observation.captured_at, self.now()) else {
             return Err(fail(
                 Stage::RequestValidated,
-                Error::GuidanceTimeout { correlation_id },
+                Error::Guidance {
+                    correlation_id,
+                    failure: GuidanceFailure::Timeout,
+                },
                 None,
             ));
         };
@@ -193,16 +198,19 @@ impl LocalState {
             Err(tokio::time::error::Elapsed { .. }) | Ok(Err(ProviderError::Timeout)) => {
                 return Err(fail(
                     Stage::ProviderInference,
-                    Error::GuidanceTimeout { correlation_id },
+                    Error::Guidance {
+                        correlation_id,
+                        failure: GuidanceFailure::Timeout,
+                    },
                     None,
                 ));
             }
             Ok(Err(ProviderError::Failed(failure))) => {
                 return Err(fail(
                     Stage::ProviderInference,
-                    Error::ProviderFailed {
+                    Error::Guidance {
                         correlation_id,
-                        failure,
+                        failure: GuidanceFailure::Provider(failure),
                     },
                     None,
                 ));
@@ -210,7 +218,10 @@ impl LocalState {
             Ok(Err(ProviderError::InvalidResult)) => {
                 return Err(fail(
                     Stage::ProviderInference,
-                    Error::InvalidGuidanceResult { correlation_id },
+                    Error::Guidance {
+                        correlation_id,
+                        failure: GuidanceFailure::InvalidResult,
+                    },
                     None,
                 ));
             }
@@ -218,9 +229,11 @@ impl LocalState {
                 let error_type = sanitised_type_name(&error_type);
                 // The reference's one stderr line: the type only, never the message.
                 eprintln!("MSGuide guidance failure: {error_type}");
-                let error = Error::ProviderUnexpected {
+                let error = Error::Guidance {
                     correlation_id,
-                    error_type: error_type.clone(),
+                    failure: GuidanceFailure::Unexpected {
+                        error_type: error_type.clone(),
+                    },
                 };
                 return Err(fail(Stage::ProviderInference, error, Some(&error_type)));
             }
@@ -237,7 +250,10 @@ impl LocalState {
         if !result_is_valid(&result) || !target_ok {
             return Err(fail(
                 Stage::TargetValidation,
-                Error::InvalidGuidanceResult { correlation_id },
+                Error::Guidance {
+                    correlation_id,
+                    failure: GuidanceFailure::InvalidResult,
+                },
                 None,
             ));
         }

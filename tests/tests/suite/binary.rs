@@ -22,6 +22,17 @@ fn binary() -> PathBuf {
     path
 }
 
+/// Waits until the child listens on `port`.
+async fn listening(port: u16) -> std::net::SocketAddr {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "the binary never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    addr
+}
+
 fn refusal(args: &[&str], env: &[(&str, &str)]) -> String {
     let mut command = Command::new(binary());
     command
@@ -75,12 +86,7 @@ async fn serves_with_a_token_and_answers_503_without_one() {
             command.env("MSGUIDE_LOCAL_TOKEN", token);
         }
         let mut child = command.spawn().unwrap();
-        let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(addr).await.is_err() {
-            assert!(Instant::now() < deadline, "the binary never listened");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let addr = listening(port).await;
         let health = Req::new(addr, "GET", "/health").send().await;
         assert_eq!(
             health.text(),
@@ -111,12 +117,7 @@ async fn lifecycle_is_logged_and_sigterm_stops_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let addr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "the binary never listened");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let addr = listening(port).await;
     assert_eq!(
         Req::new(addr, "POST", "/v1/sessions")
             .bearer(TOKEN)
