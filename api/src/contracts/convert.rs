@@ -155,6 +155,9 @@ fn observation(o: Observation) -> Result<model::Observation, ValidationItem> {
     })
 }
 
+/// Image sanitisings that may run at once.
+static SANITISERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
 /// Turns a parsed guidance body into the core request, sanitising the image off the async
 /// threads: decoding and re-encoding a 1600×1600 PNG takes tens of milliseconds.
 pub async fn guidance_request(
@@ -168,6 +171,12 @@ pub async fn guidance_request(
         observation: raw,
     } = request;
     let observation = if raw.image_base64.is_some() {
+        // Each sanitising holds ~30 MB (decoded pixels and two encodings) and is CPU-bound, so
+        // more at once than there are cores only costs memory.
+        let _permit = SANITISERS
+            .acquire()
+            .await
+            .map_err(|_| invalid(vec!["body".into()], "value_error"))?;
         tokio::task::spawn_blocking(move || observation(raw))
             .await
             .map_err(|_| invalid(vec!["body".into(), "observation".into()], "value_error"))??
