@@ -303,13 +303,13 @@ impl LocalState {
         };
         if let Some(denial) = denial {
             self.audit
-                .record(Uuid::new_v4().to_string(), denial.as_str(), now);
+                .record(crate::secret::new_id().to_string(), denial.as_str(), now);
             return Err(Error::ActionDenied(denial));
         }
         let parameters = normalise_parameters(tool, parameters)?;
         let mut tables = self.actions.tables();
         tables.previews.make_room(now)?;
-        let preview_id = Uuid::new_v4();
+        let preview_id = crate::secret::new_id();
         let expires_at = after(now, PREVIEW_LIFETIME);
         // serde_json's map is ordered by key, so this is the canonical sorted, compact form.
         let canonical_parameters = Value::Object(parameters.clone()).to_string();
@@ -412,7 +412,7 @@ impl LocalState {
         if let Some(grant) = tables.previews.get_mut(id).and_then(|p| p.grant.as_mut()) {
             grant.consumed = true;
         }
-        let job_id = Uuid::new_v4();
+        let job_id = crate::secret::new_id();
         let task = tokio::spawn(Arc::clone(&self.actions).run_job(job_id));
         let job = Job {
             owner: owner.to_owned(),

@@ -161,7 +161,7 @@ impl LocalState {
                 .collect::<Vec<_>>()
                 .join("\n\n")
         };
-        let correlation_id = Uuid::new_v4();
+        let correlation_id = crate::secret::new_id();
         self.audit.record(
             correlation_id.to_string(),
             format!("assist_{}", request_type.as_str()),

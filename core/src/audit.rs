@@ -35,6 +35,12 @@ impl AuditLog {
         }
     }
 
+    /// Whether events are recorded, so callers can skip building them.
+    #[must_use]
+    pub const fn enabled(&self) -> bool {
+        self.ring.is_some()
+    }
+
     /// Records an outcome; a no-op when the audit is off.
     pub fn record(
         &self,

@@ -2,6 +2,13 @@
 
 use subtle::ConstantTimeEq;
 
+/// A fresh random (version 4) id from the thread's CSPRNG, which is seeded from the OS once
+/// instead of costing a system call per id.
+#[must_use]
+pub fn new_id() -> uuid::Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
 /// True when `text` is an RFC 6750 `b64token`: `[A-Za-z0-9._~+/-]+=*`.
 #[must_use]
 pub fn is_b64token(text: &str) -> bool {
@@ -47,6 +54,14 @@ impl std::fmt::Debug for LocalToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_version_4_and_distinct() {
+        let (a, b) = (new_id(), new_id());
+        assert_eq!(a.get_version_num(), 4);
+        assert_eq!(a.get_variant(), uuid::Variant::RFC4122);
+        assert_ne!(a, b);
+    }
 
     #[test]
     fn b64token_shapes() {

@@ -39,7 +39,7 @@ impl LocalState {
         let now = self.now();
         let mut sessions = self.sessions();
         sessions.make_room(now)?;
-        let session_id = Uuid::new_v4();
+        let session_id = crate::secret::new_id();
         let expires_at = after(now, SESSION_LIFETIME);
         sessions.insert(
             session_id,

@@ -112,6 +112,11 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8], is_json: bool) -> Result<T, 
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(invalid(vec!["body".into()], "missing"));
     }
+    // The happy path parses without path tracking; only a body that fails is parsed again to
+    // learn where it broke.
+    if let Ok(value) = serde_json::from_slice::<T>(body) {
+        return Ok(value);
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let syntax = |error: &serde_json::Error| {
         let offset = char_offset(body, error.line(), error.column());

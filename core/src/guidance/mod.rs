@@ -124,7 +124,7 @@ impl LocalState {
         let observation = &request.observation;
         check_freshness(observation.captured_at, self.now())?;
 
-        let correlation_id = Uuid::new_v4();
+        let correlation_id = crate::secret::new_id();
         let cid = correlation_id.to_string();
         let started = Instant::now();
         let image = observation.image.as_ref();
@@ -274,11 +274,10 @@ impl LocalState {
                 ("elapsedMs", Field::Count(elapsed_ms(started))),
             ],
         );
-        self.audit.record(
-            cid,
-            format!("guidance_{}", result.status.as_str()),
-            self.now(),
-        );
+        if self.audit.enabled() {
+            let outcome = format!("guidance_{}", result.status.as_str());
+            self.audit.record(cid, outcome, self.now());
+        }
         Ok(GuidanceResponse {
             result,
             correlation_id,
