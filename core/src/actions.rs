@@ -373,7 +373,8 @@ impl LocalState {
         })
     }
 
-    /// Consumes a grant and starts the mock job, in the reference's check order.
+    /// Consumes a grant and starts the mock job, in the reference's check order. The job runs
+    /// on the current Tokio runtime, so this must be called from within one.
     pub fn execute_action(
         &self,
         owner: &str,
@@ -497,6 +498,8 @@ mod tests {
             normalise_parameters("create_work_item", &params(&title_257)),
             Err(Error::InvalidToolParameters)
         );
+        let description_4000 = format!(r#"{{"title":"T","description":"{}"}}"#, "a".repeat(4000));
+        assert!(normalise_parameters("create_work_item", &params(&description_4000)).is_ok());
         let description_4001 = format!(r#"{{"title":"T","description":"{}"}}"#, "a".repeat(4001));
         assert_eq!(
             normalise_parameters("create_work_item", &params(&description_4001)),

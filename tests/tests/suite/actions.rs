@@ -159,6 +159,11 @@ async fn previews_validate_and_store_an_immutable_copy() {
         .send()
         .await;
     assert_eq!(not_object.validation_type(), "dict_type");
+    let longest_tool = preview(&server, &"t".repeat(64), json!({})).await;
+    assert_eq!(
+        longest_tool.status, 403,
+        "a 64-character tool name passes the contract and meets the tiers"
+    );
     let long_tool = preview(&server, &"t".repeat(65), json!({})).await;
     assert_eq!(long_tool.validation_type(), "string_too_long");
 }
@@ -236,6 +241,11 @@ async fn grants_are_single_use_and_bound_to_their_preview() {
         .send()
         .await;
     assert_eq!(extra.validation_type(), "extra_forbidden");
+    let longest = execute(&server, &id, &"t".repeat(256)).await;
+    assert_eq!(
+        longest.status, 403,
+        "a 256-character token passes the contract and fails the grant check"
+    );
     let too_long = execute(&server, &id, &"t".repeat(257)).await;
     assert_eq!(too_long.validation_type(), "string_too_long");
 }

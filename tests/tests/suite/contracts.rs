@@ -257,16 +257,6 @@ async fn strict_types_unknown_fields_and_timestamps() {
         guidance_with(
             &server,
             &s,
-            |b| b["observation"]["elements"][0]["processId"] = json!(4_294_967_296_u64)
-        )
-        .await
-        .0,
-        422
-    );
-    assert_eq!(
-        guidance_with(
-            &server,
-            &s,
             |b| b["observation"]["elements"][0]["scrollDirections"] =
                 json!(["up", "up", "up", "up", "up"])
         )
@@ -274,6 +264,39 @@ async fn strict_types_unknown_fields_and_timestamps() {
         .0,
         422
     );
+    for (field, value) in [
+        ("processId", json!(4_294_967_296_u64)),
+        ("processId", json!(0)),
+        ("valueLength", json!(1001)),
+        ("helpText", json!("h".repeat(257))),
+        ("itemStatus", json!("i".repeat(129))),
+        ("automationId", json!("a".repeat(257))),
+        ("verticalScrollPercent", json!(100.5)),
+        ("horizontalScrollPercent", json!(-1.5)),
+        ("valueHash", json!("A".repeat(64))),
+        ("toggleState", json!("maybe")),
+        ("action", json!("click")),
+        ("isEnabled", json!("true")),
+    ] {
+        let got = guidance_with(&server, &s, |b| {
+            b["observation"]["elements"][0][field] = value.clone()
+        })
+        .await
+        .0;
+        assert_eq!(got, 422, "{field} = {value}");
+    }
+    for (field, value) in [
+        ("helpText", json!("h".repeat(256))),
+        ("itemStatus", json!("i".repeat(128))),
+        ("valueLength", json!(0)),
+    ] {
+        let got = guidance_with(&server, &s, |b| {
+            b["observation"]["elements"][0][field] = value.clone()
+        })
+        .await
+        .0;
+        assert_eq!(got, 200, "{field} at its limit");
+    }
 }
 
 #[tokio::test]
