@@ -17,6 +17,7 @@ pub mod clock;
 pub mod diagnostics;
 pub mod error;
 pub mod guidance;
+pub mod jail;
 pub mod limits;
 pub mod png_sanitise;
 pub mod secret;
