@@ -1,0 +1,4 @@
+//! The connector (`autogpt-shim`): the platform protocol and, as they land, the session loop and
+//! dispatch that execute platform requests through `local-core`.
+
+pub mod protocol;
