@@ -16,6 +16,7 @@ pub mod audit;
 pub mod clock;
 pub mod diagnostics;
 pub mod error;
+pub mod files;
 pub mod guidance;
 pub mod jail;
 pub mod limits;
