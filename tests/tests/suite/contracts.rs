@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::support::{Server, b64, button, guidance_body, observation, png_bytes};
+use super::support::{Server, b64, button, guidance_body, observation, padded_png, png_bytes};
 
 /// Sends a guidance request whose observation was changed by `edit`; returns (status, type).
 async fn guidance_with(
@@ -389,4 +389,31 @@ async fn images_are_sanitised_or_refused() {
         .0,
         200
     );
+}
+
+#[tokio::test]
+async fn a_screenshot_at_the_byte_limit_fits_the_body_limit() {
+    let server = Server::start().await;
+    let s = server.session().await;
+    let exact = b64(&padded_png(64, 48, 2_000_000, "private-padding"));
+    assert_eq!(exact.len(), 2_666_668);
+    let mut body = guidance_body(
+        &s,
+        observation(&server, "Build overview", vec![button("View logs")]),
+    );
+    body["observation"]["imageBase64"] = json!(exact);
+    body["observation"]["width"] = json!(64);
+    body["observation"]["height"] = json!(48);
+    let bytes = serde_json::to_vec(&body).unwrap();
+    assert!(
+        bytes.len() > 2 * 1024 * 1024,
+        "the body is over any 2 MiB default limit"
+    );
+    let res = server.guidance(&body).await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    let over = b64(&padded_png(64, 48, 2_000_001, "private-padding"));
+    body["observation"]["imageBase64"] = json!(over);
+    let res = server.guidance(&body).await;
+    assert_eq!(res.status, 422);
+    assert!(!res.text().contains("private-"));
 }

@@ -498,3 +498,36 @@ impl Req {
         self.send().await
     }
 }
+
+/// CRC-32 (PNG's) for hand-built chunks.
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A valid PNG of exactly `total` bytes: a small image padded with a private ancillary chunk
+/// before IEND (which the sanitiser must drop).
+pub(crate) fn padded_png(width: u32, height: u32, total: usize, fill: &str) -> Vec<u8> {
+    let mut png = png_bytes(width, height, None);
+    let iend = png.split_off(png.len() - 12);
+    let data_len = total - png.len() - iend.len() - 12;
+    let data: Vec<u8> = fill.bytes().cycle().take(data_len).collect();
+    let mut chunk = b"prIv".to_vec();
+    chunk.extend_from_slice(&data);
+    png.extend_from_slice(&u32::try_from(data_len).unwrap().to_be_bytes());
+    png.extend_from_slice(&chunk);
+    png.extend_from_slice(&crc32(&chunk).to_be_bytes());
+    png.extend_from_slice(&iend);
+    assert_eq!(png.len(), total);
+    png
+}
