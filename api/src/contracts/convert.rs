@@ -221,7 +221,7 @@ impl From<GuidanceResponse> for responses::Guidance {
                 })
                 .collect(),
             mode: result.mode.as_str(),
-            correlation_id: response.correlation_id.to_string(),
+            correlation_id: response.correlation_id,
             observation_id: response.observation_id,
             window_id: response.window_id,
             remaining_work: result.remaining_work,

@@ -12,6 +12,15 @@ const CLARIFICATION: &str =
     "Demo only: share a fresh MSGuide Demo screen with a clearly identified workflow button.";
 const COMPLETED: &str = "Demo workflow completed: the screen reports Issue resolved.";
 
+/// Whether a role case-folds to `button`; ASCII roles (all of UI Automation's) need no allocation.
+fn is_button(role: &str) -> bool {
+    if role.is_ascii() {
+        role.eq_ignore_ascii_case("button")
+    } else {
+        role.to_lowercase() == "button"
+    }
+}
+
 /// The demo provider. It ignores the prompt and the pixels by design: injection text is inert.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DemoProvider;
@@ -44,9 +53,7 @@ impl DemoProvider {
             "View logs"
         };
         let mut candidates = observation.elements.iter().filter(|e| {
-            e.role.to_lowercase() == "button"
-                && e.label == wanted
-                && e.confidence >= MIN_TARGET_CONFIDENCE
+            is_button(&e.role) && e.label == wanted && e.confidence >= MIN_TARGET_CONFIDENCE
         });
         match (candidates.next(), candidates.next()) {
             (Some(element), None) => reply(

@@ -11,7 +11,6 @@ pub mod validate;
 use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use self::{
     model::{GuidanceResult, GuidanceStatus, Mode, Observation},
@@ -42,14 +41,15 @@ pub struct GuidanceRequest {
 #[derive(Debug, Clone)]
 pub struct GuidanceResponse {
     pub result: GuidanceResult,
-    pub correlation_id: Uuid,
+    pub correlation_id: String,
     pub observation_id: String,
     pub window_id: String,
 }
 
 /// Refuses observations at least 60 s old or more than 5 s ahead of `now`.
 pub fn check_freshness(captured_at: OffsetDateTime, now: OffsetDateTime) -> Result<(), Error> {
-    if now - captured_at >= MAX_OBSERVATION_AGE || captured_at - now > MAX_OBSERVATION_SKEW {
+    let age = now - captured_at;
+    if age >= MAX_OBSERVATION_AGE || -age > MAX_OBSERVATION_SKEW {
         return Err(Error::StaleObservation);
     }
     Ok(())
@@ -122,7 +122,8 @@ impl LocalState {
             return Err(Error::ConsentRequired);
         }
         let observation = &request.observation;
-        check_freshness(observation.captured_at, self.now())?;
+        let received = self.now();
+        check_freshness(observation.captured_at, received)?;
 
         let correlation_id = crate::secret::new_id();
         let cid = correlation_id.to_string();
@@ -170,7 +171,7 @@ impl LocalState {
             error
         };
 
-        let Some(budget) = provider_budget(observation.captured_at, self.now()) else {
+        let Some(budget) = provider_budget(observation.captured_at, received) else {
             return Err(fail(
                 Stage::RequestValidated,
                 Error::Guidance {
@@ -257,7 +258,8 @@ impl LocalState {
                 None,
             ));
         }
-        if let Err(error) = check_freshness(observation.captured_at, self.now()) {
+        let answered = self.now();
+        if let Err(error) = check_freshness(observation.captured_at, answered) {
             return Err(fail(Stage::FreshnessValidation, error, None));
         }
         self.check_session(owner, &request.session_id)?;
@@ -276,13 +278,13 @@ impl LocalState {
         );
         if self.audit.enabled() {
             let outcome = format!("guidance_{}", result.status.as_str());
-            self.audit.record(cid, outcome, self.now());
+            self.audit.record(cid.clone(), outcome, answered);
         }
         Ok(GuidanceResponse {
             result,
-            correlation_id,
-            observation_id: observation.id.clone(),
-            window_id: observation.window_id.clone(),
+            correlation_id: cid,
+            observation_id: request.observation.id,
+            window_id: request.observation.window_id,
         })
     }
 }
