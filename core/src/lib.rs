@@ -13,6 +13,7 @@
 pub mod actions;
 pub mod assist;
 pub mod audit;
+pub mod audit_chain;
 pub mod clock;
 pub mod diagnostics;
 pub mod error;
