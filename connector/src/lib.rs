@@ -2,3 +2,4 @@
 //! dispatch that execute platform requests through `local-core`.
 
 pub mod protocol;
+pub mod session;

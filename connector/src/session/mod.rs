@@ -1,0 +1,683 @@
+//! One data connection's life: HELLO/HELLO_ACK, then the request loop with capability
+//! gating, admission against `max_concurrent`, `pending_capacity`, STATUS, PING and
+//! session revocation (PROTOCOL.md; shim-reference-behaviour.md sections 4, 6 and 7).
+//!
+//! The loop is generic over a [`Stream`] and a [`Sink`] of [`Frame`]s so it does not depend
+//! on a WebSocket crate: the transport adapter maps WebSocket text and close frames to
+//! [`Frame`], answers WebSocket-level pings itself, and ends the stream on a read error.
+//!
+//! All outbound frames are written by the loop alone; request tasks hand their reply
+//! message back through a [`JoinSet`], so there is one writer and no lock around the sink.
+
+mod files;
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use local_core::files::FileLimits;
+use local_core::jail::Jail;
+use serde_json::json;
+use tokio::sync::Semaphore;
+use tokio::task::{self, JoinError, JoinSet};
+
+use crate::protocol::{
+    Arch, Capability, DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, Direction,
+    EmptyPayload, Envelope, ErrorCode, ErrorPayload, HelloAckPayload, HelloPayload,
+    MAX_FRAME_BYTES, Message, MessageType, PROTOCOL_VERSION_STR, Parsed, Platform, ProtocolVersion,
+    SessionRevokedPayload, StatusPayload, close_code, negotiate, parse_frame, unix_now,
+    version_mismatch_close_reason,
+};
+use files::{FileOp, error_message};
+
+/// The reference shim's STATUS cadence (`STATUS_INTERVAL_SECONDS`).
+pub const DEFAULT_STATUS_INTERVAL: Duration = Duration::from_secs(30);
+/// How long the reference shim waits for HELLO_ACK.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Capabilities this build can serve on a data connection. HELLO advertises only these, so
+/// the platform can never grant something the loop would have to refuse after the gate.
+pub const SERVABLE_CAPABILITIES: &[Capability] = &[Capability::Files];
+
+/// Close code for a handshake that went wrong without the ACK being refusable (no ACK in
+/// time, or another frame first): RFC 6455 "protocol error", so the caller reconnects.
+const HANDSHAKE_PROTOCOL_ERROR: u16 = 1002;
+const OVERLOADED_MESSAGE: &str = "The local executor is at its concurrent request limit.";
+
+/// What the loop reads and writes: the two WebSocket frame kinds the protocol uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// One JSON envelope.
+    Text(String),
+    /// A close frame; `reason` is at most 123 bytes when the loop sends it.
+    Close {
+        /// WebSocket close code.
+        code: u16,
+        /// Close reason.
+        reason: String,
+    },
+}
+
+/// Local policy for one data connection; HELLO_ACK can only lower these limits.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The data connection's session id; HELLO_ACK must carry exactly this one.
+    pub session_id: String,
+    /// Stable machine identifier for HELLO.
+    pub machine_id: String,
+    /// Display name for HELLO (beyond PROTOCOL.md; the reference sends one).
+    pub display_name: Option<String>,
+    /// This shim's version for HELLO.
+    pub shim_version: String,
+    /// Host OS family for HELLO.
+    pub platform: Platform,
+    /// Normalised architecture for HELLO.
+    pub arch: Arch,
+    /// Capabilities the operator enabled; HELLO advertises those in
+    /// [`SERVABLE_CAPABILITIES`], in the spec's order.
+    pub advertised: Vec<Capability>,
+    /// Local in-flight request cap.
+    pub max_concurrent: u32,
+    /// Local command timeout ceiling (negotiated and kept for the shell handler to come).
+    pub command_timeout_seconds: u64,
+    /// Local FILE_* limits; `max_read_bytes` and `max_write_bytes` are each lowered to
+    /// HELLO_ACK's `max_file_size_bytes`.
+    pub limits: FileLimits,
+    /// STATUS cadence; zero disables the periodic STATUS (the edge STATUS stays).
+    pub status_interval: Duration,
+    /// How long to wait for HELLO_ACK.
+    pub handshake_timeout: Duration,
+}
+
+impl SessionConfig {
+    /// A configuration with the protocol's defaults: `files` advertised, max_concurrent 4,
+    /// 30 s command timeout, 10 MiB files, STATUS every 30 s, 10 s for HELLO_ACK.
+    pub fn new(
+        session_id: impl Into<String>,
+        machine_id: impl Into<String>,
+        shim_version: impl Into<String>,
+        platform: Platform,
+        arch: Arch,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            machine_id: machine_id.into(),
+            display_name: None,
+            shim_version: shim_version.into(),
+            platform,
+            arch,
+            advertised: vec![Capability::Files],
+            max_concurrent: DEFAULT_MAX_CONCURRENT.get(),
+            command_timeout_seconds: DEFAULT_COMMAND_TIMEOUT_SECONDS.get(),
+            limits: FileLimits::default(),
+            status_interval: DEFAULT_STATUS_INTERVAL,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+        }
+    }
+
+    /// The HELLO capabilities: enabled and servable, deduplicated, in the spec's order.
+    pub fn hello_capabilities(&self) -> Vec<Capability> {
+        Capability::ALL
+            .iter()
+            .copied()
+            .filter(|cap| SERVABLE_CAPABILITIES.contains(cap) && self.advertised.contains(cap))
+            .collect()
+    }
+}
+
+/// How a session ended, and so whether the caller may reconnect.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEnd {
+    /// The platform closed with a code below 4426 (1000, 1011, ...): reconnect with backoff.
+    Closed {
+        /// The close code received.
+        code: u16,
+        /// The close reason received.
+        reason: String,
+    },
+    /// The platform closed with 4426–4429: do not reconnect until an operator restarts.
+    Fatal {
+        /// The close code received.
+        code: u16,
+        /// The close reason received.
+        reason: String,
+    },
+    /// SESSION_REVOKED arrived; the loop sent close 4428 and nothing else. No reconnect.
+    Revoked(SessionRevokedPayload),
+    /// HELLO_ACK's major differs or its version is malformed; the loop sent 4426 with the
+    /// JSON reason. No reconnect.
+    VersionMismatch {
+        /// The platform's advertised maximum, as received.
+        platform_max: String,
+    },
+    /// The loop refused HELLO_ACK with 4400 (wrong id, unadvertised grant, invalid limits,
+    /// oversized HELLO) or 4403 (session mismatch). No reconnect.
+    HandshakeRejected {
+        /// The close code sent.
+        code: u16,
+    },
+    /// No HELLO_ACK in time, or another frame came first; the loop sent close 1002.
+    /// Reconnect with backoff.
+    HandshakeFailed,
+    /// The stream ended or the sink failed: reconnect with backoff.
+    TransportEnded,
+}
+
+impl SessionEnd {
+    /// Whether the reconnect loop may dial again (after its backoff).
+    pub const fn may_reconnect(&self) -> bool {
+        matches!(
+            self,
+            Self::Closed { .. } | Self::HandshakeFailed | Self::TransportEnded
+        )
+    }
+}
+
+/// Runs one data connection until it ends: the handshake, then the request loop.
+///
+/// In-flight request tasks are aborted when this returns. A FILE_* operation already
+/// running on a blocking thread finishes there, but its reply is never sent.
+pub async fn run_session<S, K>(
+    stream: S,
+    sink: K,
+    config: SessionConfig,
+    jail: Arc<Jail>,
+) -> SessionEnd
+where
+    S: Stream<Item = Frame> + Unpin,
+    K: Sink<Frame> + Unpin,
+{
+    run_session_with(stream, sink, &config, jail, Hooks::default()).await
+}
+
+/// Test seams that production leaves empty.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hooks {
+    /// When set, every FILE_* task takes a permit before touching the disk, so a test can
+    /// hold requests in flight deterministically.
+    pub(crate) file_gate: Option<Arc<Semaphore>>,
+}
+
+pub(crate) async fn run_session_with<S, K>(
+    mut stream: S,
+    mut sink: K,
+    config: &SessionConfig,
+    jail: Arc<Jail>,
+    hooks: Hooks,
+) -> SessionEnd
+where
+    S: Stream<Item = Frame> + Unpin,
+    K: Sink<Frame> + Unpin,
+{
+    let started = Instant::now();
+    let established = match handshake(&mut stream, &mut sink, config, &jail).await {
+        Ok(established) => established,
+        Err(end) => return end,
+    };
+    let mut dispatch = Dispatch {
+        jail,
+        hooks,
+        granted: established.granted,
+        max_concurrent: established.max_concurrent,
+        limits: established.limits,
+        version: established.version,
+        started,
+        tasks: JoinSet::new(),
+        requests: HashMap::new(),
+    };
+    let periodic = !config.status_interval.is_zero();
+    let period = if periodic {
+        config.status_interval
+    } else {
+        Duration::from_secs(3600)
+    };
+    // The reference sends the first STATUS one interval after the handshake, not at once.
+    let mut status_timer = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    status_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+    // Dropping `dispatch` on any return aborts its JoinSet, i.e. every in-flight task.
+    loop {
+        tokio::select! {
+            // Completions first: they free slots, and there are never more than
+            // max_concurrent of them, so they cannot starve the inbound side.
+            biased;
+            Some(joined) = dispatch.tasks.join_next_with_id(), if !dispatch.tasks.is_empty() => {
+                let (reply, status) = dispatch.completed(joined);
+                if send(&mut sink, reply).await.is_err() {
+                    return SessionEnd::TransportEnded;
+                }
+                if let Some(status) = status
+                    && send(&mut sink, status).await.is_err()
+                {
+                    return SessionEnd::TransportEnded;
+                }
+            }
+            _ = status_timer.tick(), if periodic => {
+                if send(&mut sink, dispatch.status()).await.is_err() {
+                    return SessionEnd::TransportEnded;
+                }
+            }
+            frame = stream.next() => {
+                let text = match frame {
+                    None => return SessionEnd::TransportEnded,
+                    Some(Frame::Close { code, reason }) => return peer_closed(code, reason),
+                    Some(Frame::Text(text)) => text,
+                };
+                match dispatch.inbound(&text) {
+                    Inbound::Nothing => {}
+                    Inbound::Reply(reply) => {
+                        if send(&mut sink, reply).await.is_err() {
+                            return SessionEnd::TransportEnded;
+                        }
+                    }
+                    Inbound::Revoked(payload) => {
+                        // The spec: send no further frames but close our half with 4428.
+                        let _ = sink
+                            .send(Frame::Close {
+                                code: close_code::SESSION_REVOKED,
+                                reason: close_code::SESSION_REVOKED_REASON.to_owned(),
+                            })
+                            .await;
+                        return SessionEnd::Revoked(payload);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the handshake settled.
+struct Established {
+    granted: Vec<Capability>,
+    version: ProtocolVersion,
+    max_concurrent: NonZeroU32,
+    limits: FileLimits,
+}
+
+async fn handshake<S, K>(
+    stream: &mut S,
+    sink: &mut K,
+    config: &SessionConfig,
+    jail: &Jail,
+) -> Result<Established, SessionEnd>
+where
+    S: Stream<Item = Frame> + Unpin,
+    K: Sink<Frame> + Unpin,
+{
+    let advertised = config.hello_capabilities();
+    let hello_id = new_id();
+    let hello = Envelope::new(
+        hello_id.clone(),
+        unix_now(),
+        Message::Hello(Box::new(hello_payload(config, jail, &advertised))),
+    );
+    let text = match hello.to_json() {
+        Ok(text) if text.len() <= MAX_FRAME_BYTES => text,
+        // Only a pathological configuration gets here; the reference refuses an oversized
+        // HELLO with 4400 and stops.
+        _ => return Err(reject(sink, close_code::BAD_HANDSHAKE, "hello_too_large").await),
+    };
+    if sink.send(Frame::Text(text)).await.is_err() {
+        return Err(SessionEnd::TransportEnded);
+    }
+
+    let text = match tokio::time::timeout(config.handshake_timeout, stream.next()).await {
+        Err(_elapsed) => return Err(handshake_failed(sink, "hello_ack_timeout").await),
+        Ok(None) => return Err(SessionEnd::TransportEnded),
+        Ok(Some(Frame::Close { code, reason })) => return Err(peer_closed(code, reason)),
+        Ok(Some(Frame::Text(text))) => text,
+    };
+    let ack = match parse_frame(&text) {
+        Parsed::Message(envelope) => match *envelope {
+            Envelope {
+                id,
+                message: Message::HelloAck(ack),
+                ..
+            } if id == hello_id => ack,
+            Envelope {
+                message: Message::HelloAck(_),
+                ..
+            } => {
+                return Err(reject(sink, close_code::BAD_HANDSHAKE, "hello_ack_id_mismatch").await);
+            }
+            _ => return Err(handshake_failed(sink, "expected_hello_ack").await),
+        },
+        // A HELLO_ACK whose payload does not validate has a zero limit or a malformed
+        // session id: the ACK is unacceptable, whatever its id.
+        Parsed::InvalidPayload {
+            message_type: MessageType::HelloAck,
+            ..
+        } => return Err(reject(sink, close_code::BAD_HANDSHAKE, "invalid_hello_ack").await),
+        _ => return Err(handshake_failed(sink, "expected_hello_ack").await),
+    };
+    check_ack(sink, config, &advertised, ack).await
+}
+
+/// The reference's checks after the id, in its order: session, capabilities, version, limits.
+async fn check_ack<K>(
+    sink: &mut K,
+    config: &SessionConfig,
+    advertised: &[Capability],
+    ack: HelloAckPayload,
+) -> Result<Established, SessionEnd>
+where
+    K: Sink<Frame> + Unpin,
+{
+    if ack.session_id.as_deref() != Some(config.session_id.as_str()) {
+        return Err(reject(sink, close_code::SESSION_MISMATCH, "session_mismatch").await);
+    }
+    if !ack.unadvertised(advertised).is_empty() {
+        return Err(reject(sink, close_code::BAD_HANDSHAKE, "capability_not_advertised").await);
+    }
+    let version = match negotiate(PROTOCOL_VERSION_STR, &ack.protocol_version) {
+        Ok(version) => version,
+        Err(err) => {
+            let reason = version_mismatch_close_reason(
+                PROTOCOL_VERSION_STR,
+                &ack.protocol_version,
+                &err.to_string(),
+            );
+            let _ = sink
+                .send(Frame::Close {
+                    code: close_code::PROTOCOL_VERSION_MISMATCH,
+                    reason,
+                })
+                .await;
+            return Err(SessionEnd::VersionMismatch {
+                platform_max: ack.protocol_version,
+            });
+        }
+    };
+    let max_file_size = ack.max_file_size_bytes.get();
+    let limits = FileLimits {
+        max_read_bytes: config.limits.max_read_bytes.min(max_file_size),
+        max_write_bytes: config.limits.max_write_bytes.min(max_file_size),
+        max_list_entries_hard_cap: config.limits.max_list_entries_hard_cap,
+    };
+    let max_concurrent = NonZeroU32::new(config.max_concurrent.min(ack.max_concurrent.get()));
+    let command_timeout = config
+        .command_timeout_seconds
+        .min(ack.command_timeout_seconds.get());
+    // ACK limits are positive by construction; a zero here comes from local policy.
+    let Some(max_concurrent) = max_concurrent else {
+        return Err(reject(sink, close_code::BAD_HANDSHAKE, "invalid_limits").await);
+    };
+    if limits.max_read_bytes == 0 || limits.max_write_bytes == 0 || command_timeout == 0 {
+        return Err(reject(sink, close_code::BAD_HANDSHAKE, "invalid_limits").await);
+    }
+    let granted = advertised
+        .iter()
+        .copied()
+        .filter(|cap| {
+            ack.granted_capabilities
+                .iter()
+                .any(|g| g.known() == Some(cap))
+        })
+        .collect();
+    Ok(Established {
+        granted,
+        version,
+        max_concurrent,
+        limits,
+    })
+}
+
+fn hello_payload(config: &SessionConfig, jail: &Jail, advertised: &[Capability]) -> HelloPayload {
+    HelloPayload {
+        shim_version: config.shim_version.clone(),
+        protocol_version: PROTOCOL_VERSION_STR.to_owned(),
+        machine_id: config.machine_id.clone(),
+        display_name: config.display_name.clone(),
+        platform: config.platform,
+        arch: config.arch,
+        // No computer use in this build.
+        screen_resolution: None,
+        capabilities: advertised.to_vec(),
+        // The canonical root the jail enforces, not the configured spelling.
+        allowed_root: Some(jail.root().to_string_lossy().into_owned()),
+        local_llm_models: Vec::new(),
+        hardware_devices: Vec::new(),
+        computer_use_features: Vec::new(),
+        computer_use_features_coarse: Vec::new(),
+        recording_channels: Vec::new(),
+        recording_routes: Vec::new(),
+    }
+}
+
+/// Sends the close for a refused HELLO_ACK.
+async fn reject<K: Sink<Frame> + Unpin>(sink: &mut K, code: u16, reason: &str) -> SessionEnd {
+    let _ = sink
+        .send(Frame::Close {
+            code,
+            reason: reason.to_owned(),
+        })
+        .await;
+    SessionEnd::HandshakeRejected { code }
+}
+
+async fn handshake_failed<K: Sink<Frame> + Unpin>(sink: &mut K, reason: &str) -> SessionEnd {
+    let _ = sink
+        .send(Frame::Close {
+            code: HANDSHAKE_PROTOCOL_ERROR,
+            reason: reason.to_owned(),
+        })
+        .await;
+    SessionEnd::HandshakeFailed
+}
+
+fn peer_closed(code: u16, reason: String) -> SessionEnd {
+    if close_code::is_fatal(code) {
+        SessionEnd::Fatal { code, reason }
+    } else {
+        SessionEnd::Closed { code, reason }
+    }
+}
+
+/// Serialises and sends one envelope. A frame above the 16 MiB transport cap is replaced by
+/// ERROR `FILE_TOO_LARGE` with the same id, as the reference does.
+async fn send<K: Sink<Frame> + Unpin>(sink: &mut K, envelope: Envelope) -> Result<(), ()> {
+    let text = match envelope.to_json() {
+        Ok(text) if text.len() <= MAX_FRAME_BYTES => text,
+        Ok(text) => {
+            let mut replacement = Envelope::error(
+                envelope.id,
+                unix_now(),
+                envelope.pending_capacity.unwrap_or(0),
+                ErrorCode::FileTooLarge,
+                "The response exceeds the transport frame limit.",
+                Some(json!({ "size_bytes": text.len(), "limit": MAX_FRAME_BYTES })),
+            );
+            replacement.version = envelope.version;
+            replacement.to_json().map_err(|_| ())?
+        }
+        // Serialising these payloads cannot fail (string keys, finite numbers); dropping the
+        // frame is the least bad answer if it ever does.
+        Err(_) => return Ok(()),
+    };
+    sink.send(Frame::Text(text)).await.map_err(|_| ())
+}
+
+/// What an inbound text frame asks of the loop.
+enum Inbound {
+    Nothing,
+    Reply(Envelope),
+    Revoked(SessionRevokedPayload),
+}
+
+/// The request loop's state, apart from the transport.
+struct Dispatch {
+    jail: Arc<Jail>,
+    hooks: Hooks,
+    granted: Vec<Capability>,
+    max_concurrent: NonZeroU32,
+    limits: FileLimits,
+    version: ProtocolVersion,
+    started: Instant,
+    /// One task per admitted request; its length is the in-flight count.
+    tasks: JoinSet<Message>,
+    /// Request id per task, so even a panicked task gets its ERROR.
+    requests: HashMap<task::Id, String>,
+}
+
+impl Dispatch {
+    fn in_flight(&self) -> u32 {
+        u32::try_from(self.tasks.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Free slots: the `pending_capacity` of the next frame.
+    fn free(&self) -> u32 {
+        self.max_concurrent.get().saturating_sub(self.in_flight())
+    }
+
+    fn reply(&self, id: String, message: Message) -> Envelope {
+        Envelope::response(id, unix_now(), self.free(), message).with_version(self.version)
+    }
+
+    fn error(
+        &self,
+        id: String,
+        code: ErrorCode,
+        message: String,
+        details: serde_json::Value,
+    ) -> Envelope {
+        let payload = ErrorPayload {
+            code: code.into(),
+            message,
+            fatal: false,
+            details: Some(details),
+        };
+        self.reply(id, Message::Error(payload))
+    }
+
+    fn status(&self) -> Envelope {
+        let payload = StatusPayload {
+            in_flight: self.in_flight(),
+            max_concurrent: self.max_concurrent.get(),
+            // Requests are admitted or refused, never queued.
+            queue_depth: 0,
+            // The audit log is not wired into the session yet.
+            audit_log_bytes: 0,
+            uptime_seconds: self.started.elapsed().as_secs_f64(),
+        };
+        Envelope::response(new_id(), unix_now(), self.free(), Message::Status(payload))
+            .with_version(self.version)
+    }
+
+    fn inbound(&mut self, text: &str) -> Inbound {
+        let envelope = match parse_frame(text) {
+            Parsed::Message(envelope) => *envelope,
+            // Replies and shim-side types are never answered, even when malformed.
+            Parsed::InvalidPayload { message_type, .. }
+                if message_type.direction() != Direction::PlatformToShim =>
+            {
+                return Inbound::Nothing;
+            }
+            // Frames of another major are dropped unanswered (error_reply gives None).
+            other => {
+                return other
+                    .error_reply(unix_now(), self.free())
+                    .map_or(Inbound::Nothing, |reply| {
+                        Inbound::Reply(reply.with_version(self.version))
+                    });
+            }
+        };
+        let Envelope { id, message, .. } = envelope;
+        // Replies and shim-side types sent to us are not requests: answering them could
+        // start an ERROR ping-pong with the platform.
+        if message.message_type().direction() != Direction::PlatformToShim {
+            return Inbound::Nothing;
+        }
+        match message {
+            Message::Ping(_) => Inbound::Reply(
+                Envelope::new(id, unix_now(), Message::Pong(EmptyPayload {}))
+                    .with_version(self.version),
+            ),
+            Message::SessionRevoked(payload) => Inbound::Revoked(payload),
+            // A repeated ACK changes nothing once the session is established.
+            Message::HelloAck(_) => Inbound::Nothing,
+            request => self.request(id, request),
+        }
+    }
+
+    fn request(&mut self, id: String, message: Message) -> Inbound {
+        let kind = message.message_type();
+        if let Some(required) = kind.required_capability()
+            && !self.granted.contains(&required)
+        {
+            let mut granted: Vec<&str> = self.granted.iter().map(|cap| cap.as_str()).collect();
+            granted.sort_unstable();
+            return Inbound::Reply(self.error(
+                id,
+                ErrorCode::CapabilityNotGranted,
+                format!("Capability {required} is not granted for this session."),
+                json!({ "required_capability": required, "granted_capabilities": granted }),
+            ));
+        }
+        let Some(op) = FileOp::from_message(message) else {
+            // Unreachable while HELLO advertises only servable capabilities; kept so a
+            // future grant without a handler fails closed.
+            return Inbound::Reply(self.error(
+                id,
+                ErrorCode::FeatureNotSupported,
+                format!("{kind} is not supported by this shim build."),
+                json!({ "feature": kind.as_str(), "reason": "not implemented" }),
+            ));
+        };
+        if self.free() == 0 {
+            return Inbound::Reply(self.error(
+                id,
+                ErrorCode::ShimOverloaded,
+                OVERLOADED_MESSAGE.to_owned(),
+                json!({ "max_concurrent": self.max_concurrent.get() }),
+            ));
+        }
+        let jail = Arc::clone(&self.jail);
+        let limits = self.limits;
+        let gate = self.hooks.file_gate.clone();
+        let handle = self.tasks.spawn(async move {
+            let _permit = match &gate {
+                Some(gate) => gate.acquire().await.ok(),
+                None => None,
+            };
+            match task::spawn_blocking(move || op.run(&jail, &limits)).await {
+                Ok(message) => message,
+                Err(_) => internal_error(),
+            }
+        });
+        self.requests.insert(handle.id(), id);
+        Inbound::Nothing
+    }
+
+    /// The reply for a finished task and, when it freed the last slot, the edge STATUS.
+    fn completed(
+        &mut self,
+        joined: Result<(task::Id, Message), JoinError>,
+    ) -> (Envelope, Option<Envelope>) {
+        let (task_id, message) = match joined {
+            Ok((task_id, message)) => (task_id, message),
+            Err(err) => (err.id(), internal_error()),
+        };
+        let id = self.requests.remove(&task_id).unwrap_or_default();
+        // The set no longer holds this task, so `free` already counts its slot as released.
+        let was_saturated = self.free() == 1;
+        let reply = self.reply(id, message);
+        let status = was_saturated.then(|| self.status());
+        (reply, status)
+    }
+}
+
+fn internal_error() -> Message {
+    error_message(
+        ErrorCode::InternalError,
+        "The operation failed unexpectedly.".to_owned(),
+    )
+}
+
+/// A fresh random id for the frames the shim originates (HELLO, STATUS).
+fn new_id() -> String {
+    local_core::secret::new_id().to_string()
+}
+
+#[cfg(test)]
+mod tests;
