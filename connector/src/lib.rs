@@ -1,5 +1,7 @@
 //! The connector (`autogpt-shim`): the platform protocol and, as they land, the session loop and
 //! dispatch that execute platform requests through `local-core`.
 
+pub mod cli;
 pub mod protocol;
 pub mod session;
+pub mod ws;

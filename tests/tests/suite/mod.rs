@@ -4,6 +4,7 @@ mod actions;
 mod assist;
 mod binary;
 mod boundary;
+mod connector;
 mod contracts;
 mod guidance;
 mod openapi;

@@ -1,0 +1,711 @@
+//! WebSocket transport for one data connection, and the reconnect loop around
+//! [`run_session`] (PROTOCOL.md "Connection"; shim-reference-behaviour.md section 7).
+//!
+//! The session loop speaks [`Frame`]s; this module dials the platform with the bearer token
+//! on the upgrade, adapts tokio-tungstenite's stream and sink to frames, and decides after
+//! each session whether to dial again.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_util::{Sink, SinkExt, Stream, StreamExt, future, ready};
+use local_core::jail::Jail;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use crate::protocol::{MAX_FRAME_BYTES, close_code, is_valid_session_id};
+use crate::session::{Frame, SessionConfig, SessionEnd, run_session};
+
+/// The reference's default platform base URL.
+pub const DEFAULT_PLATFORM_URL: &str = "wss://platform.autogpt.net";
+/// A session that lasted this long counts as healthy: the next backoff starts over.
+pub const HEALTHY_SESSION: Duration = Duration::from_secs(60);
+/// How long one dial (TCP, TLS and upgrade) may take before it counts as failed.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a shutdown waits for the platform to answer our close frame.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// RFC 6455 "no status code present", reported when a close frame carries no code.
+const NO_STATUS: u16 = 1005;
+/// Close code sent when the operator stops the shim.
+const GOING_AWAY: u16 = 1001;
+
+/// A bearer token whose `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// A token from configuration; blank means none, as the reference treats a missing one.
+    pub fn from_configured(value: Option<&str>) -> Option<Self> {
+        value
+            .map(str::trim)
+            .filter(|value| !value.is_empty())
+            .map(|value| Self(value.to_owned()))
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Why a dial failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The platform refused the upgrade with 401 or 403: retrying with the same token
+    /// cannot help, so this ends the daemon (exit 77).
+    #[error("the platform refused the connection with HTTP {status}: authentication failed")]
+    Unauthorized {
+        /// 401 or 403.
+        status: u16,
+    },
+    /// Any other HTTP status on the upgrade: the reconnect loop tries again.
+    #[error("the platform answered the upgrade with HTTP {status}")]
+    Http {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The URL, the token or the session id cannot make a valid upgrade request.
+    #[error("invalid connection request: {0}")]
+    InvalidRequest(String),
+    /// TCP, TLS or WebSocket failure: the reconnect loop tries again.
+    #[error("connection failed: {0}")]
+    Transport(String),
+}
+
+/// The WebSocket base for a configured platform URL: `https` becomes `wss`, `http`
+/// becomes `ws`, and a trailing slash is dropped.
+///
+/// # Errors
+/// [`ConnectError::InvalidRequest`] for any other scheme.
+pub fn ws_base(platform_url: &str) -> Result<String, ConnectError> {
+    let trimmed = platform_url.trim().trim_end_matches('/');
+    let (scheme, rest) = trimmed
+        .split_once("://")
+        .ok_or_else(|| ConnectError::InvalidRequest(format!("{trimmed:?} has no scheme")))?;
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "wss" | "https" => "wss",
+        "ws" | "http" => "ws",
+        other => {
+            return Err(ConnectError::InvalidRequest(format!(
+                "unsupported platform URL scheme {other:?} (use wss, ws, https or http)"
+            )));
+        }
+    };
+    if rest.is_empty() {
+        return Err(ConnectError::InvalidRequest(
+            "the platform URL has no host".to_owned(),
+        ));
+    }
+    Ok(format!("{scheme}://{rest}"))
+}
+
+/// The data endpoint: `{base}/ws/local-executor/{session_id}`.
+///
+/// # Errors
+/// [`ConnectError::InvalidRequest`] for a bad scheme or a session id outside the pattern
+/// (the id becomes a path segment, so it is never escaped, only refused).
+pub fn data_url(platform_url: &str, session_id: &str) -> Result<String, ConnectError> {
+    if !is_valid_session_id(session_id) {
+        return Err(ConnectError::InvalidRequest(
+            "the session id does not match the session id pattern".to_owned(),
+        ));
+    }
+    Ok(format!(
+        "{}/ws/local-executor/{session_id}",
+        ws_base(platform_url)?
+    ))
+}
+
+/// The transport limits: the spec's 16 MiB per message and per frame.
+pub fn websocket_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+}
+
+/// An open data connection.
+pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Dials `url`, sending `Authorization: Bearer <token>` when there is a token.
+///
+/// # Errors
+/// See [`ConnectError`]; 401 and 403 are [`ConnectError::Unauthorized`].
+pub async fn connect(url: &str, token: Option<&Token>) -> Result<Socket, ConnectError> {
+    let mut request = url
+        .into_client_request()
+        .map_err(|err| ConnectError::InvalidRequest(err.to_string()))?;
+    if let Some(Token(token)) = token {
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            ConnectError::InvalidRequest("the token is not a valid header value".to_owned())
+        })?;
+        value.set_sensitive(true);
+        request.headers_mut().insert(header::AUTHORIZATION, value);
+    }
+    let dial =
+        tokio_tungstenite::connect_async_with_config(request, Some(websocket_config()), true);
+    let Ok(dialled) = tokio::time::timeout(CONNECT_TIMEOUT, dial).await else {
+        return Err(ConnectError::Transport(
+            "timed out opening the connection".to_owned(),
+        ));
+    };
+    match dialled {
+        Ok((socket, _response)) => Ok(socket),
+        Err(WsError::Http(response)) => {
+            let status = response.status();
+            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                Err(ConnectError::Unauthorized {
+                    status: status.as_u16(),
+                })
+            } else {
+                Err(ConnectError::Http {
+                    status: status.as_u16(),
+                })
+            }
+        }
+        Err(WsError::Url(err)) => Err(ConnectError::InvalidRequest(err.to_string())),
+        Err(err) => Err(ConnectError::Transport(err.to_string())),
+    }
+}
+
+/// Inbound WebSocket messages as [`Frame`]s: text and close pass, binary and pong are
+/// dropped, and a read error ends the stream (the session reconnects).
+///
+/// Pings need no handling here: tungstenite queues the pong itself and flushes it on the
+/// next read or write.
+#[derive(Debug)]
+pub struct FrameStream<S> {
+    inner: S,
+    done: bool,
+}
+
+impl<S> FrameStream<S> {
+    /// Wraps a stream of WebSocket messages.
+    pub const fn new(inner: S) -> Self {
+        Self { inner, done: false }
+    }
+}
+
+impl<S> Stream for FrameStream<S>
+where
+    S: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    type Item = Frame;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frame>> {
+        loop {
+            if self.done {
+                return Poll::Ready(None);
+            }
+            match ready!(self.inner.poll_next_unpin(cx)) {
+                None | Some(Err(_)) => self.done = true,
+                Some(Ok(Message::Text(text))) => {
+                    return Poll::Ready(Some(Frame::Text(text.as_str().to_owned())));
+                }
+                Some(Ok(Message::Close(close))) => {
+                    // Nothing useful follows a close; tungstenite has already answered it.
+                    self.done = true;
+                    let (code, reason) = close.map_or((NO_STATUS, String::new()), |close| {
+                        (u16::from(close.code), close.reason.as_str().to_owned())
+                    });
+                    return Poll::Ready(Some(Frame::Close { code, reason }));
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+/// The outbound [`Frame`] as a WebSocket message.
+pub fn to_message(frame: Frame) -> Message {
+    match frame {
+        Frame::Text(text) => Message::text(text),
+        Frame::Close { code, reason } => Message::Close(Some(CloseFrame {
+            code: CloseCode::from(code),
+            reason: reason.into(),
+        })),
+    }
+}
+
+/// Splits a connected socket into the session's frame stream and sink.
+pub fn frames<T>(
+    socket: WebSocketStream<T>,
+) -> (
+    FrameStream<impl Stream<Item = Result<Message, WsError>> + Unpin>,
+    impl Sink<Frame, Error = WsError> + Unpin,
+)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let (sink, stream) = socket.split();
+    let sink = sink.with(|frame: Frame| future::ready(Ok::<_, WsError>(to_message(frame))));
+    (FrameStream::new(stream), sink)
+}
+
+/// Reconnect delays: `min(base * 2^attempt, max) + uniform(0, jitter)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first delay (reference `reconnect_base_delay`, 1 s).
+    pub base: Duration,
+    /// The ceiling before jitter (reference `reconnect_max_delay`, 60 s).
+    pub max: Duration,
+    /// Upper bound of the uniform jitter (reference `reconnect_jitter_seconds`, 5 s).
+    pub jitter: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+            jitter: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before dial number `attempt + 1`, without jitter.
+    pub fn ceiling(&self, attempt: u32) -> Duration {
+        let factor = 2u32.saturating_pow(attempt.min(31));
+        self.base.saturating_mul(factor).min(self.max)
+    }
+
+    /// The delay before dial number `attempt + 1`, with jitter.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        self.ceiling(attempt) + self.jitter.mul_f64(unit_random())
+    }
+}
+
+/// A uniform sample in `[0, 1)`; the jitter only spreads reconnects, so a v4 UUID's random
+/// bits are plenty and spare a dependency.
+fn unit_random() -> f64 {
+    let bits = local_core::secret::new_id().as_u128() >> 75;
+    // 53 bits fit an f64 mantissa exactly.
+    #[allow(clippy::cast_precision_loss)]
+    let sample = bits as f64 / (1u64 << 53) as f64;
+    sample
+}
+
+/// Everything one data connection needs.
+#[derive(Debug, Clone)]
+pub struct DataConnection {
+    /// The full data URL (see [`data_url`]).
+    pub url: String,
+    /// The bearer token, if any.
+    pub token: Option<Token>,
+    /// The session's local policy.
+    pub session: SessionConfig,
+    /// Reconnect delays.
+    pub backoff: Backoff,
+}
+
+/// How [`run_data_connection`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Shutdown was requested.
+    Shutdown,
+    /// A session ended in a way that forbids reconnecting (fatal close, revocation,
+    /// version mismatch, refused HELLO_ACK).
+    Stopped(SessionEnd),
+    /// The upgrade was refused with 401 or 403.
+    Unauthorized {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The request itself is invalid (URL, token); dialling again cannot help.
+    InvalidRequest(String),
+}
+
+/// Requests shutdown of [`run_data_connection`]; dropping every sender also shuts it down.
+#[derive(Debug, Clone)]
+pub struct Shutdown(watch::Receiver<bool>);
+
+impl Shutdown {
+    /// A shutdown signal and the sender that fires it (`send(true)`).
+    pub fn new() -> (watch::Sender<bool>, Self) {
+        let (sender, receiver) = watch::channel(false);
+        (sender, Self(receiver))
+    }
+
+    /// Resolves once shutdown is requested.
+    pub async fn requested(&mut self) {
+        let _ = self.0.wait_for(|&stop| stop).await;
+    }
+}
+
+/// Dials, runs a session, and dials again with backoff while the end allows it.
+pub async fn run_data_connection(
+    config: DataConnection,
+    jail: Arc<Jail>,
+    mut shutdown: Shutdown,
+) -> Outcome {
+    let mut attempt: u32 = 0;
+    loop {
+        let dialled = tokio::select! {
+            () = shutdown.requested() => return Outcome::Shutdown,
+            dialled = connect(&config.url, config.token.as_ref()) => dialled,
+        };
+        match dialled {
+            Ok(socket) => {
+                tracing::info!(url = %config.url, "connected");
+                let started = Instant::now();
+                let end = session(socket, &config.session, Arc::clone(&jail), &mut shutdown).await;
+                let Some(end) = end else {
+                    return Outcome::Shutdown;
+                };
+                log_end(&end);
+                if !end.may_reconnect() {
+                    return Outcome::Stopped(end);
+                }
+                let clean = matches!(
+                    end,
+                    SessionEnd::Closed {
+                        code: close_code::NORMAL,
+                        ..
+                    }
+                );
+                if clean || started.elapsed() >= HEALTHY_SESSION {
+                    attempt = 0;
+                }
+            }
+            Err(ConnectError::Unauthorized { status }) => {
+                return Outcome::Unauthorized { status };
+            }
+            Err(ConnectError::InvalidRequest(reason)) => {
+                return Outcome::InvalidRequest(reason);
+            }
+            Err(err) => tracing::warn!("{err}"),
+        }
+        let delay = config.backoff.delay(attempt);
+        attempt = attempt.saturating_add(1);
+        tracing::info!(delay_ms = delay.as_millis(), "reconnecting after a delay");
+        tokio::select! {
+            () = shutdown.requested() => return Outcome::Shutdown,
+            () = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// One session on `socket`, `None` on shutdown. A shutdown closes with 1001 and waits
+/// briefly for the platform's answer, so the platform sees a deliberate stop rather than a
+/// dropped socket.
+async fn session(
+    socket: Socket,
+    config: &SessionConfig,
+    jail: Arc<Jail>,
+    shutdown: &mut Shutdown,
+) -> Option<SessionEnd> {
+    let (mut stream, mut sink) = frames(socket);
+    let end = tokio::select! {
+        end = run_session(&mut stream, &mut sink, config.clone(), jail) => end,
+        () = shutdown.requested() => {
+            let close = Frame::Close { code: GOING_AWAY, reason: "shutdown".to_owned() };
+            let _ = tokio::time::timeout(CLOSE_GRACE, async {
+                if sink.send(close).await.is_ok() {
+                    while stream.next().await.is_some() {}
+                }
+            })
+            .await;
+            return None;
+        }
+    };
+    // Flush whatever close the session sent before the socket is dropped.
+    let _ = tokio::time::timeout(CLOSE_GRACE, sink.close()).await;
+    Some(end)
+}
+
+fn log_end(end: &SessionEnd) {
+    match end {
+        SessionEnd::Closed { code, reason } => {
+            tracing::warn!(code, reason = %reason, "the platform closed the connection");
+        }
+        SessionEnd::Fatal { code, reason } => tracing::warn!(
+            code,
+            label = close_code::label(*code).unwrap_or("unknown"),
+            reason = %reason,
+            "the platform ended the session; not reconnecting"
+        ),
+        SessionEnd::Revoked(payload) => {
+            tracing::warn!(?payload, "the session was revoked; not reconnecting");
+        }
+        SessionEnd::VersionMismatch { platform_max } => tracing::error!(
+            platform_max = %platform_max,
+            "protocol major version mismatch; not reconnecting"
+        ),
+        SessionEnd::HandshakeRejected { code } => {
+            tracing::error!(code, "refused the platform's HELLO_ACK; not reconnecting");
+        }
+        SessionEnd::HandshakeFailed => tracing::warn!("the handshake failed"),
+        SessionEnd::TransportEnded => tracing::warn!("the connection dropped"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tokio::net::TcpListener;
+    use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+    use tokio_tungstenite::tungstenite::http;
+
+    use super::*;
+    use crate::protocol::{Arch, Platform};
+
+    const TOKEN: &str = "tok-unit-test";
+
+    #[test]
+    fn backoff_doubles_to_the_ceiling_and_adds_bounded_jitter() {
+        let backoff = Backoff::default();
+        let ceilings: Vec<u64> = (0..8).map(|n| backoff.ceiling(n).as_secs()).collect();
+        assert_eq!(ceilings, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(backoff.ceiling(u32::MAX), Duration::from_secs(60));
+        for attempt in 0..10 {
+            let delay = backoff.delay(attempt);
+            assert!(delay >= backoff.ceiling(attempt));
+            assert!(delay < backoff.ceiling(attempt) + backoff.jitter);
+        }
+        let fixed = Backoff {
+            jitter: Duration::ZERO,
+            ..backoff
+        };
+        assert_eq!(fixed.delay(2), Duration::from_secs(4));
+    }
+
+    #[test]
+    fn urls_map_schemes_and_refuse_bad_session_ids() {
+        assert_eq!(
+            data_url("https://p.example/", "s-1").unwrap(),
+            "wss://p.example/ws/local-executor/s-1"
+        );
+        assert_eq!(
+            data_url("http://127.0.0.1:80", "a.b:c_d").unwrap(),
+            "ws://127.0.0.1:80/ws/local-executor/a.b:c_d"
+        );
+        assert_eq!(
+            data_url(DEFAULT_PLATFORM_URL, "s").unwrap(),
+            "wss://platform.autogpt.net/ws/local-executor/s"
+        );
+        for (base, id) in [
+            ("ftp://x", "s"),
+            ("no-scheme", "s"),
+            ("wss://", "s"),
+            ("wss://x", "../control"),
+            ("wss://x", ""),
+            ("wss://x", "a?b"),
+        ] {
+            assert!(
+                matches!(data_url(base, id), Err(ConnectError::InvalidRequest(_))),
+                "{base} {id}"
+            );
+        }
+    }
+
+    #[test]
+    fn tokens_are_redacted_and_blank_means_none() {
+        let token = Token::from_configured(Some(TOKEN)).unwrap();
+        assert!(!format!("{token:?}").contains(TOKEN));
+        assert_eq!(Token::from_configured(Some("  ")), None);
+        assert_eq!(Token::from_configured(None), None);
+    }
+
+    #[test]
+    fn frames_map_both_ways() {
+        assert_eq!(to_message(Frame::Text("x".to_owned())), Message::text("x"));
+        let Message::Close(Some(close)) = to_message(Frame::Close {
+            code: 4428,
+            reason: "session_revoked".to_owned(),
+        }) else {
+            panic!("not a close");
+        };
+        assert_eq!(u16::from(close.code), 4428);
+        assert_eq!(close.reason.as_str(), "session_revoked");
+    }
+
+    /// What the test platform saw on one upgrade.
+    #[derive(Debug, Clone, Default)]
+    struct Seen {
+        path: String,
+        authorization: Option<String>,
+    }
+
+    /// Accepts one upgrade, recording its path and header; `refuse` answers with that status.
+    async fn accept(
+        listener: &TcpListener,
+        refuse: Option<u16>,
+    ) -> (Option<WebSocketStream<TcpStream>>, Seen) {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let record = Arc::clone(&seen);
+        // tungstenite's `Callback` fixes this error type.
+        #[allow(clippy::result_large_err)]
+        let callback = move |request: &Request, response: Response| {
+            let mut seen = record.lock().unwrap();
+            seen.path = request.uri().path().to_owned();
+            seen.authorization = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .map(|v| v.to_str().unwrap().to_owned());
+            match refuse {
+                Some(status) => {
+                    let mut refusal = ErrorResponse::new(None);
+                    *refusal.status_mut() = http::StatusCode::from_u16(status).unwrap();
+                    Err(refusal)
+                }
+                None => Ok(response),
+            }
+        };
+        let socket = tokio_tungstenite::accept_hdr_async(tcp, callback)
+            .await
+            .ok();
+        let seen = seen.lock().unwrap().clone();
+        (socket, seen)
+    }
+
+    async fn next_text(socket: &mut WebSocketStream<TcpStream>) -> serde_json::Value {
+        loop {
+            match socket.next().await.unwrap().unwrap() {
+                Message::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+                Message::Pong(_) | Message::Ping(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    async fn close(socket: &mut WebSocketStream<TcpStream>, code: u16) {
+        socket
+            .close(Some(CloseFrame {
+                code: CloseCode::from(code),
+                reason: "test".into(),
+            }))
+            .await
+            .unwrap();
+        while socket.next().await.is_some() {}
+    }
+
+    fn connection(addr: std::net::SocketAddr, token: Option<&str>) -> DataConnection {
+        DataConnection {
+            url: data_url(&format!("ws://{addr}"), "sess-1").unwrap(),
+            token: Token::from_configured(token),
+            session: SessionConfig::new("sess-1", "m-1", "0.0.0", Platform::Linux, Arch::X86_64),
+            backoff: Backoff {
+                base: Duration::from_millis(10),
+                max: Duration::from_millis(40),
+                jitter: Duration::ZERO,
+            },
+        }
+    }
+
+    fn jail() -> Arc<Jail> {
+        Arc::new(Jail::open(&std::env::temp_dir()).unwrap())
+    }
+
+    const LIMIT: Duration = Duration::from_secs(30);
+
+    #[tokio::test]
+    async fn reconnects_after_1011_answers_pings_and_stops_on_4428() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_stop, shutdown) = Shutdown::new();
+        let run = tokio::spawn(run_data_connection(
+            connection(addr, Some(TOKEN)),
+            jail(),
+            shutdown,
+        ));
+
+        let (socket, seen) = accept(&listener, None).await;
+        let mut socket = socket.unwrap();
+        assert_eq!(seen.path, "/ws/local-executor/sess-1");
+        assert_eq!(seen.authorization.as_deref(), Some("Bearer tok-unit-test"));
+        assert_eq!(next_text(&mut socket).await["type"], "HELLO");
+        socket.send(Message::Ping("p".into())).await.unwrap();
+        let pong = loop {
+            match socket.next().await.unwrap().unwrap() {
+                Message::Pong(data) => break data,
+                Message::Text(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert_eq!(&pong[..], b"p");
+        // Binary frames are ignored rather than ending the session.
+        socket.send(Message::binary(vec![1, 2, 3])).await.unwrap();
+        close(&mut socket, 1011).await;
+
+        let (socket, _) = tokio::time::timeout(LIMIT, accept(&listener, None))
+            .await
+            .unwrap();
+        let mut socket = socket.unwrap();
+        assert_eq!(next_text(&mut socket).await["type"], "HELLO");
+        close(&mut socket, 4428).await;
+
+        let outcome = tokio::time::timeout(LIMIT, run).await.unwrap().unwrap();
+        assert!(
+            matches!(
+                outcome,
+                Outcome::Stopped(SessionEnd::Fatal { code: 4428, .. })
+            ),
+            "{outcome:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn refused_upgrades_end_as_unauthorized_and_other_statuses_retry() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_stop, shutdown) = Shutdown::new();
+        let run = tokio::spawn(run_data_connection(
+            connection(addr, None),
+            jail(),
+            shutdown,
+        ));
+        let (_, seen) = accept(&listener, Some(503)).await;
+        assert_eq!(seen.authorization, None, "no token means no header");
+        let (_, _) = tokio::time::timeout(LIMIT, accept(&listener, Some(401)))
+            .await
+            .unwrap();
+        let outcome = tokio::time::timeout(LIMIT, run).await.unwrap().unwrap();
+        assert_eq!(outcome, Outcome::Unauthorized { status: 401 });
+
+        let url = connection(addr, None).url;
+        let err = connect(&url, None);
+        let (result, _) = tokio::join!(err, accept(&listener, Some(403)));
+        assert!(matches!(
+            result,
+            Err(ConnectError::Unauthorized { status: 403 })
+        ));
+    }
+
+    #[tokio::test]
+    async fn shutdown_closes_the_socket_with_1001() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, shutdown) = Shutdown::new();
+        let run = tokio::spawn(run_data_connection(
+            connection(addr, None),
+            jail(),
+            shutdown,
+        ));
+        let (socket, _) = accept(&listener, None).await;
+        let mut socket = socket.unwrap();
+        assert_eq!(next_text(&mut socket).await["type"], "HELLO");
+        stop.send(true).unwrap();
+        let code = loop {
+            match socket.next().await {
+                Some(Ok(Message::Close(Some(close)))) => break u16::from(close.code),
+                Some(Ok(_)) => {}
+                other => panic!("no close frame: {other:?}"),
+            }
+        };
+        assert_eq!(code, GOING_AWAY);
+        let outcome = tokio::time::timeout(LIMIT, run).await.unwrap().unwrap();
+        assert_eq!(outcome, Outcome::Shutdown);
+    }
+}
