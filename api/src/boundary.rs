@@ -172,8 +172,9 @@ pub async fn enforce(
         Ok(Err(_)) => return detail(StatusCode::BAD_REQUEST, "Request body incomplete"),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    let mut request = Request::from_parts(parts, Body::from(bytes.clone()));
-    request.extensions_mut().insert(BodySize(bytes.len()));
+    let size = BodySize(bytes.len());
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    request.extensions_mut().insert(size);
 
     let mut response = next.run(request).await;
     response

@@ -45,11 +45,18 @@ impl Field {
     }
 }
 
+/// The open file and its length, tracked here so a write costs no `stat`.
+#[derive(Debug)]
+struct Current {
+    file: Option<File>,
+    len: u64,
+}
+
 /// The rotating log file.
 #[derive(Debug)]
 pub struct DiagnosticLog {
     path: PathBuf,
-    file: Mutex<Option<File>>,
+    current: Mutex<Current>,
 }
 
 impl DiagnosticLog {
@@ -59,9 +66,13 @@ impl DiagnosticLog {
             fs::create_dir_all(parent)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let len = file.metadata()?.len();
         Ok(Self {
             path: path.to_owned(),
-            file: Mutex::new(Some(file)),
+            current: Mutex::new(Current {
+                file: Some(file),
+                len,
+            }),
         })
     }
 
@@ -73,35 +84,37 @@ impl DiagnosticLog {
         correlation_id: Option<&str>,
         fields: &[(&'static str, Field)],
     ) {
-        let mut object = serde_json::Map::new();
-        object.insert("timestamp".to_owned(), iso_utc(at).into());
-        object.insert("event".to_owned(), event.into());
+        // Written by hand so the keys keep the reference's order: timestamp, event,
+        // correlationId, then the event's own fields.
+        let mut object = format!(r#"{{"timestamp":"{}","event":"{event}""#, iso_utc(at));
         if let Some(id) = correlation_id {
-            object.insert("correlationId".to_owned(), id.into());
+            object.push_str(&format!(
+                r#","correlationId":{}"#,
+                serde_json::Value::from(id)
+            ));
         }
         for (name, value) in fields {
-            object.insert((*name).to_owned(), value.to_json());
+            object.push_str(&format!(r#","{name}":{}"#, value.to_json()));
         }
-        let mut line = ascii_json(&serde_json::Value::Object(object));
+        object.push('}');
+        let mut line = ascii_only(&object);
         line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if Self::needs_rotation(file.as_ref(), line.len()) {
-            *file = None;
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.len > 0 && current.len + line.len() as u64 > DIAGNOSTIC_LOG_MAX_BYTES {
+            current.file = None;
             self.rotate();
-            *file = OpenOptions::new()
+            current.file = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&self.path)
                 .ok();
+            current.len = 0;
         }
-        if let Some(file) = file.as_mut() {
-            let _ = file.write_all(line.as_bytes());
+        if let Some(file) = current.file.as_mut()
+            && file.write_all(line.as_bytes()).is_ok()
+        {
+            current.len += line.len() as u64;
         }
-    }
-
-    fn needs_rotation(file: Option<&File>, incoming: usize) -> bool {
-        let size = file.and_then(|f| f.metadata().ok()).map_or(0, |m| m.len());
-        size > 0 && size + incoming as u64 > DIAGNOSTIC_LOG_MAX_BYTES
     }
 
     fn backup(&self, n: u32) -> PathBuf {
@@ -120,8 +133,7 @@ impl DiagnosticLog {
 }
 
 /// Compact JSON with every non-ASCII character escaped, as the reference writes it.
-fn ascii_json(value: &serde_json::Value) -> String {
-    let text = value.to_string();
+fn ascii_only(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_ascii() {
@@ -170,6 +182,40 @@ mod tests {
         assert_eq!(line["correlationId"], "cid");
         assert_eq!(line["elementCount"], 3);
         assert_eq!(line["errorType"], "Erré");
+        let keys: Vec<usize> = [
+            "\"timestamp\"",
+            "\"event\"",
+            "\"correlationId\"",
+            "\"provider\"",
+            "\"errorType\"",
+        ]
+        .iter()
+        .map(|key| text.find(key).unwrap())
+        .collect();
+        assert!(
+            keys.is_sorted(),
+            "keys out of the reference's order: {text}"
+        );
+    }
+
+    #[test]
+    fn a_reopened_log_counts_what_is_already_there() {
+        let dir = temp_dir("reopen");
+        let path = dir.join("backend.log");
+        let filler = vec![b'x'; usize::try_from(DIAGNOSTIC_LOG_MAX_BYTES).unwrap() - 10];
+        fs::write(&path, &filler).unwrap();
+        let log = DiagnosticLog::open(&path).unwrap();
+        log.write(OffsetDateTime::now_utc(), "backend_started", None, &[]);
+        assert_eq!(
+            fs::read(log.backup(1)).unwrap(),
+            filler,
+            "the full file was rotated first"
+        );
+        assert!(
+            fs::read_to_string(&path)
+                .unwrap()
+                .contains("backend_started")
+        );
     }
 
     #[test]

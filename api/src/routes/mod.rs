@@ -77,16 +77,18 @@ impl RouteTable {
     }
 
     fn methods(&self, path: &str) -> Option<&[Method]> {
-        let segments: Vec<&str> = path.split('/').collect();
+        // Every request passes here, so segments are compared as they are split, unallocated.
         self.0.iter().find_map(|(template, methods)| {
-            let matches = template.len() == segments.len()
-                && template.iter().zip(&segments).all(|(t, s)| {
+            let mut segments = path.split('/');
+            let matches = template.iter().all(|t| {
+                segments.next().is_some_and(|s| {
                     if t.starts_with('{') {
                         !s.is_empty()
                     } else {
                         t == s
                     }
-                });
+                })
+            }) && segments.next().is_none();
             matches.then_some(methods.as_slice())
         })
     }
