@@ -2,6 +2,8 @@
 //! dispatch that execute platform requests through `local-core`.
 
 pub mod cli;
+pub mod commands;
+pub mod config;
 pub mod protocol;
 pub mod session;
 pub mod ws;

@@ -7,6 +7,7 @@
 //! - [`secret`]: bearer tokens and constant-time comparison.
 //! - [`state`]: [`state::LocalState`], the bounded in-memory state every operation runs against.
 //! - [`sessions`], [`guidance`], [`assist`], [`actions`], [`audit`]: the operations.
+//! - [`jail`], [`files`], [`exec`], [`audit_chain`]: the connector's capabilities: the jailed filesystem, commands, the HMAC-chained audit log.
 //! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
 //! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
 
@@ -17,6 +18,7 @@ pub mod audit_chain;
 pub mod clock;
 pub mod diagnostics;
 pub mod error;
+pub mod exec;
 pub mod files;
 pub mod guidance;
 pub mod jail;

@@ -1,0 +1,1 @@
+//! Running one EXECUTE_COMMAND: shell selection, safe environment, process group, output budget, timeout, rate limits.
