@@ -7,7 +7,7 @@
 //! - [`secret`]: bearer tokens and constant-time comparison.
 //! - [`state`]: [`state::LocalState`], the bounded in-memory state every operation runs against.
 //! - [`sessions`], [`guidance`], [`assist`], [`actions`], [`audit`]: the operations.
-//! - [`jail`], [`files`], [`exec`], [`audit_chain`]: the connector's capabilities: the jailed filesystem, commands, the HMAC-chained audit log.
+//! - [`jail`], [`files`], [`exec`], [`audit_chain`], [`own_files`]: the connector's capabilities: the jailed filesystem, commands, the HMAC-chained audit log.
 //! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
 //! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
 
@@ -23,6 +23,7 @@ pub mod files;
 pub mod guidance;
 pub mod jail;
 pub mod limits;
+pub mod own_files;
 pub mod png_sanitise;
 pub mod secret;
 pub mod sessions;

@@ -1,0 +1,261 @@
+//! The connector's own files: its configuration, token file, status file, autostart unit and
+//! audit exports. Their paths come from the local user (flags, environment, per-OS defaults),
+//! never from the platform, so they live outside the jail; platform-supplied paths go through
+//! [`crate::jail`] only.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Mode of files that hold secrets or private state.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+/// Mode of directories the connector creates for its state.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// Why a private file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivateFileError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Group or others may read or write it.
+    #[error("{} must not be readable by group or others (mode {mode:04o}); run chmod 600 on it", path.display())]
+    TooOpen {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// It is larger than the caller accepts.
+    #[error("{} is larger than {cap} bytes", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The cap.
+        cap: u64,
+    },
+    /// It is not a regular file.
+    #[error("{} is not a regular file", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Reads at most `cap` bytes of a file; `Ok(None)` when it does not exist.
+///
+/// # Errors
+/// I/O errors other than "not found", and `InvalidData` when the file exceeds `cap`.
+pub fn read_capped(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    read_at_most(file, cap).map(Some)
+}
+
+fn read_at_most(file: File, cap: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {cap} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Reads a secret file that must be a regular file of at most `cap` bytes with no group or
+/// other permission bits (the `--token-file` rule). The mode is checked on the open handle, so
+/// a file swapped after the check cannot slip through.
+///
+/// # Errors
+/// [`PrivateFileError`] naming the file and what is wrong with it (never its content).
+pub fn read_private(path: &Path, cap: u64) -> Result<Vec<u8>, PrivateFileError> {
+    let io_err = |source| PrivateFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let metadata = file.metadata().map_err(io_err)?;
+    if !metadata.is_file() {
+        return Err(PrivateFileError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(PrivateFileError::TooOpen {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+    }
+    if metadata.len() > cap {
+        return Err(PrivateFileError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+        });
+    }
+    read_at_most(file, cap).map_err(|err| match err.kind() {
+        io::ErrorKind::InvalidData => PrivateFileError::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+        },
+        _ => io_err(err),
+    })
+}
+
+/// Creates a directory and its missing parents; the ones created get mode 0700 on Unix.
+///
+/// # Errors
+/// The I/O error of the first directory that cannot be created.
+pub fn ensure_dir(path: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(PRIVATE_DIR_MODE);
+    }
+    builder.create(path)
+}
+
+/// Replaces `path` with `bytes` atomically: a temporary file in the same directory, written,
+/// fsynced, given `mode`, then renamed over the target. Missing parents are created (0700).
+///
+/// # Errors
+/// The I/O error; the temporary file is removed on failure.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    ensure_dir(parent)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".{}.tmp", crate::secret::new_id().simple()));
+    let temp = parent.join(temp_name);
+    let result = (|| {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(mode);
+        }
+        let mut file = options.open(&temp)?;
+        file.write_all(bytes)?;
+        #[cfg(unix)]
+        {
+            // The umask may have narrowed the creation mode; set exactly what was asked.
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        file.sync_all()?;
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    result
+}
+
+/// Removes a file; `Ok(false)` when it was already absent.
+///
+/// # Errors
+/// I/O errors other than "not found".
+pub fn remove(path: &Path) -> io::Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "own-files-{tag}-{}",
+            crate::secret::new_id().simple()
+        ));
+        ensure_dir(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn atomic_write_creates_parents_and_sets_the_mode() {
+        let dir = temp_dir("write");
+        let path = dir.join("a/b/status.json");
+        write_atomic(&path, b"one", PRIVATE_FILE_MODE).unwrap();
+        write_atomic(&path, b"two", PRIVATE_FILE_MODE).unwrap();
+        assert_eq!(read_capped(&path, 10).unwrap().unwrap(), b"two");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+            let mode = fs::metadata(dir.join("a")).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700);
+        }
+        // No temporary file is left behind.
+        assert_eq!(fs::read_dir(dir.join("a/b")).unwrap().count(), 1);
+        assert!(remove(&path).unwrap());
+        assert!(!remove(&path).unwrap());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn capped_reads_refuse_larger_files_and_report_missing_ones() {
+        let dir = temp_dir("capped");
+        let path = dir.join("f");
+        assert!(read_capped(&path, 4).unwrap().is_none());
+        write_atomic(&path, b"1234", 0o644).unwrap();
+        assert_eq!(read_capped(&path, 4).unwrap().unwrap(), b"1234");
+        assert_eq!(
+            read_capped(&path, 3).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn private_files_must_be_closed_to_group_and_others() {
+        let dir = temp_dir("private");
+        let path = dir.join("token");
+        write_atomic(&path, b"secret-value\n", 0o640).unwrap();
+        let err = read_private(&path, 64).unwrap_err();
+        assert!(matches!(err, PrivateFileError::TooOpen { mode: 0o640, .. }));
+        assert!(!err.to_string().contains("secret-value"));
+        write_atomic(&path, b"secret-value\n", 0o600).unwrap();
+        assert_eq!(read_private(&path, 64).unwrap(), b"secret-value\n");
+        assert!(matches!(
+            read_private(&path, 4).unwrap_err(),
+            PrivateFileError::TooLarge { cap: 4, .. }
+        ));
+        assert!(matches!(
+            read_private(&dir, 64).unwrap_err(),
+            PrivateFileError::NotAFile { .. } | PrivateFileError::TooOpen { .. }
+        ));
+        fs::remove_dir_all(dir).unwrap();
+    }
+}
