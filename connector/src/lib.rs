@@ -1,6 +1,7 @@
 //! The connector (`autogpt-shim`): the platform protocol and, as they land, the session loop and
 //! dispatch that execute platform requests through `local-core`.
 
+pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use autogpt_shim::cli::{Cli, EXIT_AUTH, EXIT_PREFLIGHT, ProcessEnv, StartConfig, resolve};
 use autogpt_shim::protocol::{Arch, Platform, close_code};
-use autogpt_shim::session::{SessionConfig, SessionEnd};
+use autogpt_shim::session::{Host, SessionConfig, SessionEnd};
 use autogpt_shim::ws::{DataConnection, Outcome, Shutdown, run_data_connection};
 use clap::Parser;
 use local_core::jail::Jail;
@@ -99,7 +99,7 @@ async fn run(config: StartConfig, jail: Arc<Jail>, arch: Arch) -> ExitCode {
         session,
         backoff: config.backoff,
     };
-    match run_data_connection(connection, jail, shutdown).await {
+    match run_data_connection(connection, Host::new(jail), shutdown).await {
         // The reference treats a HELLO_ACK for another session as an authentication failure.
         Outcome::Stopped(SessionEnd::HandshakeRejected {
             code: close_code::SESSION_MISMATCH,

@@ -7,12 +7,10 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt, future, ready};
-use local_core::jail::Jail;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -22,8 +20,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use crate::audit::{Entry, details};
 use crate::protocol::{MAX_FRAME_BYTES, close_code, is_valid_session_id};
-use crate::session::{Frame, SessionConfig, SessionEnd, run_session};
+use crate::session::{Frame, Host, SessionConfig, SessionEnd, run_session};
 
 /// The reference's default platform base URL.
 pub const DEFAULT_PLATFORM_URL: &str = "wss://platform.autogpt.net";
@@ -345,7 +344,7 @@ impl Shutdown {
 /// Dials, runs a session, and dials again with backoff while the end allows it.
 pub async fn run_data_connection(
     config: DataConnection,
-    jail: Arc<Jail>,
+    host: Host,
     mut shutdown: Shutdown,
 ) -> Outcome {
     let mut attempt: u32 = 0;
@@ -357,12 +356,30 @@ pub async fn run_data_connection(
         match dialled {
             Ok(socket) => {
                 tracing::info!(url = %config.url, "connected");
+                let audit = &host.audit;
+                let url = serde_json::json!(config.url);
+                audit
+                    .record_async(None, Entry::ok("WS_CONNECTED", details([("url", url)])))
+                    .await;
                 let started = Instant::now();
-                let end = session(socket, &config.session, Arc::clone(&jail), &mut shutdown).await;
+                let end = session(socket, &config.session, host.clone(), &mut shutdown).await;
+                let reason = end
+                    .as_ref()
+                    .map_or_else(|| "clean_exit".to_owned(), disconnect_reason);
+                let reason = serde_json::json!(reason);
+                audit
+                    .record_async(
+                        None,
+                        Entry::ok("WS_DISCONNECTED", details([("reason", reason)])),
+                    )
+                    .await;
                 let Some(end) = end else {
                     return Outcome::Shutdown;
                 };
                 log_end(&end);
+                if let SessionEnd::Fatal { code, .. } = &end {
+                    audit.record_async(None, fatal_close_entry(*code)).await;
+                }
                 if !end.may_reconnect() {
                     return Outcome::Stopped(end);
                 }
@@ -401,12 +418,12 @@ pub async fn run_data_connection(
 async fn session(
     socket: Socket,
     config: &SessionConfig,
-    jail: Arc<Jail>,
+    host: Host,
     shutdown: &mut Shutdown,
 ) -> Option<SessionEnd> {
     let (mut stream, mut sink) = frames(socket);
     let end = tokio::select! {
-        end = run_session(&mut stream, &mut sink, config.clone(), jail) => end,
+        end = run_session(&mut stream, &mut sink, config.clone(), host) => end,
         () = shutdown.requested() => {
             let close = Frame::Close { code: GOING_AWAY, reason: "shutdown".to_owned() };
             let _ = tokio::time::timeout(CLOSE_GRACE, async {
@@ -421,6 +438,40 @@ async fn session(
     // Flush whatever close the session sent before the socket is dropped.
     let _ = tokio::time::timeout(CLOSE_GRACE, sink.close()).await;
     Some(end)
+}
+
+/// The reference's WS_DISCONNECTED reason: `ws_closed_<code>_<LABEL|unknown>` for closes,
+/// and a short name for the ends it never had.
+fn disconnect_reason(end: &SessionEnd) -> String {
+    let closed = |code: u16| {
+        format!(
+            "ws_closed_{code}_{}",
+            close_code::label(code).unwrap_or("unknown")
+        )
+    };
+    match end {
+        SessionEnd::Closed { code, .. } | SessionEnd::Fatal { code, .. } => closed(*code),
+        SessionEnd::Revoked(_) => closed(close_code::SESSION_REVOKED),
+        SessionEnd::VersionMismatch { .. } => closed(close_code::PROTOCOL_VERSION_MISMATCH),
+        SessionEnd::HandshakeRejected { code } => format!("handshake_rejected_{code}"),
+        SessionEnd::HandshakeFailed => "handshake_failed".to_owned(),
+        SessionEnd::TransportEnded => "transport_ended".to_owned(),
+    }
+}
+
+/// The reference audits a fatal close code as SESSION_REVOKED with its lowercase label.
+fn fatal_close_entry(code: u16) -> Entry {
+    let reason = close_code::label(code)
+        .unwrap_or("unknown")
+        .to_ascii_lowercase();
+    Entry::ok(
+        "SESSION_REVOKED",
+        details([
+            ("reason", serde_json::json!(reason)),
+            ("source", serde_json::json!("ws_close_code")),
+            ("close_code", serde_json::json!(code)),
+        ]),
+    )
 }
 
 fn log_end(end: &SessionEnd) {
@@ -451,7 +502,7 @@ fn log_end(end: &SessionEnd) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     use tokio::net::TcpListener;
     use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -604,8 +655,10 @@ mod tests {
         }
     }
 
-    fn jail() -> Arc<Jail> {
-        Arc::new(Jail::open(&std::env::temp_dir()).unwrap())
+    fn jail() -> Host {
+        Host::new(Arc::new(
+            local_core::jail::Jail::open(&std::env::temp_dir()).unwrap(),
+        ))
     }
 
     const LIMIT: Duration = Duration::from_secs(30);

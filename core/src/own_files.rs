@@ -176,6 +176,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     result
 }
 
+/// The size of a file in bytes.
+///
+/// # Errors
+/// The file cannot be inspected.
+pub fn file_len(path: &Path) -> io::Result<u64> {
+    fs::metadata(path).map(|metadata| metadata.len())
+}
+
 /// Removes a file; `Ok(false)` when it was already absent.
 ///
 /// # Errors
@@ -208,6 +216,7 @@ mod tests {
         write_atomic(&path, b"one", PRIVATE_FILE_MODE).unwrap();
         write_atomic(&path, b"two", PRIVATE_FILE_MODE).unwrap();
         assert_eq!(read_capped(&path, 10).unwrap().unwrap(), b"two");
+        assert_eq!(file_len(&path).unwrap(), 3);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

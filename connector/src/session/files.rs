@@ -8,7 +8,9 @@ use local_core::files::{
     MoveRequest, ReadRequest, ReadResult, StatRequest, StatResult, WriteContent, WriteRequest,
 };
 use local_core::jail::Jail;
+use serde_json::{Map, Value, json};
 
+use crate::audit::{Entry, details};
 use crate::protocol::{
     AckPayload, ErrorCode, ErrorPayload, FileContentsPayload, FileDeletePayload, FileEncoding,
     FileFormat, FileListEntry, FileListPayload, FileListResponsePayload, FileMovePayload,
@@ -41,19 +43,112 @@ impl FileOp {
         })
     }
 
-    /// Runs the operation (blocking I/O) and returns the reply message: the success payload
-    /// of the spec, or ERROR with the core error's code.
-    pub(super) fn run(self, jail: &Jail, limits: &FileLimits) -> Message {
+    /// Runs the operation (blocking I/O) and returns the reply message (the success payload
+    /// of the spec, or ERROR with the core error's code) and the audit record for it.
+    pub(super) fn run(self, jail: &Jail, limits: &FileLimits) -> (Message, Entry) {
+        let (op, mut details) = self.audit_details();
         let outcome = match self {
-            Self::Read(request) => core_files::read(jail, &request, limits).map(contents),
-            Self::Write(request) => core_files::write(jail, &request, limits).map(|_| ack()),
-            Self::Stat(request) => core_files::stat(jail, &request).map(stat_response),
-            Self::List(request) => core_files::list(jail, &request, limits)
-                .map(|result| list_response(result.entries, result.truncated)),
-            Self::Delete(request) => core_files::delete(jail, &request).map(|_| ack()),
-            Self::Move(request) => core_files::move_path(jail, &request, limits).map(|_| ack()),
+            Self::Read(request) => core_files::read(jail, &request, limits).map(|result| {
+                details.insert("size_bytes_returned".to_owned(), json!(result.size_bytes));
+                contents(result)
+            }),
+            Self::Write(request) => core_files::write(jail, &request, limits).map(|result| {
+                details.insert(
+                    "size_bytes_written".to_owned(),
+                    json!(result.size_bytes_written),
+                );
+                ack()
+            }),
+            Self::Stat(request) => core_files::stat(jail, &request).map(|result| {
+                details.insert("exists".to_owned(), json!(result.exists()));
+                stat_response(result)
+            }),
+            Self::List(request) => core_files::list(jail, &request, limits).map(|result| {
+                details.insert("entries_returned".to_owned(), json!(result.entries.len()));
+                list_response(result.entries, result.truncated)
+            }),
+            Self::Delete(request) => core_files::delete(jail, &request).map(|result| {
+                details.insert("existed".to_owned(), json!(result.existed));
+                ack()
+            }),
+            Self::Move(request) => core_files::move_path(jail, &request, limits).map(|result| {
+                details.insert("copied".to_owned(), json!(result.copied));
+                ack()
+            }),
         };
-        outcome.unwrap_or_else(|err| file_error(&err))
+        match outcome {
+            Ok(message) => (message, Entry::ok(op, details)),
+            Err(err) => (file_error(&err), Entry::failed(op, details, err.code())),
+        }
+    }
+
+    /// The reference's audit op and request metadata (never content).
+    fn audit_details(&self) -> (&'static str, Map<String, Value>) {
+        match self {
+            Self::Read(r) => (
+                "FILE_READ",
+                details([
+                    ("path", json!(r.path)),
+                    ("encoding", json!(encoding_name(r.encoding))),
+                    ("offset", json!(r.offset)),
+                    ("length", json!(r.length)),
+                ]),
+            ),
+            Self::Write(w) => (
+                "FILE_WRITE",
+                details([
+                    ("path", json!(w.path)),
+                    (
+                        "encoding",
+                        json!(match w.content {
+                            WriteContent::Text(_) => "utf-8",
+                            WriteContent::Base64(_) => "base64",
+                        }),
+                    ),
+                    ("create_parents", json!(w.create_parents)),
+                ]),
+            ),
+            Self::Stat(s) => (
+                "FILE_STAT",
+                details([
+                    ("path", json!(s.path)),
+                    ("follow_symlinks", json!(s.follow_symlinks)),
+                ]),
+            ),
+            Self::List(l) => (
+                "FILE_LIST",
+                details([
+                    ("path", json!(l.path)),
+                    ("glob", json!(l.pattern)),
+                    ("recursive", json!(l.recursive)),
+                    ("include_hidden", json!(l.include_hidden)),
+                    ("max_entries", json!(l.max_entries)),
+                ]),
+            ),
+            Self::Delete(d) => (
+                "FILE_DELETE",
+                details([
+                    ("path", json!(d.path)),
+                    ("recursive", json!(d.recursive)),
+                    ("missing_ok", json!(d.missing_ok)),
+                ]),
+            ),
+            Self::Move(m) => (
+                "FILE_MOVE",
+                details([
+                    ("src", json!(m.from)),
+                    ("dst", json!(m.to)),
+                    ("overwrite", json!(m.overwrite)),
+                ]),
+            ),
+        }
+    }
+}
+
+const fn encoding_name(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Text => "utf-8",
+        Encoding::Base64 => "base64",
     }
 }
 

@@ -23,6 +23,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio::task::{self, JoinError, JoinSet};
 
+use crate::audit::{Auditor, Entry, details};
 use crate::protocol::{
     Arch, Capability, DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, Direction,
     EmptyPayload, Envelope, ErrorCode, ErrorPayload, HelloAckPayload, HelloPayload,
@@ -174,21 +175,42 @@ impl SessionEnd {
     }
 }
 
+/// What every connection of this machine shares: the jail and the one audit chain.
+#[derive(Debug, Clone)]
+pub struct Host {
+    /// The FILE_* jail (and the shell's cwd jail).
+    pub jail: Arc<Jail>,
+    /// The machine's audit chain.
+    pub audit: Auditor,
+}
+
+impl Host {
+    /// A host with `jail` that audits nothing.
+    pub fn new(jail: Arc<Jail>) -> Self {
+        Self {
+            jail,
+            audit: Auditor::disabled(),
+        }
+    }
+
+    /// The same host, auditing to `audit`.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Auditor) -> Self {
+        self.audit = audit;
+        self
+    }
+}
+
 /// Runs one data connection until it ends: the handshake, then the request loop.
 ///
 /// In-flight request tasks are aborted when this returns. A FILE_* operation already
 /// running on a blocking thread finishes there, but its reply is never sent.
-pub async fn run_session<S, K>(
-    stream: S,
-    sink: K,
-    config: SessionConfig,
-    jail: Arc<Jail>,
-) -> SessionEnd
+pub async fn run_session<S, K>(stream: S, sink: K, config: SessionConfig, host: Host) -> SessionEnd
 where
     S: Stream<Item = Frame> + Unpin,
     K: Sink<Frame> + Unpin,
 {
-    run_session_with(stream, sink, &config, jail, Hooks::default()).await
+    run_session_with(stream, sink, &config, host, Hooks::default()).await
 }
 
 /// Test seams that production leaves empty.
@@ -203,7 +225,7 @@ pub(crate) async fn run_session_with<S, K>(
     mut stream: S,
     mut sink: K,
     config: &SessionConfig,
-    jail: Arc<Jail>,
+    host: Host,
     hooks: Hooks,
 ) -> SessionEnd
 where
@@ -211,12 +233,12 @@ where
     K: Sink<Frame> + Unpin,
 {
     let started = Instant::now();
-    let established = match handshake(&mut stream, &mut sink, config, &jail).await {
+    let established = match handshake(&mut stream, &mut sink, config, &host.jail).await {
         Ok(established) => established,
         Err(end) => return end,
     };
     let mut dispatch = Dispatch {
-        jail,
+        host,
         hooks,
         granted: established.granted,
         max_concurrent: established.max_concurrent,
@@ -272,6 +294,7 @@ where
                         }
                     }
                     Inbound::Revoked(payload) => {
+                        dispatch.host.audit.record_async(None, revoked_entry(&payload)).await;
                         // The spec: send no further frames but close our half with 4428.
                         let _ = sink
                             .send(Frame::Close {
@@ -507,7 +530,7 @@ enum Inbound {
 
 /// The request loop's state, apart from the transport.
 struct Dispatch {
-    jail: Arc<Jail>,
+    host: Host,
     hooks: Hooks,
     granted: Vec<Capability>,
     max_concurrent: NonZeroU32,
@@ -556,8 +579,7 @@ impl Dispatch {
             max_concurrent: self.max_concurrent.get(),
             // Requests are admitted or refused, never queued.
             queue_depth: 0,
-            // The audit log is not wired into the session yet.
-            audit_log_bytes: 0,
+            audit_log_bytes: self.host.audit.log_bytes(),
             uptime_seconds: self.started.elapsed().as_secs_f64(),
         };
         Envelope::response(new_id(), unix_now(), self.free(), Message::Status(payload))
@@ -632,15 +654,21 @@ impl Dispatch {
                 json!({ "max_concurrent": self.max_concurrent.get() }),
             ));
         }
-        let jail = Arc::clone(&self.jail);
+        let host = self.host.clone();
         let limits = self.limits;
         let gate = self.hooks.file_gate.clone();
+        let request_id = id.clone();
         let handle = self.tasks.spawn(async move {
             let _permit = match &gate {
                 Some(gate) => gate.acquire().await.ok(),
                 None => None,
             };
-            match task::spawn_blocking(move || op.run(&jail, &limits)).await {
+            let run = move || {
+                let (message, entry) = op.run(&host.jail, &limits);
+                audit_file_op(&host.audit, &request_id, entry);
+                message
+            };
+            match task::spawn_blocking(run).await {
                 Ok(message) => message,
                 Err(_) => internal_error(),
             }
@@ -665,6 +693,45 @@ impl Dispatch {
         let status = was_saturated.then(|| self.status());
         (reply, status)
     }
+}
+
+/// Writes a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
+/// (the reference's separate op for that, so violations can be found without parsing codes).
+fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) {
+    let violation = (entry.result.error_code.as_deref()
+        == Some(ErrorCode::PathOutsideAllowedRoot.as_str()))
+    .then(|| {
+        let mut details = details([
+            ("code", json!(ErrorCode::PathOutsideAllowedRoot.as_str())),
+            ("attempted_op", json!(entry.op)),
+        ]);
+        for key in ["path", "src", "dst"] {
+            if let Some(value) = entry.details.get(key) {
+                details.insert(key.to_owned(), value.clone());
+            }
+        }
+        Entry::failed(
+            "JAIL_VIOLATION",
+            details,
+            ErrorCode::PathOutsideAllowedRoot.as_str(),
+        )
+    });
+    audit.record(Some(request_id), entry);
+    if let Some(violation) = violation {
+        audit.record(Some(request_id), violation);
+    }
+}
+
+/// The reference's record for a SESSION_REVOKED frame.
+fn revoked_entry(payload: &SessionRevokedPayload) -> Entry {
+    let mut details = details([
+        ("reason", json!(payload.reason)),
+        ("source", json!("frame")),
+    ]);
+    if let Some(machine) = &payload.new_shim_machine_id {
+        details.insert("new_shim_machine_id".to_owned(), json!(machine));
+    }
+    Entry::ok("SESSION_REVOKED", details)
 }
 
 fn internal_error() -> Message {

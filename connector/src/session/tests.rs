@@ -17,6 +17,8 @@ use tokio::task::JoinHandle;
 
 use super::*;
 
+const AUDIT_KEY: [u8; 32] = [42; 32];
+
 /// Upper bound for any single wait; a correct loop answers in milliseconds.
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -70,8 +72,23 @@ fn config() -> SessionConfig {
 }
 
 fn start(config: SessionConfig, hooks: Hooks) -> Peer {
+    start_audited(config, hooks, None)
+}
+
+/// [`start`], auditing to `audit_log` (a path outside the jail root) when given.
+fn start_audited(config: SessionConfig, hooks: Hooks, audit_log: Option<&Path>) -> Peer {
     let dir = TempRoot::new();
     let jail = Arc::new(Jail::open(&dir.root()).unwrap());
+    let mut host = Host::new(jail);
+    if let Some(path) = audit_log {
+        let identity = local_core::audit_chain::AuditIdentity {
+            session_id: Some("session-1".to_owned()),
+            machine_id: Some("machine-1".to_owned()),
+            shim_version: "0.2.0".to_owned(),
+        };
+        let chain = local_core::audit_chain::AuditChain::open(path, AUDIT_KEY, identity).unwrap();
+        host = host.with_audit(Auditor::new(chain));
+    }
     let (to_shim, mut inbound) = mpsc::unbounded_channel::<Frame>();
     let (outbound, from_shim) = mpsc::unbounded_channel::<Frame>();
     let stream = stream::poll_fn(move |cx| inbound.poll_recv(cx));
@@ -80,7 +97,7 @@ fn start(config: SessionConfig, hooks: Hooks) -> Peer {
         Ok::<_, ()>(tx)
     }));
     let session =
-        tokio::spawn(async move { run_session_with(stream, sink, &config, jail, hooks).await });
+        tokio::spawn(async move { run_session_with(stream, sink, &config, host, hooks).await });
     Peer {
         to_shim: Some(to_shim),
         from_shim,
@@ -744,6 +761,69 @@ async fn session_revoked_closes_4428_and_sends_nothing_else() {
     assert_eq!(platform.recv().await, None, "a frame after the close");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!platform.root().join("late.txt").exists());
+}
+
+#[tokio::test]
+async fn file_ops_violations_and_revocation_are_audited_without_content() {
+    let log_dir = TempRoot::new();
+    let log = log_dir.outside().join("audit.log");
+    let mut local = config();
+    // Long enough that the three calls are answered first even on a loaded machine.
+    local.status_interval = Duration::from_secs(2);
+    let mut platform = start_audited(local, Hooks::default(), Some(&log));
+    platform.handshake(|_| {}).await;
+    let secret = "file content that must never reach the audit log";
+    let write = json!({"path": "a.txt", "content": secret});
+    assert_eq!(
+        platform.call("FILE_WRITE", "w", &write).await["type"],
+        "ACK"
+    );
+    let read = platform
+        .call("FILE_READ", "r", &json!({"path": "a.txt"}))
+        .await;
+    assert_eq!(read["payload"]["content"], secret);
+    let escape = platform
+        .call("FILE_READ", "x", &json!({"path": "../a.txt"}))
+        .await;
+    assert_eq!(error_code(&escape), "PATH_OUTSIDE_ALLOWED_ROOT");
+    let status = platform.recv_json().await;
+    assert_eq!(status["type"], "STATUS", "{status}");
+    let logged = std::fs::metadata(&log).unwrap().len();
+    assert_eq!(status["payload"]["audit_log_bytes"], logged);
+    platform.request("SESSION_REVOKED", "rev", &json!({"reason": "user_revoked"}));
+    assert_eq!(platform.recv_close().await.0, 4428);
+    platform.ended().await;
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(secret));
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ops: Vec<&str> = records.iter().map(|r| r["op"].as_str().unwrap()).collect();
+    assert_eq!(
+        ops,
+        [
+            "FILE_WRITE",
+            "FILE_READ",
+            "FILE_READ",
+            "JAIL_VIOLATION",
+            "SESSION_REVOKED"
+        ]
+    );
+    assert_eq!(records[0]["request_id"], "w");
+    assert_eq!(records[0]["details"]["size_bytes_written"], secret.len());
+    assert_eq!(records[1]["details"]["size_bytes_returned"], secret.len());
+    assert_eq!(
+        records[2]["result"]["error_code"],
+        "PATH_OUTSIDE_ALLOWED_ROOT"
+    );
+    assert_eq!(records[3]["details"]["attempted_op"], "FILE_READ");
+    assert_eq!(records[4]["details"]["source"], "frame");
+    assert_eq!(records[4]["details"]["reason"], "user_revoked");
+    assert_eq!(records[4]["session_id"], "session-1");
+    let report = local_core::audit_chain::verify(&log, &AUDIT_KEY).unwrap();
+    assert!(report.is_clean(), "{report:?}");
 }
 
 #[tokio::test]

@@ -1,0 +1,182 @@
+//! The daemon's handle on its HMAC-chained audit log: one chain per machine, shared by every
+//! connection, written from blocking threads (each record is fsynced).
+//!
+//! A failed write of an ordinary record is logged (without the record) and swallowed, as the
+//! reference does: losing the platform's request because the disk is full would be worse.
+//! Start-up records use [`Auditor::record_strict`] so a daemon that cannot audit never runs.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use local_core::audit_chain::{AuditChain, AuditResult};
+use serde_json::{Map, Value};
+
+/// One record before it is signed: the op name, its metadata and its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// The reference's op name (`FILE_READ`, `WS_CONNECTED`, ...).
+    pub op: &'static str,
+    /// Metadata only: sizes, counts, paths, codes.
+    pub details: Map<String, Value>,
+    /// How it ended.
+    pub result: AuditResult,
+}
+
+impl Entry {
+    /// A successful operation.
+    pub fn ok(op: &'static str, details: Map<String, Value>) -> Self {
+        Self {
+            op,
+            details,
+            result: AuditResult {
+                ok: true,
+                ..AuditResult::default()
+            },
+        }
+    }
+
+    /// A failed operation with its wire error code.
+    pub fn failed(op: &'static str, details: Map<String, Value>, code: &str) -> Self {
+        Self {
+            op,
+            details,
+            result: AuditResult {
+                ok: false,
+                error_code: Some(code.to_owned()),
+                ..AuditResult::default()
+            },
+        }
+    }
+
+    /// Sets how long the operation took.
+    #[must_use]
+    pub fn with_duration(mut self, duration: std::time::Duration) -> Self {
+        self.result.duration_ms = Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+}
+
+/// Builds a details map from `(key, value)` pairs.
+pub fn details<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect()
+}
+
+/// A cloneable handle on the machine's audit chain; [`Auditor::disabled`] writes nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Auditor {
+    chain: Option<Arc<Mutex<AuditChain>>>,
+}
+
+impl Auditor {
+    /// Writes to `chain`.
+    pub fn new(chain: AuditChain) -> Self {
+        Self {
+            chain: Some(Arc::new(Mutex::new(chain))),
+        }
+    }
+
+    /// Writes nothing (tests of other parts, tools that only read).
+    pub const fn disabled() -> Self {
+        Self { chain: None }
+    }
+
+    /// The live file, when auditing.
+    pub fn path(&self) -> Option<PathBuf> {
+        let chain = self.chain.as_ref()?;
+        let chain = chain.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(chain.path().to_path_buf())
+    }
+
+    /// Appends a record, blocking on the fsync. Failures are logged and swallowed.
+    pub fn record(&self, request_id: Option<&str>, entry: Entry) {
+        let op = entry.op;
+        if let Err(err) = self.record_strict(request_id, entry) {
+            // The error names the file at most; the record itself is never logged.
+            tracing::warn!(op, error = %err, "could not write an audit record");
+        }
+    }
+
+    /// Appends a record, blocking on the fsync, and reports a failure.
+    ///
+    /// # Errors
+    /// The chain could not be written.
+    pub fn record_strict(&self, request_id: Option<&str>, entry: Entry) -> io::Result<()> {
+        let Some(chain) = &self.chain else {
+            return Ok(());
+        };
+        // A panic while holding the lock cannot leave a half-written record behind (the
+        // chain only advances after the fsync), so a poisoned lock is still usable.
+        let mut chain = chain.lock().unwrap_or_else(PoisonError::into_inner);
+        chain
+            .append(request_id, entry.op, entry.details, entry.result)
+            .map(|_| ())
+    }
+
+    /// [`Self::record`] from async code, on a blocking thread; waits for the write.
+    pub async fn record_async(&self, request_id: Option<String>, entry: Entry) {
+        if self.chain.is_none() {
+            return;
+        }
+        let auditor = self.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || auditor.record(request_id.as_deref(), entry)).await;
+    }
+
+    /// The live file's size, for STATUS `audit_log_bytes` (0 when not auditing or unreadable).
+    pub fn log_bytes(&self) -> u64 {
+        self.path()
+            .and_then(|path| local_core::own_files::file_len(&path).ok())
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use local_core::audit_chain::{AuditIdentity, verify};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn records_chain_and_the_disabled_auditor_writes_nothing() {
+        let dir = std::env::temp_dir().join(format!(
+            "connector-audit-{}",
+            local_core::secret::new_id().simple()
+        ));
+        let path = dir.join("audit.log");
+        let key = [7u8; 32];
+        let identity = AuditIdentity {
+            session_id: Some("s-1".to_owned()),
+            machine_id: None,
+            shim_version: "0.2.0".to_owned(),
+        };
+        let auditor = Auditor::new(AuditChain::open(&path, key, identity).unwrap());
+        auditor.record(
+            Some("r-1"),
+            Entry::ok("FILE_STAT", details([("path", json!("/x"))])),
+        );
+        auditor.record(
+            None,
+            Entry::failed("FILE_READ", Map::new(), "PATH_NOT_FOUND"),
+        );
+        assert!(auditor.log_bytes() > 0);
+        let report = verify(&path, &key).unwrap();
+        assert!(report.is_clean(), "{report:?}");
+        let text = local_core::own_files::read_capped(&path, 1 << 20)
+            .unwrap()
+            .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert!(text.contains("\"error_code\": \"PATH_NOT_FOUND\""));
+
+        let disabled = Auditor::disabled();
+        disabled.record(None, Entry::ok("SHIM_START", Map::new()));
+        assert_eq!(disabled.log_bytes(), 0);
+        assert!(disabled.path().is_none());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
