@@ -135,6 +135,8 @@ impl Auditor {
 }
 
 #[cfg(test)]
+// The test inspects and removes its own temporary directory directly.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use local_core::audit_chain::{AuditIdentity, verify};
     use serde_json::json;

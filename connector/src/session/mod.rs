@@ -10,6 +10,7 @@
 //! message back through a [`JoinSet`], so there is one writer and no lock around the sink.
 
 mod files;
+mod shell;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use local_core::exec::CommandLimiter;
 use local_core::files::FileLimits;
 use local_core::jail::Jail;
 use serde_json::json;
@@ -32,6 +34,7 @@ use crate::protocol::{
     version_mismatch_close_reason,
 };
 use files::{FileOp, error_message};
+use shell::{ShellLimits, ShellOp};
 
 /// The reference shim's STATUS cadence (`STATUS_INTERVAL_SECONDS`).
 pub const DEFAULT_STATUS_INTERVAL: Duration = Duration::from_secs(30);
@@ -39,7 +42,12 @@ pub const DEFAULT_STATUS_INTERVAL: Duration = Duration::from_secs(30);
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Capabilities this build can serve on a data connection. HELLO advertises only these, so
 /// the platform can never grant something the loop would have to refuse after the gate.
-pub const SERVABLE_CAPABILITIES: &[Capability] = &[Capability::Files];
+pub const SERVABLE_CAPABILITIES: &[Capability] = &[Capability::Files, Capability::Shell];
+
+/// The reference's `max_concurrent_commands`.
+pub const DEFAULT_MAX_CONCURRENT_COMMANDS: usize = 10;
+/// The reference's `max_commands_per_minute`.
+pub const DEFAULT_MAX_COMMANDS_PER_MINUTE: usize = 60;
 
 /// Close code for a handshake that went wrong without the ACK being refusable (no ACK in
 /// time, or another frame first): RFC 6455 "protocol error", so the caller reconnects.
@@ -175,22 +183,37 @@ impl SessionEnd {
     }
 }
 
-/// What every connection of this machine shares: the jail and the one audit chain.
+/// What every connection of this machine shares: the jail, the one audit chain and the
+/// machine-wide command limits.
 #[derive(Debug, Clone)]
 pub struct Host {
     /// The FILE_* jail (and the shell's cwd jail).
     pub jail: Arc<Jail>,
     /// The machine's audit chain.
     pub audit: Auditor,
+    /// Concurrent commands and commands per minute, across every connection.
+    pub commands: CommandLimiter,
 }
 
 impl Host {
-    /// A host with `jail` that audits nothing.
+    /// A host with `jail` that audits nothing, with the reference's command limits
+    /// (10 concurrent, 60 a minute).
     pub fn new(jail: Arc<Jail>) -> Self {
         Self {
             jail,
             audit: Auditor::disabled(),
+            commands: CommandLimiter::new(
+                DEFAULT_MAX_CONCURRENT_COMMANDS,
+                DEFAULT_MAX_COMMANDS_PER_MINUTE,
+            ),
         }
+    }
+
+    /// The same host with other command limits.
+    #[must_use]
+    pub fn with_commands(mut self, commands: CommandLimiter) -> Self {
+        self.commands = commands;
+        self
     }
 
     /// The same host, auditing to `audit`.
@@ -243,6 +266,10 @@ where
         granted: established.granted,
         max_concurrent: established.max_concurrent,
         limits: established.limits,
+        shell_limits: ShellLimits {
+            ceiling: established.command_timeout,
+            max_output_bytes: established.limits.max_read_bytes,
+        },
         version: established.version,
         started,
         tasks: JoinSet::new(),
@@ -316,6 +343,7 @@ struct Established {
     version: ProtocolVersion,
     max_concurrent: NonZeroU32,
     limits: FileLimits,
+    command_timeout: Duration,
 }
 
 async fn handshake<S, K>(
@@ -443,6 +471,7 @@ where
         version,
         max_concurrent,
         limits,
+        command_timeout: Duration::from_secs(command_timeout),
     })
 }
 
@@ -535,6 +564,7 @@ struct Dispatch {
     granted: Vec<Capability>,
     max_concurrent: NonZeroU32,
     limits: FileLimits,
+    shell_limits: ShellLimits,
     version: ProtocolVersion,
     started: Instant,
     /// One task per admitted request; its length is the in-flight count.
@@ -636,16 +666,6 @@ impl Dispatch {
                 json!({ "required_capability": required, "granted_capabilities": granted }),
             ));
         }
-        let Some(op) = FileOp::from_message(message) else {
-            // Unreachable while HELLO advertises only servable capabilities; kept so a
-            // future grant without a handler fails closed.
-            return Inbound::Reply(self.error(
-                id,
-                ErrorCode::FeatureNotSupported,
-                format!("{kind} is not supported by this shim build."),
-                json!({ "feature": kind.as_str(), "reason": "not implemented" }),
-            ));
-        };
         if self.free() == 0 {
             return Inbound::Reply(self.error(
                 id,
@@ -654,27 +674,74 @@ impl Dispatch {
                 json!({ "max_concurrent": self.max_concurrent.get() }),
             ));
         }
+        let task = match message {
+            Message::ExecuteCommand(payload) => {
+                match ShellOp::admit(payload, &self.host.commands) {
+                    Ok(op) => self.shell_task(id.clone(), op),
+                    Err(refused) => {
+                        let (reply, entry) = *refused;
+                        let audit = self.host.audit.clone();
+                        let request_id = id.clone();
+                        // The refusal is immediate; its record follows on a blocking thread.
+                        drop(task::spawn_blocking(move || {
+                            audit.record(Some(&request_id), entry);
+                        }));
+                        return Inbound::Reply(self.reply(id, reply));
+                    }
+                }
+            }
+            message => match FileOp::from_message(message) {
+                Some(op) => self.file_task(id.clone(), op),
+                // Unreachable while HELLO advertises only servable capabilities; kept so a
+                // future grant without a handler fails closed.
+                None => {
+                    return Inbound::Reply(self.error(
+                        id,
+                        ErrorCode::FeatureNotSupported,
+                        format!("{kind} is not supported by this shim build."),
+                        json!({ "feature": kind.as_str(), "reason": "not implemented" }),
+                    ));
+                }
+            },
+        };
+        self.requests.insert(task, id);
+        Inbound::Nothing
+    }
+
+    fn file_task(&mut self, request_id: String, op: FileOp) -> task::Id {
         let host = self.host.clone();
         let limits = self.limits;
         let gate = self.hooks.file_gate.clone();
-        let request_id = id.clone();
-        let handle = self.tasks.spawn(async move {
-            let _permit = match &gate {
-                Some(gate) => gate.acquire().await.ok(),
-                None => None,
-            };
-            let run = move || {
-                let (message, entry) = op.run(&host.jail, &limits);
-                audit_file_op(&host.audit, &request_id, entry);
+        self.tasks
+            .spawn(async move {
+                let _permit = match &gate {
+                    Some(gate) => gate.acquire().await.ok(),
+                    None => None,
+                };
+                let run = move || {
+                    let (message, entry) = op.run(&host.jail, &limits);
+                    audit_file_op(&host.audit, &request_id, entry);
+                    message
+                };
+                match task::spawn_blocking(run).await {
+                    Ok(message) => message,
+                    Err(_) => internal_error(),
+                }
+            })
+            .id()
+    }
+
+    fn shell_task(&mut self, request_id: String, op: ShellOp) -> task::Id {
+        let host = self.host.clone();
+        let limits = self.shell_limits;
+        self.tasks
+            .spawn(async move {
+                // Aborting this task drops the command's future, which kills its process group.
+                let (message, entry) = op.run(&host.jail, limits).await;
+                host.audit.record_async(Some(request_id), entry).await;
                 message
-            };
-            match task::spawn_blocking(run).await {
-                Ok(message) => message,
-                Err(_) => internal_error(),
-            }
-        });
-        self.requests.insert(handle.id(), id);
-        Inbound::Nothing
+            })
+            .id()
     }
 
     /// The reply for a finished task and, when it freed the last slot, the edge STATUS.

@@ -1,0 +1,182 @@
+//! EXECUTE_COMMAND on a data connection: the wire payload becomes a `local_core::exec`
+//! request (cwd through the jail, timeout capped by the negotiated ceiling, output budget
+//! below the frame limit), and the outcome becomes COMMAND_RESULT and one audit record.
+
+use std::time::{Duration, Instant};
+
+use local_core::exec::{self, ExecOutcome, ExecRequest, LimitExceeded, Program, ShellKind};
+use local_core::files::{FileError, TEXT_READ_BUDGET_BYTES};
+use local_core::jail::Jail;
+use serde_json::{Map, Value, json};
+
+use super::files::{error_message, file_error};
+use crate::audit::{Entry, details};
+use crate::protocol::{
+    CommandResultPayload, ErrorCode, ErrorPayload, ExecuteCommandPayload, Message, Shell,
+};
+
+/// An admitted EXECUTE_COMMAND, holding its machine-wide command slot until it is dropped.
+#[derive(Debug)]
+pub(super) struct ShellOp {
+    payload: ExecuteCommandPayload,
+    _permit: exec::CommandPermit,
+}
+
+/// Limits the negotiation settled for commands on this connection.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ShellLimits {
+    /// The negotiated `command_timeout_seconds`: the ceiling of every command's timeout.
+    pub(super) ceiling: Duration,
+    /// The negotiated `max_file_size_bytes`: the output budget before the frame cap.
+    pub(super) max_output_bytes: u64,
+}
+
+impl ShellOp {
+    /// Takes a machine-wide command slot for `payload`, or the SHIM_OVERLOADED reply and
+    /// its audit record when the rate or concurrency limit is reached.
+    pub(super) fn admit(
+        payload: ExecuteCommandPayload,
+        limiter: &exec::CommandLimiter,
+    ) -> Result<Self, Box<(Message, Entry)>> {
+        match limiter.try_acquire() {
+            Ok(permit) => Ok(Self {
+                payload,
+                _permit: permit,
+            }),
+            Err(limit) => {
+                let (message, details_value) = match limit {
+                    LimitExceeded::RateLimit { per_minute } => (
+                        format!("Command rate limit reached ({per_minute} per minute)."),
+                        json!({ "limit": "commands_per_minute", "max": per_minute }),
+                    ),
+                    LimitExceeded::Concurrency { max } => (
+                        format!("Too many commands running (at most {max})."),
+                        json!({ "limit": "concurrent_commands", "max": max }),
+                    ),
+                };
+                let reply = Message::Error(ErrorPayload {
+                    code: ErrorCode::ShimOverloaded.into(),
+                    message,
+                    fatal: false,
+                    details: Some(details_value),
+                });
+                let entry = Entry::failed(
+                    "EXECUTE_COMMAND",
+                    request_details(&payload, None),
+                    ErrorCode::ShimOverloaded.as_str(),
+                );
+                Err(Box::new((reply, entry)))
+            }
+        }
+    }
+
+    /// Runs the command and returns COMMAND_RESULT (or ERROR) and the audit record.
+    pub(super) async fn run(self, jail: &Jail, limits: ShellLimits) -> (Message, Entry) {
+        let started = Instant::now();
+        let payload = &self.payload;
+        let cwd = match payload.cwd.as_deref() {
+            None => jail.root().to_path_buf(),
+            Some(wire) => match jail.resolve(wire) {
+                Ok(path) => path.absolute().to_path_buf(),
+                Err(err) => {
+                    let err = FileError::Jail(err);
+                    let entry = Entry::failed(
+                        "EXECUTE_COMMAND",
+                        request_details(payload, None),
+                        err.code(),
+                    );
+                    return (file_error(&err), entry.with_duration(started.elapsed()));
+                }
+            },
+        };
+        let timeout = payload
+            .timeout_seconds
+            .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+            .map_or(limits.ceiling, |asked| asked.min(limits.ceiling));
+        let budget = limits.max_output_bytes.min(TEXT_READ_BUDGET_BYTES);
+        let request = ExecRequest {
+            program: match (&payload.command, &payload.argv) {
+                (_, Some(argv)) => Program::Argv(argv.clone()),
+                (Some(command), None) => Program::Shell {
+                    shell: shell_kind(payload.shell),
+                    command: command.clone(),
+                },
+                // The payload's validation refuses this before dispatch.
+                (None, None) => Program::Argv(Vec::new()),
+            },
+            cwd: cwd.clone(),
+            env: payload.env.clone(),
+            timeout,
+            output_budget: usize::try_from(budget).unwrap_or(usize::MAX),
+        };
+        let mut details = request_details(payload, Some(timeout));
+        details.insert("cwd".to_owned(), json!(cwd.to_string_lossy()));
+        match exec::run(request).await {
+            Ok(outcome) => {
+                details.insert("env_keys".to_owned(), json!(outcome.env_keys));
+                let entry = outcome_entry(&outcome, details);
+                (result_message(outcome), entry)
+            }
+            Err(err) => {
+                let code = ErrorCode::from_wire(err.code()).unwrap_or(ErrorCode::InternalError);
+                let entry = Entry::failed("EXECUTE_COMMAND", details, code.as_str())
+                    .with_duration(started.elapsed());
+                (error_message(code, err.to_string()), entry)
+            }
+        }
+    }
+}
+
+/// The reference's record: what was asked, with env names but never their values.
+fn request_details(
+    payload: &ExecuteCommandPayload,
+    timeout: Option<Duration>,
+) -> Map<String, Value> {
+    let env_keys: Vec<&String> = payload.env.keys().collect();
+    details([
+        ("command", json!(payload.command)),
+        ("argv", json!(payload.argv)),
+        ("shell", json!(payload.shell)),
+        ("cwd", json!(payload.cwd)),
+        ("env_keys", json!(env_keys)),
+        (
+            "timeout_seconds",
+            json!(timeout.map_or(payload.timeout_seconds, |t| Some(t.as_secs_f64()))),
+        ),
+    ])
+}
+
+fn outcome_entry(outcome: &ExecOutcome, details: Map<String, Value>) -> Entry {
+    let mut entry = if outcome.timed_out {
+        Entry::failed("EXECUTE_COMMAND", details, "COMMAND_TIMEOUT")
+    } else {
+        Entry::ok("EXECUTE_COMMAND", details)
+    };
+    entry.result.exit_code = Some(i64::from(outcome.exit_code));
+    entry.with_duration(outcome.duration)
+}
+
+fn result_message(outcome: ExecOutcome) -> Message {
+    // Three decimals, as the reference reports it.
+    let duration_seconds = (outcome.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+    Message::CommandResult(CommandResultPayload {
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        exit_code: i64::from(outcome.exit_code),
+        timed_out: outcome.timed_out,
+        duration_seconds,
+        output_truncated: outcome.output_truncated,
+    })
+}
+
+const fn shell_kind(shell: Shell) -> ShellKind {
+    match shell {
+        Shell::Auto => ShellKind::Auto,
+        Shell::Bash => ShellKind::Bash,
+        Shell::Sh => ShellKind::Sh,
+        Shell::Zsh => ShellKind::Zsh,
+        Shell::Pwsh => ShellKind::Pwsh,
+        Shell::Powershell => ShellKind::Powershell,
+        Shell::Cmd => ShellKind::Cmd,
+    }
+}
