@@ -1,16 +1,17 @@
-//! The `autogpt-shim` command line and its configuration: flags over `AUTOGPT_SHIM_*`
-//! environment variables over defaults (shim-reference-behaviour.md sections 2 and 3).
+//! The `autogpt-shim` command line (shim-reference-behaviour.md section 2) and what `start`
+//! resolves to. Configuration itself (file, environment, precedence) is [`crate::config`].
 //!
 //! Everything here is pure so the precedence and the refusals are testable without
-//! starting the daemon; `main.rs` only acts on what [`resolve`] decides.
+//! starting the daemon; `main.rs` only acts on what [`resolve`] and [`load_config`] decide.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::protocol::is_valid_session_id;
-use crate::ws::{Backoff, DEFAULT_PLATFORM_URL, Token, data_url};
+use crate::config::{self, ConfigError, Overrides, ShimConfig};
+use crate::ws::{Backoff, Token};
+
+pub use crate::config::{Env, ProcessEnv};
 
 /// Exit code for a refused start-up (the reference's `DaemonPreflightError`).
 pub const EXIT_PREFLIGHT: u8 = 78;
@@ -24,12 +25,18 @@ pub struct Cli {
     /// Override the FILE_* jail root.
     #[arg(long, global = true, value_name = "PATH")]
     pub allowed_root: Option<PathBuf>,
-    /// Platform base URL (wss, ws, https or http).
+    /// TOML config file (default: the per-OS path; a missing default file is ignored).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Platform base URL (wss, ws, https or http; default wss://platform.autogpt.net).
     #[arg(long, global = true, value_name = "URL")]
     pub platform_url: Option<String>,
     /// Legacy direct session id; without it the shim would run in control mode.
     #[arg(long, global = true, value_name = "ID")]
     pub session_id: Option<String>,
+    /// File holding the bearer token; it must not be readable by group or others.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
     /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL.
     #[arg(long, global = true, value_name = "LEVEL", default_value = "INFO")]
     pub log_level: String,
@@ -38,48 +45,105 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands of this build.
+/// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon in the foreground.
     Start(StartArgs),
+    /// Check that this machine can run the daemon; exit 78 when it cannot.
+    Doctor,
+    /// Show the configuration and the autostart entry.
+    Status,
+    /// Write the per-user autostart entry (the service manager command is printed, not run).
+    Install {
+        /// Start at login, the only supported trigger: `--at-login=false` is refused.
+        #[arg(
+            long,
+            default_value_t = true,
+            action = clap::ArgAction::Set,
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_name = "BOOL"
+        )]
+        at_login: bool,
+    },
+    /// Remove the autostart entry (idempotent).
+    Uninstall,
+    /// Read, verify, export and maintain the audit log.
+    Audit {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+impl Command {
+    /// The subcommand's name on the command line.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Start(_) => "start",
+            Self::Doctor => "doctor",
+            Self::Status => "status",
+            Self::Install { .. } => "install",
+            Self::Uninstall => "uninstall",
+            Self::Audit { .. } => "audit",
+        }
+    }
+}
+
+/// `audit` subcommands.
+#[derive(Debug, Subcommand, PartialEq, Eq)]
+pub enum AuditCommand {
+    /// Print every record, then follow the file.
+    Tail,
+    /// Pretty-print the record with this sequence number (current, then rotated files).
+    Show {
+        /// The record's `seq`.
+        seq: u64,
+    },
+    /// Verify the current file's chain.
+    Verify,
+    /// Verify the current and the rotated files.
+    VerifyAll,
+    /// Zip the current and rotated files with a signed manifest.
+    Export {
+        /// The zip to write (default `./audit-export-YYYYMMDD-HHMMSS.zip`).
+        #[arg(long, value_name = "ZIP")]
+        output: Option<PathBuf>,
+    },
+    /// Rotate the current file now.
+    Rotate,
+    /// Delete rotated files whose last record is older than the threshold.
+    Prune {
+        /// Age as an integer count with a unit: `d`, `h`, `m` or `s`.
+        #[arg(long, default_value = "90d", value_name = "AGE")]
+        older_than: String,
+    },
 }
 
 /// `start` flags.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct StartArgs {
-    /// Advertise and accept `shell` (not available in this build).
+    /// Advertise and accept `shell` (run commands on this machine).
     #[arg(long)]
     pub enable_shell: bool,
+    /// Advertise `computer_use` (screenshots, input, windows).
+    #[arg(long)]
+    pub enable_computer_use: bool,
+    /// Allow clipboard operations (reading only what this shim wrote).
+    #[arg(long)]
+    pub enable_clipboard: bool,
+    /// With --enable-clipboard, also read clipboard content from other programs.
+    #[arg(long)]
+    pub enable_clipboard_read_foreign: bool,
     /// Design-preview workflow recording; start-up always refuses it.
     #[arg(long)]
     pub enable_recording: bool,
 }
 
-/// The environment as the resolver sees it, so tests need not touch the process's.
-pub trait Env {
-    /// The variable's value, if set and valid Unicode.
-    fn var(&self, name: &str) -> Option<String>;
-}
-
-/// The process environment.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ProcessEnv;
-
-impl Env for ProcessEnv {
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-}
-
-impl<F: Fn(&str) -> Option<String>> Env for F {
-    fn var(&self, name: &str) -> Option<String> {
-        self(name)
-    }
-}
-
-/// A resolved `start`.
+/// A resolved `start`. `Debug` never shows the token.
 #[derive(Debug, Clone)]
 pub struct StartConfig {
     /// The data URL to dial.
@@ -94,8 +158,12 @@ pub struct StartConfig {
     pub backoff: Backoff,
     /// `tracing` level directive.
     pub log_level: &'static str,
-    /// The machine id for HELLO.
+    /// The configured machine id for HELLO; `None` means detect it.
     pub machine_id: Option<String>,
+    /// Everything configured, for the settings above and the rest (limits, switches, paths).
+    pub config: ShimConfig,
+    /// Warnings for the operator (unknown config keys, shadowed token sources).
+    pub warnings: Vec<String>,
 }
 
 /// A start-up refusal: one line for stderr, and the exit code.
@@ -110,10 +178,21 @@ pub struct Refusal {
 
 impl Refusal {
     fn preflight(message: impl Into<String>) -> Self {
+        let message: String = message.into();
         Self {
-            message: message.into(),
+            // Paths in messages come from the operator and could hold line breaks.
+            message: message
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect(),
             code: EXIT_PREFLIGHT,
         }
+    }
+}
+
+impl From<ConfigError> for Refusal {
+    fn from(err: ConfigError) -> Self {
+        Self::preflight(err.to_string())
     }
 }
 
@@ -128,23 +207,55 @@ pub fn tracing_level(level: &str) -> Option<&'static str> {
     }
 }
 
-/// Resolves flags, environment and defaults into a start configuration, or the refusal.
+/// The command-line layer of the configuration: global flags, and `start`'s switches when
+/// the command is `start`. A switch that is absent leaves the lower layers alone.
+pub fn overrides(cli: &Cli) -> Overrides {
+    let start = if let Command::Start(start) = &cli.command {
+        Some(start)
+    } else {
+        None
+    };
+    let switch = |on: fn(&StartArgs) -> bool| start.filter(|start| on(start)).map(|_| true);
+    Overrides {
+        config_file: cli.config.clone(),
+        platform_url: cli.platform_url.clone(),
+        session_id: cli.session_id.clone(),
+        allowed_root: cli.allowed_root.clone(),
+        token_file: cli.token_file.clone(),
+        enable_shell: switch(|start| start.enable_shell),
+        enable_computer_use: switch(|start| start.enable_computer_use),
+        enable_clipboard: switch(|start| start.enable_clipboard),
+        enable_clipboard_read_foreign: switch(|start| start.enable_clipboard_read_foreign),
+        enable_recording: switch(|start| start.enable_recording),
+    }
+}
+
+/// Loads the configuration for any subcommand (CLI > environment > file > defaults), with
+/// the warnings the caller should print. The token file is not read here.
 ///
 /// # Errors
-/// A [`Refusal`] (exit 78) for features this build lacks, control mode, a bad URL, session
-/// id, log level or reconnect setting. Whether the allowed root exists is checked when the
-/// jail opens it.
+/// A [`Refusal`] (exit 78) naming the file, key, variable or flag at fault.
+pub fn load_config(cli: &Cli, env: &impl Env) -> Result<(ShimConfig, Vec<String>), Refusal> {
+    Ok(config::load(&overrides(cli), env)?)
+}
+
+/// Resolves `start` into a start configuration, or the refusal.
+///
+/// # Errors
+/// A [`Refusal`] (exit 78) for another subcommand, recording, control mode, a bad log level,
+/// any configuration error, or an unusable token file. Whether the allowed root exists is
+/// checked when the jail opens it.
 pub fn resolve(cli: &Cli, env: &impl Env) -> Result<StartConfig, Refusal> {
-    let Command::Start(start) = &cli.command;
-    // Fail closed before anything else: these flags ask for more than this build can do.
+    let Command::Start(start) = &cli.command else {
+        return Err(Refusal::preflight(format!(
+            "`{}` is not available in this build",
+            cli.command.name()
+        )));
+    };
+    // Fail closed before anything else: this flag asks for more than this build can do.
     if start.enable_recording {
         return Err(Refusal::preflight(
             "--enable-recording is a design preview and always fails closed; start without it",
-        ));
-    }
-    if start.enable_shell {
-        return Err(Refusal::preflight(
-            "--enable-shell is not available: this build has no shell capability",
         ));
     }
     let log_level = tracing_level(&cli.log_level).ok_or_else(|| {
@@ -153,91 +264,45 @@ pub fn resolve(cli: &Cli, env: &impl Env) -> Result<StartConfig, Refusal> {
             cli.log_level
         ))
     })?;
-    let env_var = |name: &str| env.var(name).filter(|value| !value.trim().is_empty());
-
-    // Blank means none, as the reference treats it.
-    let session_id = cli
-        .session_id
-        .clone()
-        .filter(|id| !id.trim().is_empty())
-        .or_else(|| env_var("AUTOGPT_SHIM_SESSION_ID"))
-        .map(|id| id.trim().to_owned())
-        .ok_or_else(|| {
-            Refusal::preflight(
-                "control mode is not in this build: pass --session-id or set AUTOGPT_SHIM_SESSION_ID",
-            )
-        })?;
-    if !is_valid_session_id(&session_id) {
+    let (config, warnings) = load_config(cli, env)?;
+    if config.enable_recording {
         return Err(Refusal::preflight(
-            "the session id must be 1-256 characters of letters, digits, '.', '_', ':' or '-'",
+            "enable_recording is a design preview and always fails closed; remove it from the config file and the environment",
         ));
     }
 
-    let platform_url = cli
-        .platform_url
-        .clone()
-        .or_else(|| env_var("AUTOGPT_SHIM_PLATFORM_URL"))
-        .unwrap_or_else(|| DEFAULT_PLATFORM_URL.to_owned());
-    let url = data_url(&platform_url, &session_id)
+    let session_id = config.session_id.clone().ok_or_else(|| {
+        Refusal::preflight(
+            "control mode is not in this build: pass --session-id or set AUTOGPT_SHIM_SESSION_ID",
+        )
+    })?;
+    let url = config
+        .data_url(&session_id)
         .map_err(|err| Refusal::preflight(format!("bad platform URL: {err}")))?;
-
-    let allowed_root = cli
-        .allowed_root
-        .clone()
-        .or_else(|| env_var("AUTOGPT_SHIM_ALLOWED_ROOT").map(PathBuf::from))
-        .or_else(|| default_allowed_root(env))
-        .ok_or_else(|| Refusal::preflight("no allowed root: pass --allowed-root or set HOME"))?;
-
-    let defaults = Backoff::default();
-    let backoff = Backoff {
-        base: seconds(env, "AUTOGPT_SHIM_RECONNECT_BASE_DELAY", defaults.base)?,
-        max: seconds(env, "AUTOGPT_SHIM_RECONNECT_MAX_DELAY", defaults.max)?,
-        jitter: seconds(
-            env,
-            "AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS",
-            defaults.jitter,
-        )?,
-    };
+    let allowed_root = config.allowed_root.clone().ok_or_else(|| {
+        Refusal::preflight(
+            "no allowed root: pass --allowed-root, set AUTOGPT_SHIM_ALLOWED_ROOT or set HOME",
+        )
+    })?;
+    let token = config.read_token()?;
 
     Ok(StartConfig {
         url,
         session_id,
         allowed_root,
-        token: Token::from_configured(env.var("AUTOGPT_SHIM_TOKEN").as_deref()),
-        backoff,
+        token,
+        backoff: config.backoff(),
         log_level,
-        machine_id: env_var("AUTOGPT_SHIM_MACHINE_ID").map(|id| id.trim().to_owned()),
+        machine_id: config.machine_id.clone(),
+        config,
+        warnings,
     })
-}
-
-/// The reference's default: `~/Documents/autogpt-workspace` on macOS, else
-/// `~/autogpt-workspace`.
-fn default_allowed_root(env: &impl Env) -> Option<PathBuf> {
-    let home = PathBuf::from(env.var("HOME").filter(|home| !home.is_empty())?);
-    Some(if cfg!(target_os = "macos") {
-        home.join("Documents").join("autogpt-workspace")
-    } else {
-        home.join("autogpt-workspace")
-    })
-}
-
-/// A non-negative number of seconds from the environment (the reference's float fields).
-fn seconds(env: &impl Env, name: &str, default: Duration) -> Result<Duration, Refusal> {
-    let Some(raw) = env.var(name).filter(|raw| !raw.trim().is_empty()) else {
-        return Ok(default);
-    };
-    raw.trim()
-        .parse::<f64>()
-        .ok()
-        .and_then(|value| Duration::try_from_secs_f64(value).ok())
-        .ok_or_else(|| {
-            Refusal::preflight(format!("{name} must be a non-negative number of seconds"))
-        })
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+    use std::time::Duration;
 
     use super::*;
 
@@ -299,15 +364,26 @@ mod tests {
                 "--allowed-root",
                 &root,
                 "start",
-                "--enable-shell",
+                "--enable-recording",
+            ],
+            &["--session-id", "s", "--allowed-root", &root, "doctor"],
+            &[
+                "--session-id",
+                "s",
+                "--allowed-root",
+                &root,
+                "--config",
+                "/definitely/missing/config.toml",
+                "start",
             ],
             &[
                 "--session-id",
                 "s",
                 "--allowed-root",
                 &root,
+                "--token-file",
+                "/definitely/missing/token",
                 "start",
-                "--enable-recording",
             ],
             &["--allowed-root", &root, "start"],
             &["--session-id", "   ", "--allowed-root", &root, "start"],
@@ -364,5 +440,127 @@ mod tests {
 
         let bad = env(&[("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "-1")]);
         assert_eq!(resolve(&cli, &bad).unwrap_err().code, EXIT_PREFLIGHT);
+    }
+
+    #[test]
+    fn start_switches_reach_the_config() {
+        let root = root();
+        let cli = parse(&[
+            "--session-id",
+            "s",
+            "--allowed-root",
+            &root,
+            "start",
+            "--enable-shell",
+            "--enable-clipboard",
+        ]);
+        let config = resolve(&cli, &env(&[])).unwrap();
+        assert!(config.config.enable_shell);
+        assert!(config.config.enable_clipboard);
+        assert!(!config.config.enable_computer_use);
+        assert!(config.warnings.is_empty());
+
+        // The environment can switch recording on too, and start-up still refuses it.
+        let cli = parse(&["--session-id", "s", "--allowed-root", &root, "start"]);
+        let vars = env(&[("AUTOGPT_SHIM_ENABLE_RECORDING", "yes")]);
+        let refusal = resolve(&cli, &vars).unwrap_err();
+        assert_eq!(refusal.code, EXIT_PREFLIGHT);
+        assert!(
+            refusal.message.contains("enable_recording"),
+            "{}",
+            refusal.message
+        );
+
+        // Configuration errors are one-line preflight refusals naming the variable.
+        let vars = env(&[("AUTOGPT_SHIM_MAX_CONCURRENT", "0")]);
+        let refusal = resolve(&cli, &vars).unwrap_err();
+        assert_eq!(refusal.code, EXIT_PREFLIGHT);
+        assert!(refusal.message.starts_with("AUTOGPT_SHIM_MAX_CONCURRENT"));
+    }
+
+    #[test]
+    fn config_and_token_file_are_global_flags() {
+        for args in [
+            &["--config", "/c.toml", "--token-file", "/t", "status"][..],
+            &["status", "--config", "/c.toml", "--token-file", "/t"][..],
+        ] {
+            let overrides = overrides(&parse(args));
+            assert_eq!(overrides.config_file, Some(PathBuf::from("/c.toml")));
+            assert_eq!(overrides.token_file, Some(PathBuf::from("/t")));
+            assert_eq!(overrides.enable_shell, None);
+        }
+        let refusal = load_config(
+            &parse(&["--config", "/definitely/missing.toml", "status"]),
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert_eq!(refusal.code, EXIT_PREFLIGHT);
+        assert!(refusal.message.contains("/definitely/missing.toml"));
+    }
+
+    #[test]
+    fn every_subcommand_parses() {
+        assert!(matches!(parse(&["doctor"]).command, Command::Doctor));
+        assert!(matches!(parse(&["status"]).command, Command::Status));
+        assert!(matches!(parse(&["uninstall"]).command, Command::Uninstall));
+        for (args, expected) in [
+            (&["install"][..], true),
+            (&["install", "--at-login"][..], true),
+            (&["install", "--at-login=true"][..], true),
+            (&["install", "--at-login=false"][..], false),
+        ] {
+            let Command::Install { at_login } = parse(args).command else {
+                panic!("{args:?}");
+            };
+            assert_eq!(at_login, expected, "{args:?}");
+        }
+        let audit = |args: &[&str]| match parse(args).command {
+            Command::Audit { command } => command,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(audit(&["audit", "tail"]), AuditCommand::Tail);
+        assert_eq!(
+            audit(&["audit", "show", "42"]),
+            AuditCommand::Show { seq: 42 }
+        );
+        assert_eq!(audit(&["audit", "verify"]), AuditCommand::Verify);
+        assert_eq!(audit(&["audit", "verify-all"]), AuditCommand::VerifyAll);
+        assert_eq!(
+            audit(&["audit", "export"]),
+            AuditCommand::Export { output: None }
+        );
+        assert_eq!(
+            audit(&["audit", "export", "--output", "x.zip"]),
+            AuditCommand::Export {
+                output: Some(PathBuf::from("x.zip"))
+            }
+        );
+        assert_eq!(audit(&["audit", "rotate"]), AuditCommand::Rotate);
+        assert_eq!(
+            audit(&["audit", "prune"]),
+            AuditCommand::Prune {
+                older_than: "90d".to_owned()
+            }
+        );
+        assert_eq!(
+            audit(&["audit", "prune", "--older-than", "12h"]),
+            AuditCommand::Prune {
+                older_than: "12h".to_owned()
+            }
+        );
+
+        let bad: &[&[&str]] = &[
+            &["install", "--at-login=maybe"],
+            &["audit", "show"],
+            &["audit", "show", "-1"],
+            &["audit"],
+            &["doctor", "--enable-shell"],
+            &[],
+        ];
+        for args in bad {
+            let parsed =
+                Cli::try_parse_from(std::iter::once("autogpt-shim").chain(args.iter().copied()));
+            assert!(parsed.is_err(), "{args:?}");
+        }
     }
 }
