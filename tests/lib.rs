@@ -1,1 +1,7 @@
-//! End-to-end tests of the workspace; the suite lives in `tests/all.rs` and its `suite/` modules.
+//! End-to-end tests of the workspace; the suite lives in `tests/all.rs` and its `suite/` modules,
+//! and [`platform`] is the WebSocket test platform the suite and the connector benchmark share.
+
+// Test support: a failed unwrap is a failed test or bench, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod platform;

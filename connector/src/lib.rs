@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod daemon;
 pub mod protocol;
 pub mod session;
 pub mod ws;

@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::audit::{Entry, details};
+use crate::commands::status::DaemonState;
 use crate::protocol::{MAX_FRAME_BYTES, close_code, is_valid_session_id};
 use crate::session::{Frame, Host, SessionConfig, SessionEnd, run_session};
 
@@ -294,6 +296,31 @@ fn unit_random() -> f64 {
     sample
 }
 
+/// What a [`StateObserver`] calls.
+type ObserveFn = dyn Fn(DaemonState, Option<&str>) + Send + Sync;
+
+/// Told about each connection state change (connecting, connected, reconnecting), with the
+/// last error when there is one (a short description: never a token, a frame or a payload).
+#[derive(Clone)]
+pub struct StateObserver(Arc<ObserveFn>);
+
+impl StateObserver {
+    /// Wraps `observe`.
+    pub fn new(observe: impl Fn(DaemonState, Option<&str>) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(observe))
+    }
+
+    fn tell(&self, state: DaemonState, error: Option<&str>) {
+        (self.0)(state, error);
+    }
+}
+
+impl fmt::Debug for StateObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StateObserver")
+    }
+}
+
 /// Everything one data connection needs.
 #[derive(Debug, Clone)]
 pub struct DataConnection {
@@ -305,6 +332,8 @@ pub struct DataConnection {
     pub session: SessionConfig,
     /// Reconnect delays.
     pub backoff: Backoff,
+    /// Told about state changes (the daemon's status file), if anyone listens.
+    pub observer: Option<StateObserver>,
 }
 
 /// How [`run_data_connection`] ended.
@@ -348,7 +377,13 @@ pub async fn run_data_connection(
     mut shutdown: Shutdown,
 ) -> Outcome {
     let mut attempt: u32 = 0;
+    let tell = |state, error: Option<&str>| {
+        if let Some(observer) = &config.observer {
+            observer.tell(state, error);
+        }
+    };
     loop {
+        tell(DaemonState::Connecting, None);
         let dialled = tokio::select! {
             () = shutdown.requested() => return Outcome::Shutdown,
             dialled = connect(&config.url, config.token.as_ref()) => dialled,
@@ -356,6 +391,7 @@ pub async fn run_data_connection(
         match dialled {
             Ok(socket) => {
                 tracing::info!(url = %config.url, "connected");
+                tell(DaemonState::Connected, None);
                 let audit = &host.audit;
                 let url = serde_json::json!(config.url);
                 audit
@@ -393,6 +429,8 @@ pub async fn run_data_connection(
                 if clean || started.elapsed() >= HEALTHY_SESSION {
                     attempt = 0;
                 }
+                let reason = disconnect_reason(&end);
+                tell(DaemonState::Reconnecting, Some(&reason));
             }
             Err(ConnectError::Unauthorized { status }) => {
                 return Outcome::Unauthorized { status };
@@ -400,7 +438,10 @@ pub async fn run_data_connection(
             Err(ConnectError::InvalidRequest(reason)) => {
                 return Outcome::InvalidRequest(reason);
             }
-            Err(err) => tracing::warn!("{err}"),
+            Err(err) => {
+                tracing::warn!("{err}");
+                tell(DaemonState::Reconnecting, Some(&err.to_string()));
+            }
         }
         let delay = config.backoff.delay(attempt);
         attempt = attempt.saturating_add(1);
@@ -502,7 +543,7 @@ fn log_end(end: &SessionEnd) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     use tokio::net::TcpListener;
     use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -647,6 +688,7 @@ mod tests {
             url: data_url(&format!("ws://{addr}"), "sess-1").unwrap(),
             token: Token::from_configured(token),
             session: SessionConfig::new("sess-1", "m-1", "0.0.0", Platform::Linux, Arch::X86_64),
+            observer: None,
             backoff: Backoff {
                 base: Duration::from_millis(10),
                 max: Duration::from_millis(40),

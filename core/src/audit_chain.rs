@@ -12,6 +12,10 @@
 //! so callers must pass sizes, counts, paths and codes, never file contents, command output,
 //! clipboard text or pixels.
 //!
+//! The free functions after [`load_or_create_key_file`] read the files back for the connector's
+//! `audit` subcommands (listing, following, finding, rotating, pruning, export manifests), so
+//! the connector itself never touches the filesystem.
+//!
 //! Rotated file names use UTC: the `time` crate's local-offset lookup is not enabled in this
 //! workspace (and refuses to answer in multi-threaded processes on Unix anyway).
 
@@ -21,7 +25,7 @@ use std::{
     io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write},
     path::{Path, PathBuf},
     sync::Arc,
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -42,7 +46,8 @@ const TAIL_WINDOW: u64 = 8 * 1024;
 const TAIL_SEARCH_LIMIT: u64 = 1024 * 1024;
 /// Deep enough for any record; shallow enough that hostile nesting cannot exhaust the stack.
 const MAX_NESTING: usize = 128;
-const KEY_LEN: usize = 32;
+/// The length of the audit key in bytes.
+pub const KEY_LEN: usize = 32;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -293,18 +298,11 @@ impl AuditChain {
     /// # Errors
     /// The file cannot be inspected or renamed.
     pub fn rotate(&mut self) -> io::Result<Option<PathBuf>> {
-        let len = match fs::metadata(&self.path) {
-            Ok(meta) => meta.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(e),
-        };
-        if len == 0 {
-            return Ok(None);
+        let rotated = rotate_at(&self.path, self.clock.now())?;
+        if rotated.is_some() {
+            self.reset_chain();
         }
-        let target = rotation_target(&self.path, self.clock.now())?;
-        fs::rename(&self.path, &target)?;
-        self.reset_chain();
-        Ok(Some(target))
+        Ok(rotated)
     }
 
     /// The record without its `hmac`, keys in the original's order.
@@ -500,6 +498,607 @@ pub fn load_or_create_key_file(path: &Path) -> io::Result<[u8; KEY_LEN]> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// Loads the audit key for reading a chain back. Unlike [`load_or_create_key_file`] it never
+/// creates or replaces the file: a fresh key would make every record fail to verify, and
+/// replacing an unreadable one would destroy the only way to check the old chain.
+///
+/// # Errors
+/// `NotFound` when there is no key file, `InvalidData` when it holds no key, `PermissionDenied`
+/// when (on Unix) group or others may read or write it, or the read error.
+pub fn load_key_file(path: &Path) -> io::Result<[u8; KEY_LEN]> {
+    let file = File::open(path)?;
+    check_key_mode(path, &file)?;
+    let mut raw = Vec::new();
+    file.take(4096).read_to_end(&mut raw)?;
+    std::str::from_utf8(&raw)
+        .ok()
+        .and_then(|text| decode_hex_key(text.trim()))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} holds no audit key (64 hex characters)", path.display()),
+            )
+        })
+}
+
+// Reading the log back, for the `audit` subcommands. They run beside a daemon that may be
+// appending or rotating, so nothing here holds a lock or assumes the files stand still.
+
+/// The rotated siblings of the live file at `path` (`<name>.YYYYMMDD-HHMMSS`, with `-N` on
+/// collision), oldest first. Symbolic links and other non-files are left out, so pruning and
+/// exporting never follow a link out of the log directory.
+///
+/// # Errors
+/// `path` has no file name, or its directory cannot be listed (a missing one has no files).
+pub fn rotated_files(path: &Path) -> io::Result<Vec<PathBuf>> {
+    let live = live_name(path)?;
+    let entries = match fs::read_dir(log_dir(path)) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(order) = name.to_str().and_then(|n| rotation_order(&live, n)) else {
+            continue;
+        };
+        if entry.file_type()?.is_file() {
+            found.push((order, entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found.into_iter().map(|(_, path)| path).collect())
+}
+
+/// Moves the live file at `path` aside as [`AuditChain::rotate`] does, for `audit rotate` run
+/// beside a daemon: its next append finds the live file gone or empty and restarts the chain
+/// at 1, exactly as after its own rotation. Returns the rotated path, or `None` when the file
+/// is missing or empty.
+///
+/// # Errors
+/// The file cannot be inspected or renamed.
+pub fn rotate_file(path: &Path, now: SystemTime) -> io::Result<Option<PathBuf>> {
+    rotate_at(path, OffsetDateTime::from(now))
+}
+
+fn rotate_at(path: &Path, now: OffsetDateTime) -> io::Result<Option<PathBuf>> {
+    let len = match fs::metadata(path) {
+        Ok(meta) => meta.len(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    if len == 0 {
+        return Ok(None);
+    }
+    let target = rotation_target(path, now)?;
+    fs::rename(path, &target)?;
+    Ok(Some(target))
+}
+
+/// Deletes one rotated file of the live log at `path`; `Ok(false)` when it was already gone.
+///
+/// # Errors
+/// `InvalidInput` when `rotated` is not a rotated sibling of `path` (so the live file, or any
+/// other file, can never be deleted through here), or the I/O error.
+pub fn remove_rotated(path: &Path, rotated: &Path) -> io::Result<bool> {
+    let live = live_name(path)?;
+    let sibling = rotated.parent().map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    }) == Some(log_dir(path));
+    let named = rotated
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| rotation_order(&live, n))
+        .is_some();
+    if !sibling || !named {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a rotated file of {}",
+                rotated.display(),
+                path.display()
+            ),
+        ));
+    }
+    match fs::remove_file(rotated) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The whole file, or `None` when it does not exist. Live files rotate at
+/// [`MAX_LOG_BYTES`], so one file is that size plus at most one record.
+///
+/// # Errors
+/// The file cannot be read.
+pub fn read_log(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The `ts` of the file's last record, or `None` when the file is empty or its last line is
+/// not a record (a write cut short): callers that delete by age must then keep the file.
+///
+/// # Errors
+/// The file cannot be opened or read.
+pub fn last_record_ts(path: &Path) -> io::Result<Option<f64>> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    Ok(last_line(&mut file, len)?
+        .as_deref()
+        .and_then(parse_line)
+        .and_then(|record| record.get("ts").and_then(Json::as_f64)))
+}
+
+/// Checks, without writing a record, that the daemon will be able to append to the log at
+/// `path`: the file opens for appending, or, when it does not exist yet, its directory
+/// (created 0700 with its parents, as [`AuditChain::open`] would) accepts a new file, which is
+/// removed again.
+///
+/// # Errors
+/// The I/O error that would stop the daemon.
+pub fn probe_writable(path: &Path) -> io::Result<()> {
+    match OpenOptions::new().append(true).open(path) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let dir = log_dir(path);
+    create_private_dir(dir)?;
+    let probe = dir.join(format!(
+        ".{}.{}.probe",
+        live_name(path)?,
+        uuid::Uuid::new_v4().simple()
+    ));
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    private_mode(&mut options);
+    drop(options.open(&probe)?);
+    fs::remove_file(&probe)
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC, as in rotated file names.
+#[must_use]
+pub fn utc_stamp(at: SystemTime) -> String {
+    OffsetDateTime::from(at)
+        .format(format_description!(
+            "[year][month][day]-[hour][minute][second]"
+        ))
+        .unwrap_or_default()
+}
+
+/// A record's `ts` (epoch seconds) as ISO 8601 UTC with microseconds, or the number itself
+/// when it is out of range.
+#[must_use]
+pub fn format_epoch(ts: f64) -> String {
+    // Whole seconds and microseconds apart: `ts * 1e9` would lose the last digits to the
+    // float's precision. Float to integer `as` saturates, so the checked arithmetic and the
+    // range check of `from_unix_timestamp_nanos` refuse what is out of range.
+    let whole = ts.floor();
+    #[allow(clippy::cast_possible_truncation)]
+    let (secs, micros) = (whole as i128, ((ts - whole) * 1e6).round() as i128);
+    secs.checked_mul(1_000_000_000)
+        .and_then(|nanos| nanos.checked_add(micros * 1_000))
+        .filter(|_| ts.is_finite())
+        .and_then(|nanos| OffsetDateTime::from_unix_timestamp_nanos(nanos).ok())
+        .map_or_else(|| ts.to_string(), crate::clock::iso_utc)
+}
+
+/// What `audit tail` shows of one record: identification and outcome, never `details`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordSummary {
+    /// The record's `seq`, when it is a non-negative integer.
+    pub seq: Option<u64>,
+    /// Its `ts`.
+    pub ts: Option<f64>,
+    /// Its `op`.
+    pub op: Option<String>,
+    /// `result.ok`.
+    pub ok: Option<bool>,
+    /// `result.error_code`.
+    pub error_code: Option<String>,
+    /// Whether the record matches its own `hmac` (its link to the previous record is not
+    /// checked); `None` without a key or without an `hmac` field.
+    pub hmac_ok: Option<bool>,
+}
+
+/// Summarises one line of a log, or `None` when it is not a JSON object.
+#[must_use]
+pub fn summarize_line(line: &[u8], key: Option<&[u8; KEY_LEN]>) -> Option<RecordSummary> {
+    let record = parse_line(line)?;
+    let result = record.get("result");
+    let hmac_ok = key.and_then(|key| {
+        let mac = record.get("hmac").and_then(Json::as_str)?;
+        let Json::Object(fields) = &record else {
+            return None;
+        };
+        let unsigned: Vec<(String, Json)> = fields
+            .iter()
+            .filter(|(k, _)| k != "hmac")
+            .cloned()
+            .collect();
+        Some(record_hmac(key, &unsigned).is_ok_and(|actual| actual == mac))
+    });
+    Some(RecordSummary {
+        seq: record.get("seq").and_then(Json::as_u64),
+        ts: record.get("ts").and_then(Json::as_f64),
+        op: record.get("op").and_then(Json::as_str).map(str::to_owned),
+        ok: match result.and_then(|r| r.get("ok")) {
+            Some(Json::Bool(ok)) => Some(*ok),
+            _ => None,
+        },
+        error_code: result
+            .and_then(|r| r.get("error_code"))
+            .and_then(Json::as_str)
+            .map(str::to_owned),
+        hmac_ok,
+    })
+}
+
+/// A record found by [`find_record`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundRecord {
+    /// The file it is in.
+    pub file: PathBuf,
+    /// Its 1-based line number.
+    pub line: usize,
+    /// The record as Python's `json.dumps(record, indent=2)` prints it: fields in file order,
+    /// everything outside ASCII escaped, so a hostile path cannot drive the terminal.
+    pub pretty: String,
+}
+
+/// Finds the record with `seq` in the live file at `path`, then in its rotated files newest
+/// first. `seq` restarts at 1 in every file, so the first match wins: the most recent one.
+///
+/// # Errors
+/// A file cannot be listed or read (a missing live file is skipped).
+pub fn find_record(path: &Path, seq: u64) -> io::Result<Option<FoundRecord>> {
+    let mut files = vec![path.to_path_buf()];
+    files.extend(rotated_files(path)?.into_iter().rev());
+    for file in files {
+        let handle = match File::open(&file) {
+            Ok(handle) => handle,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let mut reader = BufReader::new(handle);
+        let mut raw = Vec::new();
+        let mut number = 0;
+        loop {
+            raw.clear();
+            if reader.read_until(b'\n', &mut raw)? == 0 {
+                break;
+            }
+            number += 1;
+            let Some(record) = parse_line(raw.strip_suffix(b"\n").unwrap_or(&raw)) else {
+                continue;
+            };
+            if record.get("seq").and_then(Json::as_u64) == Some(seq) {
+                let mut pretty = String::new();
+                write_pretty(&record, 0, &mut pretty).map_err(io::Error::other)?;
+                return Ok(Some(FoundRecord {
+                    file,
+                    line: number,
+                    pretty: ascii_only(&pretty),
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Reads the lines appended to a log as they arrive, like `tail -F`: it keeps reading the file
+/// it has open until that is drained, and when the path then names another file (the log was
+/// rotated or replaced) it continues with that one from its start.
+#[derive(Debug)]
+pub struct LogFollower {
+    path: PathBuf,
+    file: Option<File>,
+    id: Option<FileId>,
+    offset: u64,
+    /// The start of a line whose newline has not been written yet.
+    partial: Vec<u8>,
+}
+
+impl LogFollower {
+    /// Follows the log at `path`, starting at its beginning; the file need not exist yet.
+    #[must_use]
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            file: None,
+            id: None,
+            offset: 0,
+            partial: Vec::new(),
+        }
+    }
+
+    /// Whether a file has been opened (the log existed at some poll).
+    #[must_use]
+    pub const fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The complete lines (without their newline) written since the last call, across at most
+    /// one switch to a new file.
+    ///
+    /// # Errors
+    /// The file cannot be opened or read; a missing file is not an error.
+    pub fn poll(&mut self) -> io::Result<Vec<Vec<u8>>> {
+        let mut lines = Vec::new();
+        if self.file.is_none() && !self.open()? {
+            return Ok(lines);
+        }
+        self.drain(&mut lines)?;
+        let current = match fs::metadata(&self.path) {
+            Ok(meta) => Some(file_id(&meta)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let replaced = match (current, self.id) {
+            (Some(Some(now)), Some(then)) => now != then,
+            // Without file ids, a file shorter than what was read must be a new one.
+            (Some(None), _) | (Some(_), None) => fs::metadata(&self.path)?.len() < self.offset,
+            (None, _) => true,
+        };
+        if replaced {
+            // A write that began before the rename may have landed after the first drain.
+            self.drain(&mut lines)?;
+            // A rotated file ends with a complete record; a leftover fragment stays a line.
+            if !self.partial.is_empty() {
+                lines.push(std::mem::take(&mut self.partial));
+            }
+            self.file = None;
+            if self.open()? {
+                self.drain(&mut lines)?;
+            }
+        }
+        Ok(lines)
+    }
+
+    /// The unterminated rest of the file, once no more is expected (a non-following read).
+    pub fn take_partial(&mut self) -> Option<Vec<u8>> {
+        (!self.partial.is_empty()).then(|| std::mem::take(&mut self.partial))
+    }
+
+    fn open(&mut self) -> io::Result<bool> {
+        match File::open(&self.path) {
+            Ok(file) => {
+                self.id = file_id(&file.metadata()?);
+                self.file = Some(file);
+                self.offset = 0;
+                self.partial.clear();
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn drain(&mut self, lines: &mut Vec<Vec<u8>>) -> io::Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        // Emptied in place (not renamed): start over from its beginning.
+        if file.metadata()?.len() < self.offset {
+            file.seek(SeekFrom::Start(0))?;
+            self.offset = 0;
+            self.partial.clear();
+        }
+        let mut fresh = Vec::new();
+        let read = file.read_to_end(&mut fresh)?;
+        self.offset += read as u64;
+        self.partial.extend_from_slice(&fresh);
+        if let Some(end) = self.partial.iter().rposition(|&b| b == b'\n') {
+            let rest = self.partial.split_off(end + 1);
+            let complete = std::mem::replace(&mut self.partial, rest);
+            lines.extend(complete[..end].split(|&b| b == b'\n').map(<[u8]>::to_vec));
+        }
+        Ok(())
+    }
+}
+
+/// Identifies a file independently of its name, where the platform can say.
+type FileId = (u64, u64);
+
+#[cfg(unix)]
+#[allow(clippy::unnecessary_wraps)]
+fn file_id(meta: &fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_meta: &fs::Metadata) -> Option<FileId> {
+    None
+}
+
+/// The name `audit export` stores with the key's signature, as the reference's keyring user.
+pub const EXPORT_KEY_USERNAME: &str = "audit_key";
+
+/// One file of an export as its manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestFile {
+    /// The file name inside the archive.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: String,
+}
+
+impl ManifestFile {
+    /// Describes `bytes` stored as `name`.
+    #[must_use]
+    pub fn describe(name: &str, bytes: &[u8]) -> Self {
+        use sha2::Digest as _;
+        Self {
+            name: name.to_owned(),
+            size: bytes.len() as u64,
+            sha256: encode_hex(&Sha256::digest(bytes)),
+        }
+    }
+}
+
+/// The export manifest as the reference writes it: `json.dumps(manifest, sort_keys=True)`, so
+/// `", "` and `": "` separators and everything outside ASCII escaped.
+#[must_use]
+pub fn export_manifest(exported_at: SystemTime, files: &[ManifestFile]) -> String {
+    let files = files
+        .iter()
+        .map(|file| {
+            Json::Object(vec![
+                ("name".to_owned(), Json::Str(file.name.clone())),
+                ("sha256".to_owned(), Json::Str(file.sha256.clone())),
+                ("size".to_owned(), Json::Int(file.size.to_string())),
+            ])
+        })
+        .collect();
+    let manifest = Json::Object(vec![
+        (
+            "exported_at".to_owned(),
+            Json::Str(crate::clock::iso_utc(OffsetDateTime::from(exported_at))),
+        ),
+        ("files".to_owned(), Json::Array(files)),
+        (
+            "key_username".to_owned(),
+            Json::Str(EXPORT_KEY_USERNAME.to_owned()),
+        ),
+    ]);
+    let mut out = String::new();
+    // Only strings and integers here, which always serialise.
+    let _ = write_python(&manifest, &mut out);
+    ascii_only(&out)
+}
+
+/// `manifest.sig`: the hex HMAC-SHA256 of the manifest's bytes under the audit key. The
+/// signature is symmetric: whoever checks it needs the key.
+///
+/// # Errors
+/// Never in practice (HMAC takes keys of any length); the MAC API just cannot say so.
+pub fn sign_manifest(key: &[u8; KEY_LEN], manifest: &[u8]) -> io::Result<String> {
+    hmac_hex(key, manifest).map_err(io::Error::other)
+}
+
+/// The live file's name.
+fn live_name(path: &Path) -> io::Result<String> {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "audit log path has no file name",
+            )
+        })
+}
+
+/// The directory of the live file, `.` for a bare name.
+fn log_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// How a rotated name of `live` sorts (its stamp, then its collision counter), or `None` when
+/// `candidate` is not one.
+fn rotation_order(live: &str, candidate: &str) -> Option<(String, u64)> {
+    let rest = candidate.strip_prefix(live)?.strip_prefix('.')?;
+    let stamp = rest.get(..15)?;
+    let is_stamp = stamp.bytes().enumerate().all(|(i, b)| {
+        if i == 8 {
+            b == b'-'
+        } else {
+            b.is_ascii_digit()
+        }
+    });
+    if !is_stamp {
+        return None;
+    }
+    let counter = match rest.get(15..)? {
+        "" => 0,
+        tail => {
+            let digits = tail.strip_prefix('-')?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()?
+        }
+    };
+    Some((stamp.to_owned(), counter))
+}
+
+/// Python's `json.dumps(value, indent=2)` before the ASCII escaping [`ascii_only`] applies.
+fn write_pretty(value: &Json, depth: usize, out: &mut String) -> Result<(), RecordError> {
+    let indent = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    match value {
+        Json::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                indent(out, depth + 1);
+                write_pretty(item, depth + 1, out)?;
+            }
+            indent(out, depth);
+            out.push(']');
+        }
+        Json::Object(fields) if !fields.is_empty() => {
+            out.push('{');
+            for (i, (key, item)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                indent(out, depth + 1);
+                write_string(key, out);
+                out.push_str(": ");
+                write_pretty(item, depth + 1, out)?;
+            }
+            indent(out, depth);
+            out.push('}');
+        }
+        other => write_python(other, out)?,
+    }
+    Ok(())
+}
+
+/// Python's `ensure_ascii=True` applied to JSON written with it off. Outside strings JSON is
+/// ASCII without DEL, so every character escaped here is inside a string, where `\uXXXX` is
+/// what Python writes.
+fn ascii_only(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_ascii() && c != '\u{7f}' {
+            out.push(c);
+        } else {
+            let mut units = [0_u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        }
+    }
+    out
 }
 
 /// Formats a float exactly as Python's `repr` does; `None` for NaN and infinities, which the
@@ -1848,5 +2447,251 @@ mod tests {
             };
             assert_eq!(python_float_repr(f).unwrap(), text);
         }
+    }
+
+    #[test]
+    fn rotated_files_are_listed_oldest_first_and_only_they_can_be_removed() {
+        let dir = TempDir::new();
+        let live = dir.join("audit.log");
+        for name in [
+            "audit.log",
+            "audit.log.20240102-000000-10",
+            "audit.log.20240102-000000",
+            "audit.log.20240102-000000-2",
+            "audit.log.20240101-235959",
+            "audit.log.2024010-000000",
+            "audit.log.20240101-000000-",
+            "audit.log.20240101-000000-+1",
+            "audit.log.20240101-000000.gz",
+            "other.log.20240101-000000",
+        ] {
+            fs::write(dir.join(name), b"x").unwrap();
+        }
+        fs::create_dir(dir.join("audit.log.20230101-000000")).unwrap();
+        let names: Vec<String> = rotated_files(&live)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "audit.log.20240101-235959",
+                "audit.log.20240102-000000",
+                "audit.log.20240102-000000-2",
+                "audit.log.20240102-000000-10",
+            ]
+        );
+        assert!(
+            rotated_files(&dir.join("missing/audit.log"))
+                .unwrap()
+                .is_empty()
+        );
+
+        for refused in [
+            live.clone(),
+            dir.join("other.log.20240101-000000"),
+            dir.join("sub/audit.log.20240101-235959"),
+        ] {
+            assert_eq!(
+                remove_rotated(&live, &refused).unwrap_err().kind(),
+                io::ErrorKind::InvalidInput,
+                "{}",
+                refused.display()
+            );
+        }
+        let rotated = dir.join("audit.log.20240101-235959");
+        assert!(remove_rotated(&live, &rotated).unwrap());
+        assert!(!remove_rotated(&live, &rotated).unwrap());
+        assert!(live.exists());
+    }
+
+    #[test]
+    fn rotate_file_works_without_a_chain_and_the_writer_restarts_at_one() {
+        let dir = TempDir::new();
+        let path = dir.join("audit.log");
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_712_345_678);
+        assert_eq!(rotate_file(&path, at).unwrap(), None);
+        let mut chain = AuditChain::open(&path, KEY, identity()).unwrap();
+        assert_eq!(rotate_file(&path, at).unwrap(), None);
+        append_n(&mut chain, 2);
+        let rotated = rotate_file(&path, at).unwrap().unwrap();
+        assert_eq!(rotated, dir.join("audit.log.20240405-193438"));
+        assert_eq!(utc_stamp(at), "20240405-193438");
+        append_n(&mut chain, 1);
+        assert_eq!(field(&lines(&path)[0], "seq"), Json::Int("1".to_owned()));
+        assert!(verify(&path, &KEY).unwrap().is_clean());
+        assert_eq!(verify(&rotated, &KEY).unwrap().records, 2);
+    }
+
+    #[test]
+    fn load_key_file_never_creates_or_replaces() {
+        let dir = TempDir::new();
+        let path = dir.join("audit-key");
+        assert_eq!(
+            load_key_file(&path).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert!(!path.exists());
+        let key = load_or_create_key_file(&path).unwrap();
+        assert_eq!(load_key_file(&path).unwrap(), key);
+        fs::write(&path, "not a key").unwrap();
+        assert_eq!(
+            load_key_file(&path).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), "not a key");
+    }
+
+    #[test]
+    fn summaries_pretty_records_and_last_timestamps() {
+        let dir = TempDir::new();
+        let path = dir.join("audit.log");
+        let mut chain = AuditChain::open(&path, KEY, identity()).unwrap();
+        chain
+            .append(
+                Some("r-1"),
+                "FILE_READ",
+                details(&[
+                    ("path", "/tmp/é\u{202e}".into()),
+                    ("list", Value::Array(vec![])),
+                ]),
+                AuditResult {
+                    ok: false,
+                    error_code: Some("FILE_NOT_FOUND".to_owned()),
+                    ..AuditResult::default()
+                },
+            )
+            .unwrap();
+        let line = lines(&path).remove(0);
+        let summary = summarize_line(line.as_bytes(), Some(&KEY)).unwrap();
+        assert_eq!(summary.seq, Some(1));
+        assert_eq!(summary.op.as_deref(), Some("FILE_READ"));
+        assert_eq!(summary.ok, Some(false));
+        assert_eq!(summary.error_code.as_deref(), Some("FILE_NOT_FOUND"));
+        assert_eq!(summary.hmac_ok, Some(true));
+        assert_eq!(summarize_line(line.as_bytes(), None).unwrap().hmac_ok, None);
+        let tampered = line.replace("r-1", "r-2");
+        assert_eq!(
+            summarize_line(tampered.as_bytes(), Some(&KEY))
+                .unwrap()
+                .hmac_ok,
+            Some(false)
+        );
+        assert_eq!(summarize_line(b"nope", None), None);
+
+        let found = find_record(&path, 1).unwrap().unwrap();
+        assert_eq!(found.line, 1);
+        assert!(
+            found.pretty.contains(
+                "  \"details\": {\n    \"list\": [],\n    \"path\": \"/tmp/\\u00e9\\u202e\"\n  },\n"
+            ),
+            "{}",
+            found.pretty
+        );
+        assert!(
+            found.pretty.contains("\n  \"prev_hmac\": null,\n"),
+            "{}",
+            found.pretty
+        );
+        assert!(found.pretty.ends_with("\"\n}"), "{}", found.pretty);
+        assert_eq!(find_record(&path, 2).unwrap(), None);
+
+        let ts = summary.ts.unwrap();
+        assert_eq!(last_record_ts(&path).unwrap(), Some(ts));
+        let text = fs::read(&path).unwrap();
+        fs::write(&path, &text[..text.len() - 3]).unwrap();
+        assert_eq!(last_record_ts(&path).unwrap(), None);
+        assert_eq!(
+            format_epoch(1_712_345_678.25),
+            "2024-04-05T19:34:38.250000+00:00"
+        );
+        assert_eq!(format_epoch(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn follower_reads_appends_partial_lines_rotation_and_truncation() {
+        let dir = TempDir::new();
+        let path = dir.join("audit.log");
+        let mut follower = LogFollower::new(&path);
+        assert!(follower.poll().unwrap().is_empty());
+        assert!(!follower.is_open());
+
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"one\ntw").unwrap();
+        assert_eq!(follower.poll().unwrap(), vec![b"one".to_vec()]);
+        assert!(follower.is_open());
+        file.write_all(b"o\n\nthree\n").unwrap();
+        assert_eq!(
+            follower.poll().unwrap(),
+            vec![b"two".to_vec(), Vec::new(), b"three".to_vec()]
+        );
+        assert!(follower.poll().unwrap().is_empty());
+
+        // Renamed away with an unfinished line, and a new file in its place.
+        file.write_all(b"four\nfi").unwrap();
+        fs::rename(&path, dir.join("audit.log.1")).unwrap();
+        fs::write(&path, b"new\n").unwrap();
+        assert_eq!(
+            follower.poll().unwrap(),
+            vec![b"four".to_vec(), b"fi".to_vec(), b"new".to_vec()]
+        );
+
+        // Emptied in place and rewritten.
+        fs::write(&path, b"").unwrap();
+        assert!(follower.poll().unwrap().is_empty());
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"again\nx")
+            .unwrap();
+        assert_eq!(follower.poll().unwrap(), vec![b"again".to_vec()]);
+        assert_eq!(follower.take_partial(), Some(b"x".to_vec()));
+        assert_eq!(follower.take_partial(), None);
+    }
+
+    #[test]
+    fn manifest_is_sorted_python_json_and_signed() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_712_345_678);
+        let files = [
+            ManifestFile::describe("audit.log", b""),
+            ManifestFile::describe("audit.lög", b"abc"),
+        ];
+        assert_eq!(
+            export_manifest(at, &files),
+            concat!(
+                r#"{"exported_at": "2024-04-05T19:34:38.000000+00:00", "files": ["#,
+                r#"{"name": "audit.log", "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "size": 0}, "#,
+                r#"{"name": "audit.l\u00f6g", "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "size": 3}], "#,
+                r#""key_username": "audit_key"}"#
+            )
+        );
+        let sig = sign_manifest(&KEY, b"manifest").unwrap();
+        assert_eq!(sig.len(), 64);
+        assert_eq!(sig, hmac_hex(&KEY, b"manifest").unwrap());
+        assert_ne!(sig, sign_manifest(&[1; KEY_LEN], b"manifest").unwrap());
+        assert_eq!(ascii_only("a\u{7f}😀"), "a\\u007f\\ud83d\\ude00");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn probe_writable_leaves_nothing_behind() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new();
+        let path = dir.join("logs/deeper/audit.log");
+        probe_writable(&path).unwrap();
+        assert_eq!(fs::read_dir(dir.join("logs/deeper")).unwrap().count(), 0);
+        let mode = fs::metadata(dir.join("logs")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        fs::write(&path, b"").unwrap();
+        probe_writable(&path).unwrap();
+
+        fs::write(dir.join("file"), b"x").unwrap();
+        assert!(probe_writable(&dir.join("file/audit.log")).is_err());
     }
 }

@@ -1,1 +1,1064 @@
-//! placeholder
+//! `autogpt-shim audit ...`: reading, checking, exporting, rotating and pruning the HMAC-chained
+//! audit log (shim-reference-behaviour.md sections 2 and 13).
+//!
+//! Every command takes its paths, key and clock from the caller and writes its report to the
+//! given writer, so the CLI decides where files live and tests need no process state. All file
+//! access goes through `local_core::audit_chain` (the audit files) and `local_core::own_files`
+//! (the export archive).
+//!
+//! Nothing here prints a record's `details` except `audit show`, which is asked for exactly
+//! one record; `tail` stays terse, as the reference's does.
+
+use std::io::{self, Cursor, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use local_core::audit_chain::{
+    self, IssueKind, KEY_LEN, LogFollower, ManifestFile, RecordSummary, VerifyReport,
+};
+use local_core::own_files;
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, DateTime, ZipWriter};
+
+/// Exit code: the command did what was asked (or the chain is clean).
+pub const EXIT_OK: u8 = 0;
+/// Exit code: chain violations, a missing record, or a file that could not be read or written.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: the audit key could not be loaded (`verify`, `verify-all`, `export`), or
+/// `prune --older-than` was not understood.
+pub const EXIT_USAGE: u8 = 2;
+
+/// How often `tail --follow` looks for appended lines, as the reference does.
+pub const TAIL_POLL: Duration = Duration::from_millis(500);
+/// How often a following `tail` checks its stop flag while it waits for the next poll.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+/// How much of an unparseable line `tail` shows.
+const UNPARSEABLE_SHOWN: usize = 120;
+/// `prune`'s threshold when the caller has none, as the reference's `--older-than` default.
+pub const DEFAULT_PRUNE_AGE: &str = "90d";
+/// Mode of the export archive: it names every operation the platform asked for.
+const EXPORT_MODE: u32 = own_files::PRIVATE_FILE_MODE;
+
+/// `audit tail`: prints every record of the live file, one line each
+/// (`seq=00042  FILE_READ  ok`), then, when `follow` holds a stop flag, keeps printing lines as
+/// they are appended (across rotations) every [`TAIL_POLL`] until the flag is set.
+///
+/// With a key, a record that does not match its own `hmac` is marked `[hmac_mismatch]` (only
+/// `verify` checks the links between records). Returns [`EXIT_FAILED`] when the log does not
+/// exist and is not being followed, or on a read error.
+pub fn tail(
+    path: &Path,
+    key: Option<&[u8; KEY_LEN]>,
+    out: &mut dyn Write,
+    follow: Option<&AtomicBool>,
+) -> u8 {
+    guard(out, |out| {
+        let mut follower = LogFollower::new(path);
+        let first = follower.poll()?;
+        if !follower.is_open() {
+            if follow.is_none() {
+                writeln!(out, "no audit log at {} yet", path.display())?;
+                return Ok(EXIT_FAILED);
+            }
+            writeln!(out, "waiting for {} to appear", path.display())?;
+        }
+        print_tail_lines(&first, key, out)?;
+        let Some(stop) = follow else {
+            if let Some(rest) = follower.take_partial() {
+                print_tail_line(&rest, key, out)?;
+            }
+            return Ok(EXIT_OK);
+        };
+        out.flush()?;
+        while !wait_or_stop(stop) {
+            let lines = follower.poll()?;
+            print_tail_lines(&lines, key, out)?;
+            out.flush()?;
+        }
+        Ok(EXIT_OK)
+    })
+}
+
+/// `audit show SEQ`: pretty-prints the record with that `seq` from the live file or, failing
+/// that, the newest rotated file holding one ([`EXIT_FAILED`] when none does). `seq` restarts
+/// at 1 in every file, so the most recent match is shown.
+pub fn show(path: &Path, seq: u64, out: &mut dyn Write) -> u8 {
+    guard(out, |out| match audit_chain::find_record(path, seq)? {
+        Some(found) => {
+            writeln!(out, "{}", found.pretty)?;
+            Ok(EXIT_OK)
+        }
+        None => {
+            writeln!(
+                out,
+                "no record with seq {seq} in {} or its rotated files",
+                path.display()
+            )?;
+            Ok(EXIT_FAILED)
+        }
+    })
+}
+
+/// `audit verify`: checks the live file's chain. Prints every issue with its line and kind and
+/// returns [`EXIT_OK`] when clean, [`EXIT_FAILED`] on any violation or read error, and
+/// [`EXIT_USAGE`] when `key` (as the caller could load it) is an error. A missing live file
+/// counts as an empty one (clean): `audit rotate` leaves none until the daemon writes again.
+pub fn verify(path: &Path, key: &io::Result<[u8; KEY_LEN]>, out: &mut dyn Write) -> u8 {
+    guard(out, |out| {
+        let key = match key {
+            Ok(key) => key,
+            Err(err) => return key_error(err, out),
+        };
+        match audit_chain::verify(path, key) {
+            Ok(report) => {
+                print_report(path, &report, out)?;
+                Ok(if report.is_clean() {
+                    EXIT_OK
+                } else {
+                    EXIT_FAILED
+                })
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                writeln!(out, "no audit log at {}: nothing to verify", path.display())?;
+                Ok(EXIT_OK)
+            }
+            Err(err) => Err(err),
+        }
+    })
+}
+
+/// `audit verify-all`: [`verify`] over the rotated files (oldest first) and then the live one,
+/// ending with a summary line. Each file is its own chain starting at `seq` 1, so a rotated
+/// file deleted as a whole cannot be detected here.
+pub fn verify_all(path: &Path, key: &io::Result<[u8; KEY_LEN]>, out: &mut dyn Write) -> u8 {
+    guard(out, |out| {
+        let key = match key {
+            Ok(key) => key,
+            Err(err) => return key_error(err, out),
+        };
+        let mut files = audit_chain::rotated_files(path)?;
+        files.push(path.to_path_buf());
+        let (mut checked, mut records, mut issues, mut bad_files) = (0, 0, 0, 0);
+        for file in &files {
+            match audit_chain::verify(file, key) {
+                Ok(report) => {
+                    print_report(file, &report, out)?;
+                    checked += 1;
+                    records += report.records;
+                    if !report.is_clean() {
+                        issues += report.issues.len();
+                        bad_files += 1;
+                    }
+                }
+                // The live file is absent after `audit rotate` until the next record.
+                Err(err) if err.kind() == io::ErrorKind::NotFound && file == path => {}
+                Err(err) => {
+                    writeln!(out, "{}: cannot read: {err}", file.display())?;
+                    bad_files += 1;
+                    issues += 1;
+                }
+            }
+        }
+        if checked == 0 && bad_files == 0 {
+            writeln!(out, "no audit log files at {}", path.display())?;
+            return Ok(EXIT_OK);
+        }
+        if bad_files == 0 {
+            writeln!(
+                out,
+                "verified {checked} {}, {records} records: all clean",
+                plural(checked, "file", "files")
+            )?;
+            Ok(EXIT_OK)
+        } else {
+            writeln!(
+                out,
+                "verified {checked} {}, {records} records: {issues} {} in {bad_files} {}",
+                plural(checked, "file", "files"),
+                plural(issues, "issue", "issues"),
+                plural(bad_files, "file", "files")
+            )?;
+            Ok(EXIT_FAILED)
+        }
+    })
+}
+
+/// `audit export`: writes a zip (stored, not compressed) of the live and rotated files plus
+/// `manifest.json` (`exported_at`, `files[{name, size, sha256}]`, `key_username`) and
+/// `manifest.sig` (hex HMAC-SHA256 of the manifest under the audit key), to `output` or
+/// `./audit-export-YYYYMMDD-HHMMSS.zip` (UTC). The archive is built in memory and written
+/// atomically with mode 0600.
+///
+/// Returns [`EXIT_USAGE`] for a key error and [`EXIT_FAILED`] when there is nothing to export
+/// or a file cannot be read or written.
+pub fn export(
+    path: &Path,
+    key: &io::Result<[u8; KEY_LEN]>,
+    output: Option<&Path>,
+    now: SystemTime,
+    out: &mut dyn Write,
+) -> u8 {
+    guard(out, |out| {
+        let key = match key {
+            Ok(key) => key,
+            Err(err) => return key_error(err, out),
+        };
+        let output = output.map_or_else(|| default_export_path(now), Path::to_path_buf);
+        let mut files = vec![path.to_path_buf()];
+        files.extend(audit_chain::rotated_files(path)?);
+
+        let options = SimpleFileOptions::default()
+            .compression_method(CompressionMethod::Stored)
+            .unix_permissions(EXPORT_MODE)
+            .last_modified_time(zip_time(now));
+        let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+        let mut listed = Vec::new();
+        for file in &files {
+            // The live file may be absent (after `audit rotate`); rotated ones were just listed.
+            let Some(bytes) = audit_chain::read_log(file)? else {
+                continue;
+            };
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let large = u32::try_from(bytes.len()).is_err();
+            zip.start_file(name.as_str(), options.large_file(large))
+                .map_err(io::Error::other)?;
+            zip.write_all(&bytes)?;
+            // Described from the bytes stored, so a record appended meanwhile cannot skew it.
+            listed.push(ManifestFile::describe(&name, &bytes));
+        }
+        if listed.is_empty() {
+            writeln!(
+                out,
+                "nothing to export: no audit log files at {}",
+                path.display()
+            )?;
+            return Ok(EXIT_FAILED);
+        }
+        let manifest = audit_chain::export_manifest(now, &listed);
+        let signature = audit_chain::sign_manifest(key, manifest.as_bytes())?;
+        zip.start_file("manifest.json", options)
+            .map_err(io::Error::other)?;
+        zip.write_all(manifest.as_bytes())?;
+        zip.start_file("manifest.sig", options)
+            .map_err(io::Error::other)?;
+        zip.write_all(signature.as_bytes())?;
+        let archive = zip.finish().map_err(io::Error::other)?.into_inner();
+        own_files::write_atomic(&output, &archive, EXPORT_MODE)?;
+
+        let total: u64 = listed.iter().map(|file| file.size).sum();
+        writeln!(
+            out,
+            "exported {} audit {} ({total} bytes) to {}",
+            listed.len(),
+            plural(listed.len(), "file", "files"),
+            output.display()
+        )?;
+        writeln!(
+            out,
+            "manifest.sig is an HMAC under the audit key: whoever checks it needs that key"
+        )?;
+        Ok(EXIT_OK)
+    })
+}
+
+/// `audit rotate`: moves the live file aside now (a message and [`EXIT_OK`] when it is missing
+/// or empty). Safe beside a running daemon: its next record starts a new chain at `seq` 1.
+/// The rotated name is stamped with `now` in UTC.
+pub fn rotate(path: &Path, now: SystemTime, out: &mut dyn Write) -> u8 {
+    guard(out, |out| {
+        match audit_chain::rotate_file(path, now)? {
+            Some(rotated) => writeln!(
+                out,
+                "rotated {} to {}; the next record starts a new chain at seq 1",
+                path.display(),
+                rotated.display()
+            )?,
+            None => writeln!(
+                out,
+                "nothing to rotate: {} is missing or empty",
+                path.display()
+            )?,
+        }
+        Ok(EXIT_OK)
+    })
+}
+
+/// `audit prune --older-than SPEC`: deletes the rotated files whose last record's `ts` is
+/// strictly older than `now - SPEC`, where SPEC is a whole number and a unit `d`, `h`, `m` or
+/// `s` (`90d`). The live file is never deleted, nor a rotated one whose last record cannot be
+/// read. A bad SPEC is [`EXIT_USAGE`]; a failed deletion is [`EXIT_FAILED`].
+pub fn prune(path: &Path, older_than: &str, now: SystemTime, out: &mut dyn Write) -> u8 {
+    guard(out, |out| {
+        let Some(age) = parse_age(older_than) else {
+            writeln!(
+                out,
+                "invalid --older-than {older_than:?}: use a whole number followed by d, h, m or s (for example {DEFAULT_PRUNE_AGE})"
+            )?;
+            return Ok(EXIT_USAGE);
+        };
+        let cutoff = epoch_seconds(now) - age.as_secs_f64();
+        let rotated = audit_chain::rotated_files(path)?;
+        let mut deleted = 0;
+        let mut failed = false;
+        for file in &rotated {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let last = match audit_chain::last_record_ts(file) {
+                Ok(Some(ts)) => ts,
+                Ok(None) => {
+                    writeln!(out, "kept {name}: its last line is not a readable record")?;
+                    continue;
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                Err(err) => {
+                    writeln!(out, "kept {name}: cannot read it: {err}")?;
+                    failed = true;
+                    continue;
+                }
+            };
+            if last >= cutoff {
+                continue;
+            }
+            match audit_chain::remove_rotated(path, file) {
+                Ok(_) => {
+                    deleted += 1;
+                    writeln!(
+                        out,
+                        "deleted {name} (last record {})",
+                        audit_chain::format_epoch(last)
+                    )?;
+                }
+                Err(err) => {
+                    writeln!(out, "cannot delete {name}: {err}")?;
+                    failed = true;
+                }
+            }
+        }
+        writeln!(
+            out,
+            "pruned {deleted} of {} rotated {} whose last record is older than {older_than} (before {})",
+            rotated.len(),
+            plural(rotated.len(), "file", "files"),
+            audit_chain::format_epoch(cutoff)
+        )?;
+        Ok(if failed { EXIT_FAILED } else { EXIT_OK })
+    })
+}
+
+/// Parses `--older-than`: a whole number and one of `d`, `h`, `m`, `s`.
+fn parse_age(spec: &str) -> Option<Duration> {
+    let spec = spec.trim();
+    let unit = spec.chars().last()?;
+    let per_unit: u64 = match unit {
+        'd' => 86_400,
+        'h' => 3_600,
+        'm' => 60,
+        's' => 1,
+        _ => return None,
+    };
+    let digits = &spec[..spec.len() - 1];
+    // `u64::from_str` would also take a leading `+`, which the reference's pattern refuses.
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let count: u64 = digits.parse().ok()?;
+    count.checked_mul(per_unit).map(Duration::from_secs)
+}
+
+fn print_tail_lines(
+    lines: &[Vec<u8>],
+    key: Option<&[u8; KEY_LEN]>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for line in lines {
+        print_tail_line(line, key, out)?;
+    }
+    Ok(())
+}
+
+fn print_tail_line(
+    line: &[u8],
+    key: Option<&[u8; KEY_LEN]>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    match audit_chain::summarize_line(line, key) {
+        Some(summary) => writeln!(out, "{}", tail_text(&summary)),
+        None => writeln!(
+            out,
+            "[unparseable] {}",
+            terminal_safe(&String::from_utf8_lossy(line), UNPARSEABLE_SHOWN)
+        ),
+    }
+}
+
+/// `seq=00042  FILE_READ  ok`, or `err:<code>` on failure, as the reference's `seq=%05d`.
+fn tail_text(summary: &RecordSummary) -> String {
+    let seq = summary
+        .seq
+        .map_or_else(|| "?????".to_owned(), |seq| format!("{seq:05}"));
+    let op = summary
+        .op
+        .as_deref()
+        .map_or_else(|| "?".to_owned(), |op| terminal_safe(op, 64));
+    let outcome = match summary.ok {
+        Some(true) => "ok".to_owned(),
+        Some(false) => format!(
+            "err:{}",
+            summary
+                .error_code
+                .as_deref()
+                .map_or_else(|| "-".to_owned(), |code| terminal_safe(code, 64))
+        ),
+        None => "?".to_owned(),
+    };
+    let mut text = format!("seq={seq}  {op}  {outcome}");
+    if summary.hmac_ok == Some(false) {
+        text.push_str("  [hmac_mismatch]");
+    }
+    text
+}
+
+/// At most `max` characters of `text` with control and formatting characters escaped: the log
+/// is a file others may have edited, and an escape sequence must not reach the terminal.
+fn terminal_safe(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push_str("...");
+            break;
+        }
+        if c == ' ' || c.is_ascii_graphic() {
+            out.push(c);
+        } else if c.is_ascii() {
+            out.extend(c.escape_default());
+        } else {
+            // Escapes C1 controls and bidirectional overrides, keeps printable letters.
+            out.extend(c.escape_debug());
+        }
+    }
+    out
+}
+
+/// Sleeps until the next poll; `true` once `stop` is set.
+fn wait_or_stop(stop: &AtomicBool) -> bool {
+    let mut waited = Duration::ZERO;
+    while waited < TAIL_POLL {
+        if stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        thread::sleep(STOP_CHECK);
+        waited += STOP_CHECK;
+    }
+    stop.load(Ordering::Relaxed)
+}
+
+fn print_report(path: &Path, report: &VerifyReport, out: &mut dyn Write) -> io::Result<()> {
+    for issue in &report.issues {
+        writeln!(
+            out,
+            "{}: line {}: {} ({})",
+            path.display(),
+            issue.line,
+            issue.kind,
+            explain(issue.kind)
+        )?;
+    }
+    if report.is_clean() {
+        writeln!(
+            out,
+            "{}: ok ({} {})",
+            path.display(),
+            report.records,
+            plural(report.records, "record", "records")
+        )
+    } else {
+        writeln!(
+            out,
+            "{}: FAILED ({} {} in {} {})",
+            path.display(),
+            report.issues.len(),
+            plural(report.issues.len(), "issue", "issues"),
+            report.records,
+            plural(report.records, "record", "records")
+        )
+    }
+}
+
+const fn explain(kind: IssueKind) -> &'static str {
+    match kind {
+        IssueKind::Truncated => "the last line has no newline: a write was cut short",
+        IssueKind::ParseError => "not a JSON record; checking stopped here",
+        IssueKind::MissingField => "seq or hmac missing; checking stopped here",
+        IssueKind::SequenceGap => "records were removed or inserted before this one",
+        IssueKind::ChainBreak => "prev_hmac does not name the previous record",
+        IssueKind::HmacMismatch => "the record was changed, or signed with another key",
+    }
+}
+
+fn key_error(err: &io::Error, out: &mut dyn Write) -> io::Result<u8> {
+    writeln!(out, "cannot load the audit key: {err}")?;
+    Ok(EXIT_USAGE)
+}
+
+/// Runs a command body, turning an I/O error into one line and [`EXIT_FAILED`]. A closed
+/// pipe (`audit tail | head`) ends the command quietly.
+fn guard(out: &mut dyn Write, body: impl FnOnce(&mut dyn Write) -> io::Result<u8>) -> u8 {
+    match body(out) {
+        Ok(code) => code,
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(err) => {
+            let _ = writeln!(out, "error: {err}");
+            EXIT_FAILED
+        }
+    }
+}
+
+fn default_export_path(now: SystemTime) -> PathBuf {
+    Path::new(".").join(format!("audit-export-{}.zip", audit_chain::utc_stamp(now)))
+}
+
+/// The zip entries' modification time: `now` in UTC, read back from the rotation stamp so the
+/// connector needs no calendar code of its own.
+fn zip_time(now: SystemTime) -> DateTime {
+    let stamp = audit_chain::utc_stamp(now);
+    let field = |range: std::ops::Range<usize>| -> Option<u16> { stamp.get(range)?.parse().ok() };
+    let parts = (|| {
+        Some((
+            field(0..4)?,
+            u8::try_from(field(4..6)?).ok()?,
+            u8::try_from(field(6..8)?).ok()?,
+            u8::try_from(field(9..11)?).ok()?,
+            u8::try_from(field(11..13)?).ok()?,
+            u8::try_from(field(13..15)?).ok()?,
+        ))
+    })();
+    parts
+        .and_then(|(year, month, day, hour, minute, second)| {
+            DateTime::from_date_and_time(year, month, day, hour, minute, second).ok()
+        })
+        .unwrap_or_default()
+}
+
+fn epoch_seconds(at: SystemTime) -> f64 {
+    match at.duration_since(UNIX_EPOCH) {
+        Ok(after) => after.as_secs_f64(),
+        Err(before) => -before.duration().as_secs_f64(),
+    }
+}
+
+const fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+/// A temporary directory for the command tests, removed on drop. It lives here rather than in
+/// `commands/mod.rs` so the command modules stay the only files these tests add.
+#[cfg(test)]
+pub(crate) mod test_dir {
+    use std::path::{Path, PathBuf};
+
+    use local_core::own_files;
+
+    pub(crate) struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub(crate) fn new(tag: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "shim-commands-{tag}-{}",
+                local_core::secret::new_id().simple()
+            ));
+            own_files::ensure_dir(&dir).unwrap();
+            Self(dir)
+        }
+
+        pub(crate) fn path(&self) -> &Path {
+            &self.0
+        }
+
+        pub(crate) fn join(&self, name: &str) -> PathBuf {
+            self.0.join(name)
+        }
+    }
+
+    impl Drop for TempDir {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "test cleanup of a directory the test created; no jail applies"
+        )]
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+    use std::sync::{Arc, Mutex};
+
+    use local_core::audit_chain::{AuditChain, AuditIdentity, AuditResult};
+    use serde_json::{Map, Value};
+    use zip::ZipArchive;
+
+    use super::test_dir::TempDir;
+    use super::*;
+
+    const KEY: [u8; KEY_LEN] = [7; KEY_LEN];
+
+    fn identity() -> AuditIdentity {
+        AuditIdentity {
+            session_id: Some("s-1".to_owned()),
+            machine_id: None,
+            shim_version: "test".to_owned(),
+        }
+    }
+
+    fn append(chain: &mut AuditChain, n: usize) {
+        for i in 0..n {
+            let mut details = Map::new();
+            details.insert("path".to_owned(), Value::from(format!("/tmp/file-{i}")));
+            let result = if i % 2 == 0 {
+                AuditResult {
+                    ok: true,
+                    ..AuditResult::default()
+                }
+            } else {
+                AuditResult {
+                    ok: false,
+                    error_code: Some("FILE_NOT_FOUND".to_owned()),
+                    ..AuditResult::default()
+                }
+            };
+            chain
+                .append(Some(&format!("r-{i}")), "FILE_STAT", details, result)
+                .unwrap();
+        }
+    }
+
+    fn chain_with(path: &Path, n: usize) -> AuditChain {
+        let mut chain = AuditChain::open(path, KEY, identity()).unwrap();
+        append(&mut chain, n);
+        chain
+    }
+
+    fn read(path: &Path) -> Vec<u8> {
+        own_files::read_capped(path, 1 << 30).unwrap().unwrap()
+    }
+
+    fn write(path: &Path, bytes: &[u8]) {
+        own_files::write_atomic(path, bytes, 0o600).unwrap();
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        String::from_utf8(read(path))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn write_lines(path: &Path, lines: &[String]) {
+        write(path, format!("{}\n", lines.join("\n")).as_bytes());
+    }
+
+    /// Runs a command and returns its exit code and output.
+    fn run(command: impl FnOnce(&mut dyn Write) -> u8) -> (u8, String) {
+        let mut out = Vec::new();
+        let code = command(&mut out);
+        (code, String::from_utf8(out).unwrap())
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn tail_prints_terse_lines_and_marks_tampering() {
+        let dir = TempDir::new("tail");
+        let log = dir.join("audit.log");
+        drop(chain_with(&log, 3));
+        let mut text = lines(&log);
+        text[2] = text[2].replace("/tmp/file-2", "/tmp/other");
+        text.push("not json \u{1b}[31m".to_owned());
+        write_lines(&log, &text);
+
+        let (code, out) = run(|out| tail(&log, None, out, None));
+        assert_eq!(code, EXIT_OK);
+        assert_eq!(
+            out,
+            "seq=00001  FILE_STAT  ok\n\
+             seq=00002  FILE_STAT  err:FILE_NOT_FOUND\n\
+             seq=00003  FILE_STAT  ok\n\
+             [unparseable] not json \\u{1b}[31m\n"
+        );
+        assert!(!out.contains("/tmp/"), "details must not be printed: {out}");
+
+        let (_, out) = run(|out| tail(&log, Some(&KEY), out, None));
+        assert!(
+            out.contains("seq=00003  FILE_STAT  ok  [hmac_mismatch]\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("seq=00002  FILE_STAT  err:FILE_NOT_FOUND\n"),
+            "{out}"
+        );
+
+        let (code, out) = run(|out| tail(&dir.join("absent.log"), None, out, None));
+        assert_eq!(code, EXIT_FAILED);
+        assert!(out.starts_with("no audit log at "), "{out}");
+    }
+
+    /// A writer the test can read while `tail` holds it on another thread.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+
+        fn wait_for(&self, needle: &str) {
+            for _ in 0..200 {
+                if self.text().contains(needle) {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(25));
+            }
+            panic!("{needle:?} never appeared in {:?}", self.text());
+        }
+    }
+
+    #[test]
+    fn tail_follows_appends_and_rotation_until_stopped() {
+        let dir = TempDir::new("follow");
+        let log = dir.join("audit.log");
+        let mut chain = chain_with(&log, 1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Shared::default();
+        let handle = {
+            let (stop, mut out) = (Arc::clone(&stop), shared.clone());
+            thread::spawn(move || tail(&log, None, &mut out, Some(&stop)))
+        };
+        shared.wait_for("seq=00001");
+        append(&mut chain, 2);
+        shared.wait_for("seq=00003");
+        chain.rotate().unwrap();
+        append(&mut chain, 1);
+        shared.wait_for("err:FILE_NOT_FOUND\nseq=00001");
+        let before = shared.text();
+        assert_eq!(before.matches("seq=00001").count(), 2, "{before}");
+
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(handle.join().unwrap(), EXIT_OK);
+        assert_eq!(shared.text().lines().count(), 4, "{}", shared.text());
+    }
+
+    #[test]
+    fn verify_names_each_kind_of_damage() {
+        let dir = TempDir::new("verify");
+        let log = dir.join("audit.log");
+        drop(chain_with(&log, 4));
+        let good = lines(&log);
+
+        let (code, out) = run(|out| verify(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_OK, "{out}");
+        assert!(out.ends_with(": ok (4 records)\n"), "{out}");
+
+        // A flipped character in details breaks that record's hmac.
+        let mut tampered = good.clone();
+        tampered[1] = tampered[1].replacen("file-1", "file-X", 1);
+        write_lines(&log, &tampered);
+        let (code, out) = run(|out| verify(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_FAILED);
+        assert!(out.contains("line 2: hmac_mismatch"), "{out}");
+
+        // A deleted middle record is a gap and a broken link.
+        let mut deleted = good.clone();
+        deleted.remove(1);
+        write_lines(&log, &deleted);
+        let (code, out) = run(|out| verify(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_FAILED);
+        assert!(out.contains("line 2: sequence_gap"), "{out}");
+        assert!(out.contains("line 2: chain_break"), "{out}");
+
+        // A last line cut short.
+        let mut bytes = format!("{}\n", good.join("\n")).into_bytes();
+        bytes.truncate(bytes.len() - 7);
+        write(&log, &bytes);
+        let (code, out) = run(|out| verify(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_FAILED);
+        assert!(out.contains("line 4: truncated"), "{out}");
+
+        let missing_key = Err(io::Error::new(io::ErrorKind::NotFound, "no key file"));
+        let (code, out) = run(|out| verify(&log, &missing_key, out));
+        assert_eq!(code, EXIT_USAGE);
+        assert!(
+            out.contains("cannot load the audit key: no key file"),
+            "{out}"
+        );
+
+        let (code, out) = run(|out| verify(&dir.join("absent.log"), &Ok(KEY), out));
+        assert_eq!(code, EXIT_OK, "{out}");
+    }
+
+    #[test]
+    fn verify_all_covers_rotated_files_and_summarises() {
+        let dir = TempDir::new("verify-all");
+        let log = dir.join("audit.log");
+        let mut chain = chain_with(&log, 3);
+        let rotated = chain.rotate().unwrap().unwrap();
+        append(&mut chain, 2);
+
+        let (code, out) = run(|out| verify_all(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_OK, "{out}");
+        assert!(
+            out.ends_with("verified 2 files, 5 records: all clean\n"),
+            "{out}"
+        );
+
+        let mut text = lines(&rotated);
+        text[0] = text[0].replacen("file-0", "file-Z", 1);
+        write_lines(&rotated, &text);
+        let (code, out) = run(|out| verify_all(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_FAILED);
+        assert!(out.contains("line 1: hmac_mismatch"), "{out}");
+        assert!(
+            out.ends_with("verified 2 files, 5 records: 1 issue in 1 file\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn show_searches_the_live_file_then_rotated_ones() {
+        let dir = TempDir::new("show");
+        let log = dir.join("audit.log");
+        let mut chain = chain_with(&log, 5);
+        chain.rotate().unwrap();
+        for _ in 0..2 {
+            let ok = AuditResult {
+                ok: true,
+                ..AuditResult::default()
+            };
+            chain.append(None, "WS_CONNECTED", Map::new(), ok).unwrap();
+        }
+
+        let (code, out) = run(|out| show(&log, 4, out));
+        assert_eq!(code, EXIT_OK);
+        assert!(out.starts_with("{\n  \"ts\": "), "{out}");
+        assert!(out.contains("\n  \"seq\": 4,\n"), "{out}");
+        assert!(out.contains("\"path\": \"/tmp/file-3\""), "{out}");
+        assert!(
+            out.contains("\n  \"result\": {\n    \"ok\": false,"),
+            "{out}"
+        );
+
+        // seq 2 is in both files: the live one wins.
+        let (_, out) = run(|out| show(&log, 2, out));
+        assert!(out.contains("\"op\": \"WS_CONNECTED\""), "{out}");
+        assert!(out.contains("\"details\": {},"), "{out}");
+
+        let (code, out) = run(|out| show(&log, 6, out));
+        assert_eq!(code, EXIT_FAILED);
+        assert!(out.starts_with("no record with seq 6"), "{out}");
+    }
+
+    #[test]
+    fn export_zips_every_file_with_a_signed_manifest() {
+        let dir = TempDir::new("export");
+        let log = dir.join("logs/audit.log");
+        let mut chain = chain_with(&log, 3);
+        let rotated = chain.rotate().unwrap().unwrap();
+        append(&mut chain, 1);
+        let zip_path = dir.join("out/export.zip");
+        let now = at(1_712_345_678);
+
+        let (code, out) = run(|out| export(&log, &Ok(KEY), Some(&zip_path), now, out));
+        assert_eq!(code, EXIT_OK, "{out}");
+        assert!(out.starts_with("exported 2 audit files ("), "{out}");
+
+        let mut archive = ZipArchive::new(Cursor::new(read(&zip_path))).unwrap();
+        let mut names: Vec<String> = archive
+            .file_names()
+            .map(|name| name.unwrap().into_owned())
+            .collect();
+        names.sort();
+        let rotated_name = rotated.file_name().unwrap().to_str().unwrap().to_owned();
+        let mut expected = vec![
+            "audit.log".to_owned(),
+            rotated_name.clone(),
+            "manifest.json".to_owned(),
+            "manifest.sig".to_owned(),
+        ];
+        expected.sort();
+        assert_eq!(names, expected);
+
+        let entry = |archive: &mut ZipArchive<Cursor<Vec<u8>>>, name: &str| {
+            let mut bytes = Vec::new();
+            archive
+                .by_name(name)
+                .unwrap()
+                .read_to_end(&mut bytes)
+                .unwrap();
+            bytes
+        };
+        assert_eq!(entry(&mut archive, "audit.log"), read(&log));
+        assert_eq!(entry(&mut archive, &rotated_name), read(&rotated));
+        let manifest = entry(&mut archive, "manifest.json");
+        let signature = String::from_utf8(entry(&mut archive, "manifest.sig")).unwrap();
+        assert_eq!(
+            signature,
+            audit_chain::sign_manifest(&KEY, &manifest).unwrap()
+        );
+        assert_ne!(
+            signature,
+            audit_chain::sign_manifest(&[8; KEY_LEN], &manifest).unwrap()
+        );
+
+        let text = String::from_utf8(manifest).unwrap();
+        assert!(
+            text.starts_with(r#"{"exported_at": "2024-04-05T19:34:38.000000+00:00", "files": [{"name": "audit.log", "sha256": ""#),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(r#"], "key_username": "audit_key"}"#),
+            "{text}"
+        );
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        let files = parsed["files"].as_array().unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(files[1]["name"], rotated_name.as_str());
+        assert_eq!(files[1]["size"], read(&rotated).len());
+
+        #[cfg(unix)]
+        {
+            let mode = archive.by_name("audit.log").unwrap().unix_mode().unwrap();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+
+        let (code, out) = run(|out| {
+            export(
+                &log,
+                &Err(io::Error::other("locked")),
+                Some(&zip_path),
+                now,
+                out,
+            )
+        });
+        assert_eq!(code, EXIT_USAGE, "{out}");
+        let (code, _) = run(|out| {
+            export(
+                &dir.join("none/audit.log"),
+                &Ok(KEY),
+                Some(&zip_path),
+                now,
+                out,
+            )
+        });
+        assert_eq!(code, EXIT_FAILED);
+        assert_eq!(
+            default_export_path(now),
+            Path::new("./audit-export-20240405-193438.zip")
+        );
+    }
+
+    #[test]
+    fn rotate_moves_the_live_file_and_is_a_no_op_when_empty() {
+        let dir = TempDir::new("rotate");
+        let log = dir.join("audit.log");
+        let (code, out) = run(|out| rotate(&log, at(1_712_345_678), out));
+        assert_eq!(code, EXIT_OK);
+        assert!(out.starts_with("nothing to rotate"), "{out}");
+
+        let mut chain = chain_with(&log, 2);
+        let (code, out) = run(|out| rotate(&log, at(1_712_345_678), out));
+        assert_eq!(code, EXIT_OK);
+        assert!(out.contains("audit.log.20240405-193438;"), "{out}");
+        let rotated = dir.join("audit.log.20240405-193438");
+        assert_eq!(lines(&rotated).len(), 2);
+        // The daemon's next record starts the new file's chain at 1.
+        append(&mut chain, 1);
+        assert_eq!(lines(&log).len(), 1);
+        let (code, out) = run(|out| verify_all(&log, &Ok(KEY), out));
+        assert_eq!(code, EXIT_OK, "{out}");
+    }
+
+    /// A rotated file whose only record has `ts` = `ts`; prune does not check hmacs.
+    fn rotated_with_ts(dir: &TempDir, stamp: &str, ts: u64) -> PathBuf {
+        let path = dir.join(&format!("audit.log.{stamp}"));
+        write(
+            &path,
+            format!("{{\"ts\": {ts}.0, \"op\": \"SHIM_START\", \"seq\": 1}}\n").as_bytes(),
+        );
+        path
+    }
+
+    #[test]
+    fn prune_deletes_only_rotated_files_strictly_older_than_the_threshold() {
+        let dir = TempDir::new("prune");
+        let log = dir.join("audit.log");
+        let now = 1_800_000_000;
+        let ninety_days = 90 * 86_400;
+        let older = rotated_with_ts(&dir, "20240101-000000", now - ninety_days - 1);
+        let boundary = rotated_with_ts(&dir, "20240102-000000", now - ninety_days);
+        let newer = rotated_with_ts(&dir, "20240103-000000", now - 10);
+        let cut_short = dir.join("audit.log.20231231-000000");
+        write(&cut_short, b"{\"ts\": 1.0, \"seq\": 1}\n{\"ts\": 2.0, \"se");
+        let unrelated = dir.join("audit.log.old");
+        write(&unrelated, b"{\"ts\": 1.0}\n");
+        drop(chain_with(&log, 1));
+
+        let (code, out) = run(|out| prune(&log, "90d", at(now), out));
+        assert_eq!(code, EXIT_OK, "{out}");
+        assert!(out.contains("deleted audit.log.20240101-000000"), "{out}");
+        assert!(out.contains("kept audit.log.20231231-000000"), "{out}");
+        assert!(out.contains("pruned 1 of 4 rotated files"), "{out}");
+        let exists = |p: &Path| own_files::read_capped(p, 1 << 20).unwrap().is_some();
+        assert!(!exists(&older));
+        assert!(exists(&boundary) && exists(&newer) && exists(&cut_short));
+        assert!(exists(&unrelated) && exists(&log));
+
+        // One second more makes the boundary file older than the threshold.
+        let (code, _) = run(|out| prune(&log, "7776000s", at(now + 1), out));
+        assert_eq!(code, EXIT_OK);
+        assert!(!exists(&boundary) && exists(&newer));
+
+        for bad in [
+            "",
+            "90",
+            "d",
+            "-1d",
+            "+1d",
+            "1.5d",
+            "90w",
+            "1 d",
+            "99999999999999999999d",
+        ] {
+            let (code, out) = run(|out| prune(&log, bad, at(now), out));
+            assert_eq!(code, EXIT_USAGE, "{bad:?}");
+            assert!(out.starts_with("invalid --older-than"), "{out}");
+        }
+        assert_eq!(parse_age("0s"), Some(Duration::ZERO));
+        assert_eq!(parse_age("2h"), Some(Duration::from_secs(7_200)));
+        assert_eq!(parse_age("5m"), Some(Duration::from_secs(300)));
+    }
+}

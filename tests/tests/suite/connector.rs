@@ -1,397 +1,328 @@
-//! The real `autogpt-shim` binary against a WebSocket test platform on loopback: handshake,
-//! FILE_* through the jail, reconnect after 1011, fatal ends, auth refusal and start-up
-//! refusals, with the token kept out of its logs.
+//! The real `autogpt-shim` binary against the WebSocket test platform: handshake checks and
+//! close codes, reconnects, revocation, malformed frames, capability gating, auth refusal and
+//! start-up refusals, with the token kept out of its logs.
 
-use std::{
-    io::Read,
-    net::SocketAddr,
-    path::{Path, PathBuf},
-    process::{Child, Command, ExitStatus, Stdio},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::path::Path;
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use e2e::platform::{Platform, SESSION, Shim, TOKEN, error_code, fresh_dir};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_tungstenite::{
-    WebSocketStream,
-    tungstenite::{
-        Message,
-        handshake::server::{ErrorResponse, Request, Response},
-        http::StatusCode,
-        protocol::{CloseFrame, frame::coding::CloseCode},
-    },
-};
 
-use super::support::temp_dir;
-
-const TOKEN: &str = "shim-e2e-secret-token-4f1c";
-const SESSION: &str = "sess-e2e.1";
-/// Generous: the machine running the suite is loaded.
-const WAIT: Duration = Duration::from_secs(60);
-
-/// The binary cargo built next to this test executable.
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let path = dir.join(format!("autogpt-shim{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p autogpt-shim` (or `cargo build --workspace --bins`)",
-        path.display()
-    );
-    path
-}
-
-/// A running shim, killed on every path out of the test.
-struct Shim {
-    child: Child,
-}
-
-impl Shim {
-    fn spawn(args: &[&str], token: Option<&str>) -> Self {
-        let mut command = Command::new(binary());
-        command
-            .args(args)
-            .env_remove("AUTOGPT_SHIM_TOKEN")
-            .env_remove("AUTOGPT_SHIM_SESSION_ID")
-            .env_remove("AUTOGPT_SHIM_PLATFORM_URL")
-            .env_remove("AUTOGPT_SHIM_ALLOWED_ROOT")
-            .env_remove("RUST_LOG")
-            // Tests must not wait the reference's seconds between dials.
-            .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.05")
-            .env("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(token) = token {
-            command.env("AUTOGPT_SHIM_TOKEN", token);
-        }
-        Self {
-            child: command.spawn().unwrap(),
-        }
-    }
-
-    /// Waits for the exit and returns the status and everything written to stderr.
-    async fn exit(&mut self) -> (ExitStatus, String) {
-        let deadline = Instant::now() + WAIT;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "the shim did not exit");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        let mut stderr = String::new();
-        if let Some(mut pipe) = self.child.stderr.take() {
-            pipe.read_to_string(&mut stderr).unwrap();
-        }
-        (status, stderr)
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Shim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// What the platform saw on one upgrade.
-#[derive(Debug, Clone, Default)]
-struct Seen {
-    path: String,
-    authorization: Option<String>,
-}
-
-type Socket = WebSocketStream<TcpStream>;
-
-/// Accepts one upgrade; `refuse` answers it with that HTTP status instead.
-async fn accept(listener: &TcpListener, refuse: Option<u16>) -> (Option<Socket>, Seen) {
-    let (tcp, _) = tokio::time::timeout(WAIT, listener.accept())
-        .await
-        .expect("the shim never dialled")
-        .unwrap();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let record = Arc::clone(&seen);
-    // tungstenite's `Callback` fixes this error type.
-    #[allow(clippy::result_large_err)]
-    let callback = move |request: &Request, response: Response| {
-        let mut seen = record.lock().unwrap();
-        seen.path = request.uri().path().to_owned();
-        seen.authorization = request
-            .headers()
-            .get("authorization")
-            .map(|value| value.to_str().unwrap().to_owned());
-        if let Some(status) = refuse {
-            let mut refusal = ErrorResponse::new(None);
-            *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
-            return Err(refusal);
-        }
-        Ok(response)
-    };
-    let socket = tokio_tungstenite::accept_hdr_async(tcp, callback)
-        .await
-        .ok();
-    let seen = seen.lock().unwrap().clone();
-    (socket, seen)
-}
-
-/// The next envelope other than STATUS.
-async fn recv(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(WAIT, socket.next())
-            .await
-            .expect("no frame from the shim")
-            .expect("the shim closed the socket")
-            .unwrap();
-        if let Message::Text(text) = message {
-            let value: Value = serde_json::from_str(text.as_str()).unwrap();
-            if value["type"] != "STATUS" {
-                return value;
-            }
-        }
-    }
-}
-
-async fn send(socket: &mut Socket, value: &Value) {
-    socket.send(Message::text(value.to_string())).await.unwrap();
-}
-
-async fn request(socket: &mut Socket, kind: &str, id: &str, payload: Value) -> Value {
-    send(
-        socket,
-        &json!({"type": kind, "id": id, "ts": 1.0, "version": "1.1", "payload": payload}),
-    )
-    .await;
-    let reply = recv(socket).await;
-    assert_eq!(reply["id"], id, "{reply}");
-    reply
-}
-
-/// Checks the upgrade and HELLO, answers HELLO_ACK, and returns the open socket.
-async fn handshake(listener: &TcpListener, root: &Path) -> Socket {
-    let (socket, seen) = accept(listener, None).await;
-    let mut socket = socket.expect("the upgrade failed");
-    assert_eq!(seen.path, format!("/ws/local-executor/{SESSION}"));
-    assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
-    let hello = recv(&mut socket).await;
-    assert_eq!(hello["type"], "HELLO", "{hello}");
-    let payload = &hello["payload"];
-    assert_eq!(payload["protocol_version"], "1.1");
-    assert_eq!(payload["capabilities"], json!(["files"]));
-    let canonical = root.canonicalize().unwrap();
-    assert_eq!(
-        payload["allowed_root"],
-        canonical.to_string_lossy().as_ref()
-    );
-    send(
-        &mut socket,
-        &json!({
-            "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
-            "payload": {
-                "session_id": SESSION,
-                "connection_id": null,
-                "protocol_version": "1.1",
-                "granted_capabilities": ["files"],
-                "max_file_size_bytes": 10_485_760,
-                "command_timeout_seconds": 30,
-                "max_concurrent": 4
-            }
-        }),
-    )
-    .await;
-    socket
-}
-
-async fn close(socket: &mut Socket, code: u16) {
-    let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: "test".into(),
-    };
-    let _ = socket.close(Some(frame)).await;
-    while let Ok(Some(_)) = tokio::time::timeout(WAIT, socket.next()).await {}
-}
-
-async fn platform() -> (TcpListener, SocketAddr) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    (listener, addr)
-}
-
-fn start_args(addr: SocketAddr, root: &Path) -> Vec<String> {
-    vec![
-        "--session-id".to_owned(),
-        SESSION.to_owned(),
-        "--allowed-root".to_owned(),
-        root.to_string_lossy().into_owned(),
-        "--platform-url".to_owned(),
-        format!("ws://{addr}"),
+/// Arguments for `start` against `platform` with `root` as the jail, plus `extra` after
+/// `start`.
+pub(super) fn start_args(platform: &Platform, root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--session-id",
+        SESSION,
+        "--allowed-root",
+        &root.to_string_lossy(),
+        "--platform-url",
+        &platform.url(),
         // The most verbose level is the likeliest to leak the token.
-        "--log-level".to_owned(),
-        "DEBUG".to_owned(),
-        "start".to_owned(),
+        "--log-level",
+        "DEBUG",
+        "start",
     ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
 }
 
-fn spawn(args: &[String], token: Option<&str>) -> Shim {
+/// A home with an allowed root inside it.
+pub(super) fn home_and_root(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let home = fresh_dir(tag);
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    (home, root)
+}
+
+/// Starts the shim with the test token and `extra` flags after `start`.
+pub(super) fn spawn(home: &Path, platform: &Platform, root: &Path, extra: &[&str]) -> Shim {
+    spawn_env(home, platform, root, extra, &[])
+}
+
+/// [`spawn`] with more environment.
+pub(super) fn spawn_env(
+    home: &Path,
+    platform: &Platform,
+    root: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Shim {
+    let args = start_args(platform, root, extra);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Shim::spawn(&args, token)
+    let mut env = env.to_vec();
+    env.push(("AUTOGPT_SHIM_TOKEN", TOKEN));
+    Shim::spawn(home, &args, &env)
+}
+
+/// The audit log's records, parsed.
+pub(super) fn audit_records(shim: &Shim) -> Vec<Value> {
+    std::fs::read_to_string(shim.audit_log())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn ops(records: &[Value]) -> Vec<&str> {
+    records.iter().map(|r| r["op"].as_str().unwrap()).collect()
 }
 
 #[tokio::test]
 async fn serves_files_reconnects_after_1011_and_stops_on_4428() {
-    let root = temp_dir("shim");
-    let (listener, addr) = platform().await;
-    let mut shim = spawn(&start_args(addr, &root), Some(TOKEN));
+    let (home, root) = home_and_root("shim-life");
+    let platform = Platform::bind().await;
+    let mut shim = spawn(&home, &platform, &root, &[]);
 
-    let mut socket = handshake(&listener, &root).await;
-    let target = root.canonicalize().unwrap().join("out").join("hello.txt");
-    let target_wire = target.to_string_lossy().into_owned();
-    let ack = request(
-        &mut socket,
-        "FILE_WRITE",
-        "w1",
-        json!({"path": target_wire, "content": "hello from the platform\n",
-               "encoding": "utf-8", "create_parents": true}),
-    )
-    .await;
+    let (mut conn, hello) = platform.session(&["files"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["protocol_version"], "1.1");
+    // Shell is off unless the user turns it on.
+    assert_eq!(payload["capabilities"], json!(["files"]));
+    assert_eq!(payload["allowed_root"], root.to_string_lossy().as_ref());
+    assert_eq!(payload["local_llm_models"], json!([]));
+    assert_eq!(payload["hardware_devices"], json!([]));
+
+    let target = root.join("out").join("hello.txt");
+    let ack = conn
+        .call(
+            "FILE_WRITE",
+            "w1",
+            json!({"path": target.to_string_lossy(), "content": "hello from the platform\n",
+                   "encoding": "utf-8", "create_parents": true}),
+        )
+        .await;
     assert_eq!(ack["type"], "ACK", "{ack}");
-    assert_eq!(ack["payload"]["ok"], true);
+    assert_eq!(ack["pending_capacity"], 4, "{ack}");
     assert_eq!(
         std::fs::read_to_string(&target).unwrap(),
         "hello from the platform\n"
     );
-    let contents = request(
-        &mut socket,
-        "FILE_READ",
-        "r1",
-        json!({"path": target_wire, "encoding": "utf-8", "format": "text",
-               "offset": 0, "length": null}),
-    )
-    .await;
-    assert_eq!(contents["type"], "FILE_CONTENTS", "{contents}");
-    assert_eq!(contents["payload"]["content"], "hello from the platform\n");
-
-    let escape = request(
-        &mut socket,
-        "FILE_READ",
-        "r2",
-        json!({"path": "/etc/passwd", "encoding": "utf-8", "format": "text"}),
-    )
-    .await;
-    assert_eq!(escape["type"], "ERROR", "{escape}");
-    assert_eq!(escape["payload"]["code"], "PATH_OUTSIDE_ALLOWED_ROOT");
-    let dotdot = request(
-        &mut socket,
-        "FILE_READ",
-        "r3",
-        json!({"path": "../../../../etc/passwd", "encoding": "utf-8", "format": "text"}),
-    )
-    .await;
-    assert_eq!(
-        dotdot["payload"]["code"], "PATH_OUTSIDE_ALLOWED_ROOT",
-        "{dotdot}"
-    );
+    let shell = conn
+        .call("EXECUTE_COMMAND", "x1", json!({"argv": ["true"]}))
+        .await;
+    assert_eq!(error_code(&shell), "CAPABILITY_NOT_GRANTED");
+    assert_eq!(shell["payload"]["details"]["required_capability"], "shell");
 
     // A server error is transient: the shim dials again and says HELLO again.
-    close(&mut socket, 1011).await;
-    let mut socket = handshake(&listener, &root).await;
-    let again = request(
-        &mut socket,
-        "FILE_READ",
-        "r4",
-        json!({"path": "out/hello.txt", "encoding": "utf-8", "format": "text"}),
-    )
-    .await;
-    assert_eq!(
-        again["payload"]["content"], "hello from the platform\n",
-        "{again}"
-    );
+    conn.close(1011).await;
+    let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+    let again = conn
+        .call("FILE_READ", "r4", json!({"path": "out/hello.txt"}))
+        .await;
+    assert_eq!(again["payload"]["content"], "hello from the platform\n");
 
     // 4428 is fatal: exit 0 and no further dial.
-    close(&mut socket, 4428).await;
+    conn.close(4428).await;
     let (status, stderr) = shim.exit().await;
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(
-        tokio::time::timeout(Duration::from_secs(1), listener.accept())
-            .await
-            .is_err(),
+        !platform.dials_within(Duration::from_secs(1)).await,
         "the shim dialled again after 4428"
     );
     assert!(!stderr.contains(TOKEN), "the token leaked: {stderr}");
     assert!(stderr.contains(SESSION), "logs go to stderr: {stderr}");
+
+    let records = audit_records(&shim);
+    let ops = ops(&records);
+    assert_eq!(ops.first(), Some(&"SHIM_START"), "{ops:?}");
+    for op in [
+        "WS_CONNECTED",
+        "FILE_WRITE",
+        "WS_DISCONNECTED",
+        "SESSION_REVOKED",
+    ] {
+        assert!(ops.contains(&op), "{op} missing from {ops:?}");
+    }
+    let closed = records
+        .iter()
+        .find(|r| r["op"] == "SESSION_REVOKED")
+        .unwrap();
+    assert_eq!(closed["details"]["source"], "ws_close_code");
+    assert_eq!(closed["details"]["close_code"], 4428);
+    let text = std::fs::read_to_string(shim.audit_log()).unwrap();
+    assert!(!text.contains("hello from the platform"));
+    assert!(!text.contains(TOKEN));
 }
 
 #[tokio::test]
-async fn session_revoked_closes_with_4428_and_exits_0() {
-    let root = temp_dir("shim-revoked");
-    let (listener, addr) = platform().await;
-    let mut shim = spawn(&start_args(addr, &root), Some(TOKEN));
-    let mut socket = handshake(&listener, &root).await;
-    send(
-        &mut socket,
-        &json!({"type": "SESSION_REVOKED", "id": "rv1", "ts": 1.0, "version": "1.1",
-                "payload": {"reason": "user_revoked"}}),
+async fn fatal_close_codes_stop_without_reconnecting() {
+    for code in [4426, 4427, 4429] {
+        let (home, root) = home_and_root("shim-fatal");
+        let platform = Platform::bind().await;
+        let mut shim = spawn(&home, &platform, &root, &[]);
+        let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+        conn.close(code).await;
+        let (status, stderr) = shim.exit().await;
+        assert_eq!(status.code(), Some(0), "{code}: {stderr}");
+        assert!(
+            !platform.dials_within(Duration::from_secs(1)).await,
+            "the shim dialled again after {code}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn handshake_refusals_close_with_their_codes_and_never_redial() {
+    // (what the ACK gets wrong, the close code the shim sends, its exit code)
+    let cases: [(&str, u16, i32); 3] =
+        [("id", 4400, 0), ("session", 4403, 77), ("version", 4426, 0)];
+    for (wrong, close, exit) in cases {
+        let (home, root) = home_and_root("shim-ack");
+        let platform = Platform::bind().await;
+        let mut shim = spawn(&home, &platform, &root, &[]);
+        let (mut conn, _) = platform
+            .session(&["files"], |ack| match wrong {
+                "id" => ack["id"] = json!("not-the-hello-id"),
+                "session" => ack["payload"]["session_id"] = json!("someone-else"),
+                _ => ack["payload"]["protocol_version"] = json!("2.0"),
+            })
+            .await;
+        assert_eq!(conn.closed().await, Some(close), "{wrong}");
+        let (status, stderr) = shim.exit().await;
+        assert_eq!(status.code(), Some(exit), "{wrong}: {stderr}");
+        assert!(!platform.dials_within(Duration::from_secs(1)).await);
+    }
+}
+
+#[tokio::test]
+async fn malformed_frames_are_answered_when_they_have_an_id_and_survived() {
+    let (home, root) = home_and_root("shim-malformed");
+    let platform = Platform::bind().await;
+    let _shim = spawn(&home, &platform, &root, &[]);
+    let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+
+    // No id can be read: nothing to answer, but the session goes on.
+    conn.send_text("{not json".to_owned()).await;
+    // An invalid payload, an unknown type, and a field from the future.
+    conn.send(
+        &json!({"type": "FILE_READ", "id": "m1", "ts": 1.0, "version": "1.1",
+                      "payload": {"encoding": "utf-8"}}),
     )
     .await;
-    let code = loop {
-        match tokio::time::timeout(WAIT, socket.next()).await.unwrap() {
-            Some(Ok(Message::Close(Some(frame)))) => break u16::from(frame.code),
-            Some(Ok(Message::Text(text))) => {
-                assert!(
-                    text.as_str().contains("STATUS"),
-                    "a frame after SESSION_REVOKED: {text}"
-                );
-            }
-            other => panic!("no close frame: {other:?}"),
-        }
-    };
-    assert_eq!(code, 4428);
-    let (status, stderr) = shim.exit().await;
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains(TOKEN), "the token leaked: {stderr}");
+    let reply = conn.recv().await;
+    assert_eq!(reply["id"], "m1");
+    assert_eq!(error_code(&reply), "INTERNAL_ERROR", "{reply}");
+    assert!(!reply.to_string().contains("utf-8"), "echoed the payload");
+    let unknown = conn.call("TELEPORT", "m2", json!({})).await;
+    assert_eq!(error_code(&unknown), "FEATURE_NOT_SUPPORTED", "{unknown}");
+    let future = conn
+        .call(
+            "FILE_STAT",
+            "m3",
+            json!({"path": ".", "follow_symlinks": true, "new_field": [1, 2]}),
+        )
+        .await;
+    assert_eq!(future["type"], "FILE_STAT_RESPONSE", "{future}");
+    // Another major: dropped, never executed, never answered.
+    conn.send(
+        &json!({"type": "FILE_WRITE", "id": "m4", "ts": 1.0, "version": "2.0",
+                      "payload": {"path": "major2.txt", "content": "x"}}),
+    )
+    .await;
+    let pong = conn.call("PING", "m5", json!({})).await;
+    assert_eq!(pong["type"], "PONG");
+    assert!(!root.join("major2.txt").exists());
 }
 
 #[tokio::test]
-async fn a_refused_upgrade_exits_77() {
-    let root = temp_dir("shim-401");
-    let (listener, addr) = platform().await;
-    let mut shim = spawn(&start_args(addr, &root), Some(TOKEN));
-    let (_, seen) = accept(&listener, Some(401)).await;
-    assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
+async fn session_revoked_closes_with_4428_exits_0_and_is_audited() {
+    let (home, root) = home_and_root("shim-revoked");
+    let platform = Platform::bind().await;
+    let mut shim = spawn(&home, &platform, &root, &[]);
+    let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+    conn.request(
+        "SESSION_REVOKED",
+        "rv1",
+        json!({"reason": "another_shim_connected", "new_shim_machine_id": "m-2"}),
+    )
+    .await;
+    assert_eq!(conn.closed().await, Some(4428));
     let (status, stderr) = shim.exit().await;
-    assert_eq!(status.code(), Some(77), "{stderr}");
-    assert!(stderr.contains("401"), "{stderr}");
-    assert!(!stderr.contains(TOKEN), "the token leaked: {stderr}");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!platform.dials_within(Duration::from_secs(1)).await);
+    let records = audit_records(&shim);
+    let revoked = records
+        .iter()
+        .find(|r| r["op"] == "SESSION_REVOKED")
+        .unwrap();
+    assert_eq!(revoked["details"]["reason"], "another_shim_connected");
+    assert_eq!(revoked["details"]["source"], "frame");
+    assert_eq!(revoked["details"]["new_shim_machine_id"], "m-2");
+}
+
+#[tokio::test]
+async fn refused_upgrades_exit_77() {
+    for status_code in [401, 403] {
+        let (home, root) = home_and_root("shim-401");
+        let platform = Platform::bind().await;
+        let mut shim = spawn(&home, &platform, &root, &[]);
+        let (_, seen) = platform.accept(Some(status_code)).await;
+        assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
+        let (status, stderr) = shim.exit().await;
+        assert_eq!(status.code(), Some(77), "{stderr}");
+        assert!(stderr.contains(&status_code.to_string()), "{stderr}");
+        assert!(!stderr.contains(TOKEN), "the token leaked: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn a_token_file_must_be_private_and_its_token_is_sent() {
+    let (home, root) = home_and_root("shim-token-file");
+    let token_file = home.join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let platform = Platform::bind().await;
+    let file = token_file.to_string_lossy().into_owned();
+
+    set_mode(&token_file, 0o644);
+    let args = start_args(&platform, &root, &[]);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.splice(0..0, ["--token-file", file.as_str()]);
+    let mut shim = Shim::spawn(&home, &args, &[]);
+    let (status, stderr) = shim.exit().await;
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    assert!(stderr.contains("600"), "{stderr}");
+    assert!(!stderr.contains(TOKEN));
+
+    set_mode(&token_file, 0o600);
+    let _shim = Shim::spawn(&home, &args, &[]);
+    // `session` checks the bearer on the upgrade.
+    let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+    assert_eq!(conn.call("PING", "p", json!({})).await["type"], "PONG");
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 #[tokio::test]
 async fn no_token_means_no_header_and_sigterm_exits_0() {
-    let root = temp_dir("shim-term");
-    let (listener, addr) = platform().await;
-    let mut shim = spawn(&start_args(addr, &root), None);
-    let (socket, seen) = accept(&listener, None).await;
-    let mut socket = socket.unwrap();
+    let (home, root) = home_and_root("shim-term");
+    let platform = Platform::bind().await;
+    let args = start_args(&platform, &root, &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut shim = Shim::spawn(&home, &args, &[]);
+    let (conn, seen) = platform.accept(None).await;
+    let mut conn = conn.unwrap();
     assert_eq!(seen.authorization, None);
-    assert_eq!(recv(&mut socket).await["type"], "HELLO");
-    let killed = Command::new("kill")
-        .args(["-TERM", &shim.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    assert_eq!(conn.recv().await["type"], "HELLO");
+    shim.signal("TERM");
     let (status, stderr) = shim.exit().await;
     assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        audit_records(&shim).last().unwrap()["op"],
+        "SHIM_STOP",
+        "{stderr}"
+    );
 }
 
 /// Runs a start-up that must be refused; returns its exit code and its single line.
-async fn refusal(args: &[&str]) -> (Option<i32>, String) {
-    let mut shim = Shim::spawn(args, Some(TOKEN));
+async fn refusal(home: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut shim = Shim::spawn(home, args, &[("AUTOGPT_SHIM_TOKEN", TOKEN)]);
     let (status, stderr) = shim.exit().await;
     assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
     assert!(!stderr.contains(TOKEN));
@@ -400,32 +331,28 @@ async fn refusal(args: &[&str]) -> (Option<i32>, String) {
 
 #[tokio::test]
 async fn refuses_what_this_build_cannot_do_with_one_line() {
-    let root = temp_dir("shim-refuse");
+    let (home, root) = home_and_root("shim-refuse");
     let root = root.to_string_lossy().into_owned();
     let base = ["--session-id", SESSION, "--allowed-root", root.as_str()];
-    let shell: Vec<&str> = base
-        .iter()
-        .copied()
-        .chain(["start", "--enable-shell"])
-        .collect();
-    let (code, line) = refusal(&shell).await;
-    assert_eq!(code, Some(78));
-    assert!(line.contains("--enable-shell"), "{line}");
-
     let recording: Vec<&str> = base
         .iter()
         .copied()
         .chain(["start", "--enable-recording"])
         .collect();
-    assert_eq!(refusal(&recording).await.0, Some(78));
+    let (code, line) = refusal(&home, &recording).await;
+    assert_eq!(code, Some(78));
+    assert!(line.contains("--enable-recording"), "{line}");
 
-    let (code, line) = refusal(&["--allowed-root", root.as_str(), "start"]).await;
+    let (code, line) = refusal(&home, &["--allowed-root", root.as_str(), "start"]).await;
     assert_eq!(code, Some(78));
     assert!(line.contains("control mode"), "{line}");
 
     let missing = format!("{root}/does-not-exist");
-    let (code, line) =
-        refusal(&["--session-id", SESSION, "--allowed-root", &missing, "start"]).await;
+    let (code, line) = refusal(
+        &home,
+        &["--session-id", SESSION, "--allowed-root", &missing, "start"],
+    )
+    .await;
     assert_eq!(code, Some(78));
     assert!(line.contains("does-not-exist"), "{line}");
 }

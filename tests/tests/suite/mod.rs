@@ -5,6 +5,8 @@ mod assist;
 mod binary;
 mod boundary;
 mod connector;
+mod connector_files;
+mod connector_shell;
 mod contracts;
 mod guidance;
 mod openapi;

@@ -1,0 +1,353 @@
+//! `autogpt-shim start` for a legacy direct session: the preflight (jail, audit key and chain,
+//! features this build lacks), then one data connection with reconnects until it ends for
+//! good, with the status file and the SHIM_START/SHIM_STOP records around it.
+//!
+//! Exit codes follow the reference: 0 after a fatal close, revocation or Ctrl-C/SIGTERM,
+//! 77 when the platform refuses the token, 78 when start-up is refused.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use local_core::audit_chain::{self, AuditChain, AuditIdentity};
+use local_core::exec::CommandLimiter;
+use local_core::files::FileLimits;
+use local_core::jail::Jail;
+use serde_json::json;
+
+use crate::audit::{Auditor, Entry, details};
+use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
+use crate::commands::status::{self, DaemonState, DaemonStatus};
+use crate::config;
+use crate::protocol::{Arch, Capability, Platform, close_code};
+use crate::session::{Host, SessionConfig, SessionEnd};
+use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
+
+/// Everything the preflight opened, ready to run.
+#[derive(Debug)]
+pub struct Prepared {
+    config: StartConfig,
+    host: Host,
+    session: SessionConfig,
+    status: Option<StatusFile>,
+}
+
+/// Checks and opens what `start` needs: refuses what this build cannot do, opens the jail,
+/// the audit key and chain, and writes SHIM_START. Nothing here touches the network.
+///
+/// # Errors
+/// A [`Refusal`] (exit 78) with one line naming what is wrong.
+pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal> {
+    let settings = &config.config;
+    for (enabled, what) in [
+        (settings.enable_computer_use, "computer use"),
+        (settings.enable_clipboard, "the clipboard"),
+        (settings.enable_local_llm, "the local LLM"),
+    ] {
+        if enabled {
+            return Err(preflight(format!(
+                "{what} is not available in this build yet; start without enabling it"
+            )));
+        }
+    }
+    let jail = Jail::open(&config.allowed_root).map_err(|_| {
+        preflight(format!(
+            "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
+            config.allowed_root.display()
+        ))
+    })?;
+    let arch = Arch::normalise(std::env::consts::ARCH).ok_or_else(|| {
+        preflight(format!(
+            "unsupported architecture {}",
+            std::env::consts::ARCH
+        ))
+    })?;
+    let machine_id = config.machine_id.clone().unwrap_or_else(machine_id);
+
+    let log_path = settings.audit_log_path.clone().ok_or_else(|| {
+        preflight("no audit log path: set HOME, XDG_STATE_HOME or audit_log_path")
+    })?;
+    let key_path = config::audit_key_path(env).ok_or_else(|| {
+        preflight("no state directory for the audit key: set HOME or XDG_STATE_HOME")
+    })?;
+    let key = audit_chain::load_or_create_key_file(&key_path).map_err(|err| {
+        preflight(format!(
+            "cannot load or create the audit key {}: {err}",
+            key_path.display()
+        ))
+    })?;
+    let identity = AuditIdentity {
+        session_id: Some(config.session_id.clone()),
+        machine_id: Some(machine_id.clone()),
+        shim_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let chain = AuditChain::open(&log_path, key, identity).map_err(|err| {
+        preflight(format!(
+            "cannot open the audit log {}: {err}",
+            log_path.display()
+        ))
+    })?;
+    let audit = Auditor::new(chain);
+    let start = details([("shim_version", json!(env!("CARGO_PKG_VERSION")))]);
+    audit
+        .record_strict(None, Entry::ok("SHIM_START", start))
+        .map_err(|err| {
+            preflight(format!(
+                "cannot write to the audit log {}: {err}",
+                log_path.display()
+            ))
+        })?;
+
+    let host = Host::new(Arc::new(jail))
+        .with_audit(audit)
+        .with_commands(CommandLimiter::new(
+            usize::try_from(settings.max_concurrent_commands.get()).unwrap_or(usize::MAX),
+            usize::try_from(settings.max_commands_per_minute.get()).unwrap_or(usize::MAX),
+        ));
+    let mut session = SessionConfig::new(
+        config.session_id.clone(),
+        machine_id,
+        env!("CARGO_PKG_VERSION"),
+        host_platform(),
+        arch,
+    );
+    session.display_name.clone_from(&settings.display_name);
+    session.max_concurrent = settings.max_concurrent.get();
+    session.command_timeout_seconds = settings.command_timeout_seconds.get();
+    session.limits = FileLimits::for_max_file_size(settings.max_file_size_bytes.get());
+    if settings.enable_shell {
+        session.advertised.push(Capability::Shell);
+    }
+    let status = config::status_path(env).map(|path| StatusFile::new(path, &config, &host));
+    Ok(Prepared {
+        config,
+        host,
+        session,
+        status,
+    })
+}
+
+/// Runs the prepared daemon until it ends for good and returns the exit code.
+pub async fn run(prepared: Prepared) -> u8 {
+    let Prepared {
+        config,
+        host,
+        session,
+        status,
+    } = prepared;
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    if config.config.enable_shell {
+        tracing::warn!(
+            "shell is enabled: the platform can run any command with this user's permissions"
+        );
+    }
+    tracing::info!(
+        session_id = %config.session_id,
+        allowed_root = %host.jail.root().display(),
+        url = %config.url,
+        authenticated = config.token.is_some(),
+        "legacy direct session"
+    );
+    let (stop, shutdown) = Shutdown::new();
+    tokio::spawn(async move {
+        signalled().await;
+        tracing::info!("stopping");
+        let _ = stop.send(true);
+        // Keep the sender alive: dropping it would read as a second shutdown request only.
+        std::future::pending::<()>().await;
+    });
+    let observer = status
+        .clone()
+        .map(|file| StateObserver::new(move |state, error| file.set(state, error)));
+    let connection = DataConnection {
+        url: config.url.clone(),
+        token: config.token.clone(),
+        session,
+        backoff: config.backoff,
+        observer,
+    };
+    let outcome = run_data_connection(connection, host.clone(), shutdown).await;
+    let (code, reason, message) = conclude(&outcome);
+    if let Some(message) = &message {
+        eprintln!("autogpt-shim: {message}");
+    }
+    host.audit
+        .record_async(
+            None,
+            Entry::ok("SHIM_STOP", details([("reason", json!(reason))])),
+        )
+        .await;
+    if let Some(file) = &status {
+        file.set(
+            DaemonState::Stopped,
+            message.as_deref().or(Some(reason.as_str())),
+        );
+    }
+    code
+}
+
+/// The exit code, the SHIM_STOP reason and the line for stderr, if any.
+fn conclude(outcome: &Outcome) -> (u8, String, Option<String>) {
+    match outcome {
+        Outcome::Shutdown => (0, "signal".to_owned(), None),
+        // The reference treats a HELLO_ACK for another session as an authentication failure.
+        Outcome::Stopped(SessionEnd::HandshakeRejected {
+            code: close_code::SESSION_MISMATCH,
+        }) => (
+            EXIT_AUTH,
+            "session_mismatch".to_owned(),
+            Some(
+                "the platform acknowledged a different session; check the session id and token"
+                    .to_owned(),
+            ),
+        ),
+        Outcome::Stopped(end) => (0, stop_reason(end), None),
+        Outcome::Unauthorized { status } => (
+            EXIT_AUTH,
+            format!("http_{status}"),
+            Some(format!(
+                "the platform refused the token (HTTP {status}); check AUTOGPT_SHIM_TOKEN or --token-file"
+            )),
+        ),
+        Outcome::InvalidRequest(reason) => (
+            EXIT_PREFLIGHT,
+            "invalid_request".to_owned(),
+            Some(reason.clone()),
+        ),
+    }
+}
+
+fn stop_reason(end: &SessionEnd) -> String {
+    match end {
+        SessionEnd::Fatal { code, .. } => format!(
+            "ws_closed_{code}_{}",
+            close_code::label(*code).unwrap_or("unknown")
+        ),
+        SessionEnd::Revoked(_) => "session_revoked".to_owned(),
+        SessionEnd::VersionMismatch { .. } => "protocol_version_mismatch".to_owned(),
+        SessionEnd::HandshakeRejected { code } => format!("handshake_rejected_{code}"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The daemon's status file, rewritten on each state change; write failures only log.
+#[derive(Debug, Clone)]
+struct StatusFile {
+    path: PathBuf,
+    current: Arc<Mutex<DaemonStatus>>,
+}
+
+impl StatusFile {
+    fn new(path: PathBuf, config: &StartConfig, host: &Host) -> Self {
+        let now = status::epoch_seconds(SystemTime::now());
+        let file = Self {
+            path,
+            current: Arc::new(Mutex::new(DaemonStatus {
+                pid: std::process::id(),
+                state: DaemonState::Starting,
+                mode: "legacy".to_owned(),
+                session_id: Some(config.session_id.clone()),
+                platform_url: status::redact_url(&config.url),
+                allowed_root: host.jail.root().to_string_lossy().into_owned(),
+                since: now,
+                last_error: None,
+                updated_at: now,
+            })),
+        };
+        file.set(DaemonState::Starting, None);
+        file
+    }
+
+    fn set(&self, state: DaemonState, error: Option<&str>) {
+        let now = status::epoch_seconds(SystemTime::now());
+        let snapshot = {
+            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+            if current.state != state {
+                current.since = now;
+            }
+            current.state = state;
+            if let Some(error) = error {
+                current.last_error = Some(error.to_owned());
+            }
+            current.updated_at = now;
+            current.clone()
+        };
+        if let Err(err) = status::write(&self.path, &snapshot) {
+            tracing::debug!(error = %err, "could not write the status file");
+        }
+    }
+}
+
+fn preflight(message: impl Into<String>) -> Refusal {
+    Refusal {
+        message: message.into(),
+        code: EXIT_PREFLIGHT,
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+async fn signalled() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+const fn host_platform() -> Platform {
+    if cfg!(target_os = "macos") {
+        Platform::Darwin
+    } else if cfg!(target_os = "windows") {
+        Platform::Windows
+    } else {
+        Platform::Linux
+    }
+}
+
+/// The reference's Linux machine id: `/etc/machine-id` as a dashed UUID; otherwise a
+/// per-process `local-<uuid>` (the reference persists its fallback; this build does not).
+fn machine_id() -> String {
+    read_machine_id().unwrap_or_else(|| format!("local-{}", local_core::secret::new_id()))
+}
+
+fn read_machine_id() -> Option<String> {
+    // Through a jail on /etc: the connector reads files only that way.
+    let jail = Jail::open(Path::new("/etc")).ok()?;
+    let path = jail.resolve("machine-id").ok()?;
+    let mut text = String::new();
+    jail.open_read(&path)
+        .ok()?
+        .take(256)
+        .read_to_string(&mut text)
+        .ok()?;
+    let hex = text.trim();
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let hex = hex.to_ascii_lowercase();
+    Some(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}

@@ -1,0 +1,339 @@
+//! A test platform for the real `autogpt-shim` binary: a WebSocket server on 127.0.0.1:0 that
+//! accepts the shim's dial, checks the upgrade, plays HELLO_ACK and sends requests, plus the
+//! shim process itself in a private home so its audit log, key and status file are the
+//! test's. Shared by the end-to-end suite and the connector benchmark.
+
+use std::{
+    fs::File,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitStatus, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::{
+    WebSocketStream,
+    tungstenite::{
+        Message,
+        handshake::server::{ErrorResponse, Request, Response},
+        http::StatusCode,
+        protocol::{CloseFrame, WebSocketConfig, frame::coding::CloseCode},
+    },
+};
+
+/// Generous: the machine running the suite is loaded.
+pub const WAIT: Duration = Duration::from_secs(60);
+/// The session id the helpers use unless told otherwise.
+pub const SESSION: &str = "sess-e2e.1";
+/// The bearer the helpers give the shim.
+pub const TOKEN: &str = "shim-e2e-secret-token-4f1c";
+
+/// A binary cargo built next to the running test or bench executable.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path
+}
+
+/// A fresh directory under the system temp dir.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+/// A running shim in its own home, killed on every path out of the test.
+pub struct Shim {
+    child: Child,
+    home: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Shim {
+    /// Starts `autogpt-shim` with `args` and only the environment given here: `PATH`, a
+    /// private `HOME` (with XDG config and state inside it), fast reconnects, and `env`.
+    /// Nothing of the test runner's environment leaks in.
+    pub fn spawn(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let stderr = home.join(format!("shim-{}.stderr", uuid::Uuid::new_v4().simple()));
+        let mut command = Command::new(binary("autogpt-shim"));
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_STATE_HOME", home.join(".local/state"))
+            // Tests must not wait the reference's seconds between dials.
+            .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.05")
+            .env("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            // A file, not a pipe: a chatty shim must never block on a full pipe.
+            .stderr(File::create(&stderr).unwrap());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        Self {
+            child: command.spawn().unwrap(),
+            home: home.to_path_buf(),
+            stderr,
+        }
+    }
+
+    /// The shim's state directory (`$XDG_STATE_HOME/autogpt-local-executor`).
+    pub fn state_dir(&self) -> PathBuf {
+        self.home.join(".local/state/autogpt-local-executor")
+    }
+
+    /// The shim's audit log.
+    pub fn audit_log(&self) -> PathBuf {
+        self.state_dir().join("audit.log")
+    }
+
+    /// Everything written to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Waits for the exit and returns the status and stderr.
+    pub async fn exit(&mut self) -> (ExitStatus, String) {
+        let deadline = Instant::now() + WAIT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the shim did not exit");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        (status, self.stderr())
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal by name (`TERM`, `KILL`, ...) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([format!("-{name}"), self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name} failed");
+    }
+
+    /// Resident set size in bytes, from /proc.
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        kib * 1024
+    }
+}
+
+impl Drop for Shim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the platform saw on one upgrade.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    /// The request path.
+    pub path: String,
+    /// The Authorization header, if any.
+    pub authorization: Option<String>,
+}
+
+/// The platform's listening socket.
+pub struct Platform {
+    listener: TcpListener,
+    addr: SocketAddr,
+}
+
+impl Platform {
+    /// Listens on 127.0.0.1:0.
+    pub async fn bind() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        Self { listener, addr }
+    }
+
+    /// The base URL to give the shim.
+    pub fn url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+
+    /// Accepts one upgrade; `refuse` answers it with that HTTP status instead.
+    pub async fn accept(&self, refuse: Option<u16>) -> (Option<Conn>, Seen) {
+        let (tcp, _) = tokio::time::timeout(WAIT, self.listener.accept())
+            .await
+            .expect("the shim never dialled")
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let record = Arc::clone(&seen);
+        // tungstenite's `Callback` fixes this error type.
+        #[allow(clippy::result_large_err)]
+        let callback = move |request: &Request, response: Response| {
+            let mut seen = record.lock().unwrap();
+            seen.path = request.uri().path().to_owned();
+            seen.authorization = request
+                .headers()
+                .get("authorization")
+                .map(|value| value.to_str().unwrap().to_owned());
+            if let Some(status) = refuse {
+                let mut refusal = ErrorResponse::new(None);
+                *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
+                return Err(refusal);
+            }
+            Ok(response)
+        };
+        // The platform accepts the protocol's 16 MiB frames, like the shim.
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(16 * 1024 * 1024))
+            .max_frame_size(Some(16 * 1024 * 1024));
+        let socket = tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config))
+            .await
+            .ok();
+        let seen = seen.lock().unwrap().clone();
+        (socket.map(|socket| Conn { socket }), seen)
+    }
+
+    /// Whether the shim dials within `window`.
+    pub async fn dials_within(&self, window: Duration) -> bool {
+        tokio::time::timeout(window, self.listener.accept())
+            .await
+            .is_ok()
+    }
+
+    /// Accepts the next dial, checks path and bearer, reads HELLO, answers HELLO_ACK granting
+    /// `grants` (with `edit` applied to the ACK), and returns the socket and the HELLO.
+    pub async fn session(&self, grants: &[&str], edit: impl FnOnce(&mut Value)) -> (Conn, Value) {
+        let (conn, seen) = self.accept(None).await;
+        let mut conn = conn.expect("the upgrade failed");
+        assert_eq!(seen.path, format!("/ws/local-executor/{SESSION}"));
+        assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
+        let hello = conn.recv().await;
+        assert_eq!(hello["type"], "HELLO", "{hello}");
+        let mut ack = json!({
+            "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
+            "payload": {
+                "session_id": SESSION,
+                "connection_id": null,
+                "protocol_version": "1.1",
+                "granted_capabilities": grants,
+                "max_file_size_bytes": 10_485_760,
+                "command_timeout_seconds": 30,
+                "max_concurrent": 4
+            }
+        });
+        edit(&mut ack);
+        conn.send(&ack).await;
+        (conn, hello)
+    }
+}
+
+/// One accepted WebSocket.
+pub struct Conn {
+    socket: WebSocketStream<TcpStream>,
+}
+
+impl Conn {
+    /// The next envelope, STATUS included; `None` when the shim closed (with the code).
+    pub async fn next(&mut self) -> Result<Value, Option<u16>> {
+        loop {
+            let message = tokio::time::timeout(WAIT, self.socket.next())
+                .await
+                .expect("no frame from the shim");
+            match message {
+                Some(Ok(Message::Text(text))) => {
+                    return Ok(serde_json::from_str(text.as_str()).unwrap());
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    return Err(frame.map(|frame| u16::from(frame.code)));
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return Err(None),
+            }
+        }
+    }
+
+    /// The next envelope other than STATUS.
+    pub async fn recv(&mut self) -> Value {
+        loop {
+            match self.next().await {
+                Ok(value) if value["type"] == "STATUS" => {}
+                Ok(value) => return value,
+                Err(code) => panic!("the shim closed the socket ({code:?})"),
+            }
+        }
+    }
+
+    /// Sends one JSON value as a text frame.
+    pub async fn send(&mut self, value: &Value) {
+        self.send_text(value.to_string()).await;
+    }
+
+    /// Sends raw text.
+    pub async fn send_text(&mut self, text: String) {
+        self.socket.send(Message::text(text)).await.unwrap();
+    }
+
+    /// Sends a request without waiting.
+    pub async fn request(&mut self, kind: &str, id: &str, payload: Value) {
+        let envelope =
+            json!({"type": kind, "id": id, "ts": 1.0, "version": "1.1", "payload": payload});
+        self.send(&envelope).await;
+    }
+
+    /// Sends a request and returns its reply, which must be the next non-STATUS frame.
+    pub async fn call(&mut self, kind: &str, id: &str, payload: Value) -> Value {
+        self.request(kind, id, payload).await;
+        let reply = self.recv().await;
+        assert_eq!(reply["id"], id, "{reply}");
+        reply
+    }
+
+    /// Closes with `code` and drains until the shim's side is closed too.
+    pub async fn close(&mut self, code: u16) {
+        let frame = CloseFrame {
+            code: CloseCode::from(code),
+            reason: "test".into(),
+        };
+        let _ = self.socket.close(Some(frame)).await;
+        while let Ok(Some(_)) = tokio::time::timeout(WAIT, self.socket.next()).await {}
+    }
+
+    /// Waits for the shim's close frame, failing on any envelope but STATUS on the way.
+    pub async fn closed(&mut self) -> Option<u16> {
+        loop {
+            match self.next().await {
+                Ok(value) if value["type"] == "STATUS" => {}
+                Ok(value) => panic!("a frame before the close: {value}"),
+                Err(code) => return code,
+            }
+        }
+    }
+}
+
+/// The `code` of an ERROR reply (asserting it is one).
+pub fn error_code(reply: &Value) -> &str {
+    assert_eq!(reply["type"], "ERROR", "{reply}");
+    reply["payload"]["code"].as_str().unwrap()
+}
