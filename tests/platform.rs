@@ -60,29 +60,14 @@ pub struct Shim {
 }
 
 impl Shim {
-    /// Starts `autogpt-shim` with `args` and only the environment given here: `PATH`, a
-    /// private `HOME` (with XDG config and state inside it), fast reconnects, and `env`.
-    /// Nothing of the test runner's environment leaks in.
+    /// Starts `autogpt-shim` with `args` (see [`shim_command`] for its environment).
     pub fn spawn(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let stderr = home.join(format!("shim-{}.stderr", uuid::Uuid::new_v4().simple()));
-        let mut command = Command::new(binary("autogpt-shim"));
+        let mut command = shim_command(home, args, env);
         command
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("XDG_STATE_HOME", home.join(".local/state"))
-            // Tests must not wait the reference's seconds between dials.
-            .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.05")
-            .env("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "0")
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             // A file, not a pipe: a chatty shim must never block on a full pipe.
             .stderr(File::create(&stderr).unwrap());
-        for (name, value) in env {
-            command.env(name, value);
-        }
         Self {
             child: command.spawn().unwrap(),
             home: home.to_path_buf(),
@@ -150,6 +135,38 @@ impl Drop for Shim {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `autogpt-shim` with only the environment given here: `PATH`, a private `HOME` (with XDG
+/// config and state inside it), fast reconnects, and `env`. Nothing of the test runner's
+/// environment leaks in.
+pub fn shim_command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(binary("autogpt-shim"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        // Tests must not wait the reference's seconds between dials.
+        .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.05")
+        .env("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "0")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
+/// Runs a short `autogpt-shim` subcommand to its end: exit code, stdout, stderr.
+pub fn run_shim(home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = shim_command(home, args, &[]).output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 /// What the platform saw on one upgrade.
