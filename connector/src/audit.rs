@@ -4,12 +4,17 @@
 //! A failed write of an ordinary record is logged (without the record) and swallowed, as the
 //! reference does: losing the platform's request because the disk is full would be worse.
 //! Start-up records use [`Auditor::record_strict`] so a daemon that cannot audit never runs.
+//!
+//! Writes are group-committed: whoever takes the chain lock writes every record queued so
+//! far with one fsync, so concurrent requests share the fsync instead of queueing behind
+//! one each. Every record is still durable before its caller returns (and so before the
+//! reply to the platform goes out).
 
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use local_core::audit_chain::{AuditChain, AuditResult};
+use local_core::audit_chain::{AuditChain, AuditResult, PendingRecord};
 use serde_json::{Map, Value};
 
 /// One record before it is signed: the op name, its metadata and its result.
@@ -65,30 +70,41 @@ pub fn details<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> 
         .collect()
 }
 
+/// Where a queued record learns how its batch went.
+type Outcome = Arc<OnceLock<Result<(), String>>>;
+
+#[derive(Debug)]
+struct Shared {
+    chain: Mutex<AuditChain>,
+    queue: Mutex<Vec<(PendingRecord, Outcome)>>,
+}
+
 /// A cloneable handle on the machine's audit chain; [`Auditor::disabled`] writes nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Auditor {
-    chain: Option<Arc<Mutex<AuditChain>>>,
+    shared: Option<Arc<Shared>>,
 }
 
 impl Auditor {
     /// Writes to `chain`.
     pub fn new(chain: AuditChain) -> Self {
         Self {
-            chain: Some(Arc::new(Mutex::new(chain))),
+            shared: Some(Arc::new(Shared {
+                chain: Mutex::new(chain),
+                queue: Mutex::new(Vec::new()),
+            })),
         }
     }
 
     /// Writes nothing (tests of other parts, tools that only read).
     pub const fn disabled() -> Self {
-        Self { chain: None }
+        Self { shared: None }
     }
 
     /// The live file, when auditing.
     pub fn path(&self) -> Option<PathBuf> {
-        let chain = self.chain.as_ref()?;
-        let chain = chain.lock().unwrap_or_else(PoisonError::into_inner);
-        Some(chain.path().to_path_buf())
+        let shared = self.shared.as_ref()?;
+        Some(lock(&shared.chain).path().to_path_buf())
     }
 
     /// Appends a record, blocking on the fsync. Failures are logged and swallowed.
@@ -100,25 +116,50 @@ impl Auditor {
         }
     }
 
-    /// Appends a record, blocking on the fsync, and reports a failure.
+    /// Appends a record, blocking until it is durable, and reports a failure.
     ///
     /// # Errors
     /// The chain could not be written.
     pub fn record_strict(&self, request_id: Option<&str>, entry: Entry) -> io::Result<()> {
-        let Some(chain) = &self.chain else {
+        let Some(shared) = &self.shared else {
             return Ok(());
         };
+        let outcome: Outcome = Arc::new(OnceLock::new());
+        let record = PendingRecord {
+            request_id: request_id.map(str::to_owned),
+            op: entry.op.to_owned(),
+            details: entry.details,
+            result: entry.result,
+        };
+        lock(&shared.queue).push((record, Arc::clone(&outcome)));
         // A panic while holding the lock cannot leave a half-written record behind (the
         // chain only advances after the fsync), so a poisoned lock is still usable.
-        let mut chain = chain.lock().unwrap_or_else(PoisonError::into_inner);
-        chain
-            .append(request_id, entry.op, entry.details, entry.result)
-            .map(|_| ())
+        let mut chain = lock(&shared.chain);
+        // Another writer may have committed this record with its batch while we waited.
+        if outcome.get().is_none() {
+            let batch = std::mem::take(&mut *lock(&shared.queue));
+            let (records, outcomes): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+            let result = chain
+                .append_batch(records)
+                .map(|_| ())
+                .map_err(|err| err.to_string());
+            for waiting in outcomes {
+                let _ = waiting.set(result.clone());
+            }
+        }
+        drop(chain);
+        // The record was queued before the lock was taken, so some batch holding it has
+        // finished by now and set its outcome.
+        match outcome.get() {
+            Some(Ok(())) => Ok(()),
+            Some(Err(message)) => Err(io::Error::other(message.clone())),
+            None => Err(io::Error::other("the audit record was not written")),
+        }
     }
 
     /// [`Self::record`] from async code, on a blocking thread; waits for the write.
     pub async fn record_async(&self, request_id: Option<String>, entry: Entry) {
-        if self.chain.is_none() {
+        if self.shared.is_none() {
             return;
         }
         let auditor = self.clone();
@@ -132,6 +173,10 @@ impl Auditor {
             .and_then(|path| local_core::own_files::file_len(&path).ok())
             .unwrap_or(0)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -179,6 +224,51 @@ mod tests {
         disabled.record(None, Entry::ok("SHIM_START", Map::new()));
         assert_eq!(disabled.log_bytes(), 0);
         assert!(disabled.path().is_none());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_share_fsyncs_and_keep_one_unbroken_chain() {
+        let dir = std::env::temp_dir().join(format!(
+            "connector-audit-group-{}",
+            local_core::secret::new_id().simple()
+        ));
+        let path = dir.join("audit.log");
+        let key = [9u8; 32];
+        let identity = AuditIdentity {
+            session_id: None,
+            machine_id: None,
+            shim_version: "0.2.0".to_owned(),
+        };
+        let auditor = Auditor::new(AuditChain::open(&path, key, identity).unwrap());
+        let writers: Vec<_> = (0..8)
+            .map(|writer| {
+                let auditor = auditor.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        let entry = Entry::ok("FILE_STAT", details([("i", json!(i))]));
+                        auditor
+                            .record_strict(Some(&format!("w{writer}-{i}")), entry)
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let report = verify(&path, &key).unwrap();
+        assert!(report.is_clean(), "{report:?}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let seqs: Vec<u64> = text
+            .lines()
+            .map(|line| {
+                serde_json::from_str::<Value>(line).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(seqs, (1..=400).collect::<Vec<_>>());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -75,6 +75,19 @@ pub struct AuditResult {
     pub error_code: Option<String>,
 }
 
+/// One record waiting to be appended (see [`AuditChain::append_batch`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingRecord {
+    /// The request it answers; `None` for internal events.
+    pub request_id: Option<String>,
+    /// The op name.
+    pub op: String,
+    /// Metadata only.
+    pub details: Map<String, Value>,
+    /// How it ended.
+    pub result: AuditResult,
+}
+
 /// When the live file is moved aside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rotation {
@@ -261,6 +274,23 @@ impl AuditChain {
         details: Map<String, Value>,
         result: AuditResult,
     ) -> io::Result<u64> {
+        let record = PendingRecord {
+            request_id: request_id.map(str::to_owned),
+            op: op.to_owned(),
+            details,
+            result,
+        };
+        self.append_batch(vec![record])
+    }
+
+    /// Appends several records with one write and one fsync (group commit), in order, and
+    /// returns the `seq` of the last. Each record is chained and signed exactly as
+    /// [`Self::append`] would; the batch is durable when this returns.
+    ///
+    /// # Errors
+    /// As [`Self::append`]; on failure none of the batch counts as written and the chain
+    /// state stays where it was.
+    pub fn append_batch(&mut self, records: Vec<PendingRecord>) -> io::Result<u64> {
         self.rotate_if_due()?;
         let mut file = open_for_append(&self.path)?;
         let len = file.metadata()?.len();
@@ -268,27 +298,34 @@ impl AuditChain {
         if len == 0 {
             self.reset_chain();
         }
-        let ts = epoch_seconds(self.clock.now());
-        let seq = self.next_seq;
-        let mut fields = self.record(ts, request_id, op, details, result);
-        let mac = record_hmac(&self.key, &fields).map_err(io::Error::other)?;
-        fields.push(("hmac".to_owned(), Json::Str(mac.clone())));
-        let mut line = String::new();
+        let mut lines = String::new();
         // A write cut short earlier left a partial line; glueing onto it would lose this record too.
         if len > 0 && !ends_with_newline(&mut file, len)? {
-            line.push('\n');
+            lines.push('\n');
         }
-        write_python(&Json::Object(fields), &mut line).map_err(io::Error::other)?;
-        line.push('\n');
-        file.write_all(line.as_bytes())?;
+        let mut seq = self.next_seq;
+        let mut prev = self.prev_hmac.clone();
+        let mut first_ts = self.first_ts;
+        for record in records {
+            let ts = epoch_seconds(self.clock.now());
+            let mut fields = self.record(ts, seq, prev.take(), record);
+            let mac = record_hmac(&self.key, &fields).map_err(io::Error::other)?;
+            fields.push(("hmac".to_owned(), Json::Str(mac.clone())));
+            write_python(&Json::Object(fields), &mut lines).map_err(io::Error::other)?;
+            lines.push('\n');
+            if seq == 1 {
+                first_ts = Some(ts);
+            }
+            seq += 1;
+            prev = Some(mac);
+        }
+        file.write_all(lines.as_bytes())?;
         file.flush()?;
         file.sync_data()?;
-        if seq == 1 {
-            self.first_ts = Some(ts);
-        }
-        self.next_seq = seq + 1;
-        self.prev_hmac = Some(mac);
-        Ok(seq)
+        self.first_ts = first_ts;
+        self.next_seq = seq;
+        self.prev_hmac = prev;
+        Ok(seq - 1)
     }
 
     /// Moves the live file aside as `<name>.YYYYMMDD-HHMMSS` (UTC, `-N` on collision) and
@@ -309,10 +346,9 @@ impl AuditChain {
     fn record(
         &self,
         ts: f64,
-        request_id: Option<&str>,
-        op: &str,
-        details: Map<String, Value>,
-        result: AuditResult,
+        seq: u64,
+        prev_hmac: Option<String>,
+        record: PendingRecord,
     ) -> Vec<(String, Json)> {
         let field = |name: &str, value| (name.to_owned(), value);
         vec![
@@ -323,12 +359,12 @@ impl AuditChain {
                 "shim_version",
                 Json::Str(self.identity.shim_version.clone()),
             ),
-            field("request_id", Json::opt_str(request_id.map(str::to_owned))),
-            field("op", Json::Str(op.to_owned())),
-            field("details", Json::from_map(details)),
-            field("result", result.into_json()),
-            field("seq", Json::Int(self.next_seq.to_string())),
-            field("prev_hmac", Json::opt_str(self.prev_hmac.clone())),
+            field("request_id", Json::opt_str(record.request_id)),
+            field("op", Json::Str(record.op)),
+            field("details", Json::from_map(record.details)),
+            field("result", record.result.into_json()),
+            field("seq", Json::Int(seq.to_string())),
+            field("prev_hmac", Json::opt_str(prev_hmac)),
         ]
     }
 
@@ -1979,7 +2015,13 @@ mod tests {
             duration_ms: Some(7),
             error_code: None,
         };
-        let mut fields = chain.record(1712345678.123, Some("r-1"), "FILE_READ", details, result);
+        let record = PendingRecord {
+            request_id: Some("r-1".to_owned()),
+            op: "FILE_READ".to_owned(),
+            details,
+            result,
+        };
+        let mut fields = chain.record(1712345678.123, chain.next_seq, None, record);
 
         let mut canonical = String::new();
         write_canonical_object(&fields, &mut canonical).unwrap();
@@ -2101,6 +2143,33 @@ mod tests {
         let written = lines(&path);
         assert_eq!(field(&written[3], "seq"), Json::Int("4".to_owned()));
         assert_eq!(field(&written[3], "prev_hmac"), Json::Str(last));
+        assert!(verify(&path, &KEY).unwrap().is_clean());
+    }
+
+    #[test]
+    fn a_batch_is_chained_like_single_appends_and_written_at_once() {
+        let dir = TempDir::new();
+        let path = dir.join("audit.log");
+        let mut chain = AuditChain::open(&path, KEY, identity()).unwrap();
+        append_n(&mut chain, 1);
+        let batch = (0..3)
+            .map(|i| PendingRecord {
+                request_id: Some(format!("r-{i}")),
+                op: "FILE_STAT".to_owned(),
+                details: Map::new(),
+                result: AuditResult::default(),
+            })
+            .collect();
+        assert_eq!(chain.append_batch(batch).unwrap(), 4);
+        assert_eq!(chain.append_batch(Vec::new()).unwrap(), 4);
+        append_n(&mut chain, 1);
+        let written = lines(&path);
+        assert_eq!(written.len(), 5);
+        assert_eq!(
+            field(&written[2], "request_id"),
+            Json::Str("r-1".to_owned())
+        );
+        assert_eq!(field(&written[4], "seq"), Json::Int("5".to_owned()));
         assert!(verify(&path, &KEY).unwrap().is_clean());
     }
 
