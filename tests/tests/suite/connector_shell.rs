@@ -178,3 +178,47 @@ async fn saturation_refuses_with_shim_overloaded_then_status_follows_the_freeing
     assert_eq!(second["id"], "b");
     assert_eq!(second["pending_capacity"], 2);
 }
+
+#[tokio::test]
+async fn a_dropped_connection_kills_the_running_command_tree() {
+    let (home, root) = home_and_root("shim-shell-drop");
+    let platform = Platform::bind().await;
+    let _shim = spawn_env(&home, &platform, &root, &["--enable-shell"], &[]);
+    let (mut conn, _) = platform.session(&["shell", "files"], |_| {}).await;
+    let marker = root.join("tree.pid");
+    conn.request(
+        "EXECUTE_COMMAND",
+        "long",
+        json!({"command": format!(
+            "sh -c 'echo $$ > {}; sleep 60' & wait",
+            marker.display()
+        )}),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + e2e::platform::WAIT;
+    while !marker.exists() || std::fs::read_to_string(&marker).unwrap().trim().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let pid = std::fs::read_to_string(&marker).unwrap().trim().to_owned();
+    // A transient close: the shim reconnects, but the work of the old connection is gone.
+    conn.close(1011).await;
+    let (mut conn, _) = platform.session(&["shell", "files"], |_| {}).await;
+    assert_eq!(conn.call("PING", "p", json!({})).await["type"], "PONG");
+    let deadline = std::time::Instant::now() + e2e::platform::WAIT;
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        // Gone, or a zombie waiting for a reaper: either way no longer running.
+        if stat.map_or(true, |s| s.contains(") Z ")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command tree outlived its connection"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
