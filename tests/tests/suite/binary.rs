@@ -9,17 +9,9 @@ use std::{
 
 use super::support::{Req, TOKEN, temp_dir};
 
-/// The binary cargo built next to this test executable.
+/// The `msguide-api` cargo built next to this test executable.
 fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    let path = dir.join(format!("msguide-api{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p msguide-api` (scripts/test does)",
-        path.display()
-    );
-    path
+    e2e::platform::binary("msguide-api")
 }
 
 /// Waits until the child listens on `port`.

@@ -130,12 +130,7 @@ async fn output_beyond_the_budget_is_cut_with_the_marker_and_timeouts_kill_the_t
     assert_eq!(slow["payload"]["timed_out"], true, "{slow}");
     assert_eq!(slow["payload"]["exit_code"], -1);
     let pid = std::fs::read_to_string(&marker).unwrap();
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
-    // Gone, or a zombie waiting for a reaper: either way no longer running.
-    assert!(
-        stat.map_or(true, |s| s.contains(") Z ")),
-        "the grandchild survived the timeout"
-    );
+    assert!(!running(pid.trim()), "the grandchild survived the timeout");
     drop(conn);
     let records = audit_records(&shim);
     let timed_out = records.iter().find(|r| r["request_id"] == "slow").unwrap();
@@ -209,16 +204,16 @@ async fn a_dropped_connection_kills_the_running_command_tree() {
     let (mut conn, _) = platform.session(&["shell", "files"], |_| {}).await;
     assert_eq!(conn.call("PING", "p", json!({})).await["type"], "PONG");
     let deadline = std::time::Instant::now() + e2e::platform::WAIT;
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-        // Gone, or a zombie waiting for a reaper: either way no longer running.
-        if stat.map_or(true, |s| s.contains(") Z ")) {
-            break;
-        }
+    while running(&pid) {
         assert!(
             std::time::Instant::now() < deadline,
             "the command tree outlived its connection"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// Whether the process runs: gone, or a zombie waiting for a reaper, both count as not.
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
