@@ -69,20 +69,42 @@ fn core_knows_no_transport() {
         .split("\n[")
         .next()
         .unwrap();
-    for transport in [
-        "axum",
-        "hyper",
-        "tower",
-        "tungstenite",
-        "reqwest",
-        "utoipa",
-        "http",
-    ] {
+    // reqwest is allowed as the one outbound client of `core::llm` (checked below); no
+    // serving stack and no WebSocket may enter core.
+    for transport in ["axum", "hyper", "tower", "tungstenite", "utoipa", "http"] {
         assert!(
             !dependencies
                 .lines()
                 .any(|l| l.trim_start().starts_with(transport)),
             "core depends on {transport}: HTTP and WebSocket belong to the edges"
+        );
+    }
+}
+
+#[test]
+fn only_the_llm_client_speaks_http_in_core() {
+    let mut users = Vec::new();
+    let mut stack = vec![root().join("core/src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("reqwest")
+            {
+                users.push(path);
+            }
+        }
+    }
+    let core = root().join("core/src");
+    for path in users {
+        let relative = path.strip_prefix(&core).unwrap();
+        assert!(
+            relative.starts_with("llm") || relative == std::path::Path::new("llm.rs"),
+            "{} uses reqwest: only core::llm may make HTTP requests",
+            relative.display()
         );
     }
 }

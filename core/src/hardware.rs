@@ -1,0 +1,1 @@
+//! Hardware listing for HELLO: serial ports, USB devices and GPIO chips.
