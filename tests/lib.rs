@@ -1,7 +1,9 @@
 //! End-to-end tests of the workspace; the suite lives in `tests/all.rs` and its `suite/` modules,
-//! and [`platform`] is the WebSocket test platform the suite and the connector benchmark share.
+//! [`platform`] is the WebSocket test platform the suite and the connector benchmark share, and
+//! [`fake_llm`] a fake local LLM backend (Ollama or OpenAI-compatible).
 
 // Test support: a failed unwrap is a failed test or bench, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fake_llm;
 pub mod platform;

@@ -6,9 +6,28 @@
 //! `details.backend_error` (truncated to 200 characters) and never carry prompt or completion
 //! text; nothing here logs.
 //!
-//! SKELETON: the types and signatures are final; the bodies are being written.
+//! Every call is one future with no task behind it: dropping it drops the connection, which is
+//! how a cancelled completion stops the backend's generation.
 
-use std::time::Duration;
+mod wire;
+
+use std::time::{Duration, Instant};
+
+use reqwest::{
+    Method, RequestBuilder, Response, StatusCode,
+    header::{self, HeaderName, HeaderValue},
+};
+
+use wire::{Event, StreamDecoder};
+
+/// The most characters of a backend's message kept in [`LlmError::Failed`].
+pub const BACKEND_ERROR_MAX_CHARS: usize = 200;
+/// The largest model listing read.
+pub const MODEL_LIST_MAX_BYTES: usize = 1 << 20;
+/// The most bytes one completion stream may carry.
+pub const STREAM_MAX_BYTES: usize = 16 << 20;
+/// How much of an error response is read: enough for its JSON, never the whole of a runaway.
+const ERROR_BODY_MAX_BYTES: usize = 64 << 10;
 
 /// Which wire dialect the backend speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +211,12 @@ pub enum TransportError {
 #[derive(Debug, Clone)]
 pub struct LlmClient {
     config: BackendConfig,
+    /// Reference-counted inside: clones share the connection pool.
+    http: reqwest::Client,
+    /// `config.base_url` validated, without a trailing slash.
+    base: String,
+    /// The auth header, built once; marked sensitive so no `Debug` shows it.
+    auth: Option<(HeaderName, HeaderValue)>,
 }
 
 impl LlmClient {
@@ -200,7 +225,20 @@ impl LlmClient {
     /// # Errors
     /// The HTTP client cannot be built (TLS provider missing) or the base URL is not http(s).
     pub fn new(config: BackendConfig) -> Result<Self, LlmError> {
-        Ok(Self { config })
+        let base = validate_base_url(&config.base_url)?;
+        let auth = auth_header(&config)?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|err| failed(&describe(err, &[])))?;
+        Ok(Self {
+            config,
+            http,
+            base,
+            auth,
+        })
     }
 
     /// The configuration.
@@ -209,14 +247,20 @@ impl LlmClient {
         &self.config
     }
 
+    /// The dialect the backend speaks.
+    #[must_use]
+    pub const fn kind(&self) -> BackendKind {
+        self.config.kind
+    }
+
     /// The model names the backend offers (Ollama `models[].name`, OpenAI `data[].id`).
     ///
     /// # Errors
     /// [`LlmError`] when the backend cannot be reached or answers badly.
     pub async fn list_models(&self) -> Result<Vec<String>, LlmError> {
-        Err(LlmError::Failed {
-            backend_error: "not implemented yet".to_owned(),
-        })
+        tokio::time::timeout(self.config.list_timeout, self.list_models_within())
+            .await
+            .unwrap_or(Err(LlmError::Timeout))
     }
 
     /// Runs a streaming completion, calling `on_delta` for every non-empty text delta, and
@@ -227,11 +271,18 @@ impl LlmClient {
     pub async fn chat_stream(
         &self,
         request: &ChatRequest,
-        on_delta: impl FnMut(&str) + Send,
+        mut on_delta: impl FnMut(&str) + Send,
     ) -> Result<Completion, LlmError> {
-        let _ = (request, on_delta);
-        Err(LlmError::Failed {
-            backend_error: "not implemented yet".to_owned(),
+        let started = Instant::now();
+        let (content, finish_reason, tokens) =
+            tokio::time::timeout(self.config.total_timeout, self.chat(request, &mut on_delta))
+                .await
+                .unwrap_or(Err(LlmError::Timeout))?;
+        Ok(Completion {
+            content,
+            finish_reason,
+            tokens,
+            duration: started.elapsed(),
         })
     }
 
@@ -249,7 +300,449 @@ impl LlmClient {
         max_body: usize,
         deadline: Duration,
     ) -> Result<RawResponse, TransportError> {
-        let _ = (url, body, max_body, deadline);
-        Err(TransportError::Failed)
+        // No time left means nothing is sent at all.
+        if deadline.is_zero() {
+            return Err(TransportError::Timeout);
+        }
+        let url = reqwest::Url::parse(url).map_err(|_| TransportError::Failed)?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(TransportError::Failed);
+        }
+        tokio::time::timeout(deadline, self.post_exact_within(url, body, max_body))
+            .await
+            .unwrap_or(Err(TransportError::Timeout))
+    }
+
+    async fn list_models_within(&self) -> Result<Vec<String>, LlmError> {
+        let url = self.endpoint(Endpoint::Models);
+        let mut response = self
+            .request(Method::GET, &url)
+            .send()
+            .await
+            .map_err(|err| self.transport_failure(err, &url))?;
+        let status = response.status();
+        if status != StatusCode::OK {
+            return Err(status_failure(status, &read_prefix(response).await));
+        }
+        let body = match read_capped(&mut response, MODEL_LIST_MAX_BYTES).await {
+            Ok(body) => body,
+            Err(ReadError::TooLarge) => return Err(failed("the model list is too large")),
+            Err(ReadError::Transport(err)) => return Err(self.transport_failure(err, &url)),
+        };
+        wire::model_names(self.config.kind, &body)
+            .ok_or_else(|| failed("the model list is malformed"))
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(String, FinishReason, TokenCounts), LlmError> {
+        let url = self.endpoint(Endpoint::Chat);
+        let body = wire::chat_body(self.config.kind, request);
+        let mut response = self
+            .request(Method::POST, &url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|err| self.transport_failure(err, &url))?;
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND {
+            return Err(LlmError::ModelNotAvailable);
+        }
+        if status != StatusCode::OK {
+            let body = read_prefix(response).await;
+            let model_not_found = serde_json::from_slice::<serde_json::Value>(&body)
+                .is_ok_and(|document| wire::says_model_not_found(&document));
+            if model_not_found {
+                return Err(LlmError::ModelNotAvailable);
+            }
+            return Err(status_failure(status, &body));
+        }
+
+        // Some OpenAI-compatible servers ignore `stream: true` and send one JSON completion.
+        let whole = self.config.kind == BackendKind::OpenAiCompatible
+            && response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+        let mut document = Vec::new();
+        let mut decoder = StreamDecoder::new(self.config.kind);
+        let mut events = Vec::new();
+        let mut content = String::new();
+        let mut received = 0_usize;
+        loop {
+            let chunk = response
+                .chunk()
+                .await
+                .map_err(|err| self.transport_failure(err, &url))?;
+            match &chunk {
+                Some(bytes) => {
+                    received = received.saturating_add(bytes.len());
+                    if received > STREAM_MAX_BYTES {
+                        return Err(failed("the completion stream is too large"));
+                    }
+                    if whole {
+                        document.extend_from_slice(bytes);
+                    } else {
+                        decoder.feed(bytes, &mut events);
+                    }
+                }
+                None if whole => decoder.whole(&document, &mut events),
+                None => decoder.end(&mut events),
+            }
+            for event in events.drain(..) {
+                match event {
+                    Event::Delta(delta) => {
+                        on_delta(&delta);
+                        content.push_str(&delta);
+                    }
+                    // Nothing after the end marker is read: a backend that keeps sending has
+                    // its connection closed when the response is dropped.
+                    Event::Done(finish_reason, tokens) => {
+                        return Ok((content, finish_reason, tokens));
+                    }
+                    Event::Error(err) => return Err(err),
+                }
+            }
+            if chunk.is_none() {
+                return Err(failed("the completion stream ended before it was done"));
+            }
+        }
+    }
+
+    async fn post_exact_within(
+        &self,
+        url: reqwest::Url,
+        body: &serde_json::Value,
+        max_body: usize,
+    ) -> Result<RawResponse, TransportError> {
+        let mut response = self
+            .authorize(self.http.post(url))
+            .header(header::ACCEPT_ENCODING, "identity")
+            .header(header::ACCEPT, "application/json")
+            .json(body)
+            .send()
+            .await
+            .map_err(|err| transport_error(&err))?;
+        let status = response.status().as_u16();
+        let content_encoding = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        let body = read_capped(&mut response, max_body)
+            .await
+            .map_err(|err| match err {
+                ReadError::TooLarge => TransportError::TooLarge,
+                ReadError::Transport(err) => transport_error(&err),
+            })?;
+        Ok(RawResponse {
+            status,
+            content_encoding,
+            body,
+        })
+    }
+
+    fn endpoint(&self, endpoint: Endpoint) -> String {
+        let base = &self.base;
+        match (self.config.kind, endpoint) {
+            (BackendKind::Ollama, Endpoint::Models) => format!("{base}/api/tags"),
+            (BackendKind::Ollama, Endpoint::Chat) => format!("{base}/api/chat"),
+            // A base already ending in `/v1` (as the OpenAI SDKs configure it) is not doubled.
+            (BackendKind::OpenAiCompatible, endpoint) => {
+                let v1 = if base.ends_with("/v1") { "" } else { "/v1" };
+                let path = match endpoint {
+                    Endpoint::Models => "models",
+                    Endpoint::Chat => "chat/completions",
+                };
+                format!("{base}{v1}/{path}")
+            }
+        }
+    }
+
+    /// A request with the auth header, and without compression: the client has no decoder
+    /// for it, and a compressed stream could not be read line by line.
+    fn request(&self, method: Method, url: &str) -> RequestBuilder {
+        self.authorize(self.http.request(method, url))
+            .header(header::ACCEPT_ENCODING, "identity")
+    }
+
+    fn authorize(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.auth {
+            Some((name, value)) => request.header(name.clone(), value.clone()),
+            None => request,
+        }
+    }
+
+    fn transport_failure(&self, err: reqwest::Error, url: &str) -> LlmError {
+        if err.is_timeout() {
+            return LlmError::Timeout;
+        }
+        failed(&describe(err, &[url, &self.base, &self.config.base_url]))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Endpoint {
+    Models,
+    Chat,
+}
+
+/// Checks the base URL and returns it without its trailing slash, ready for paths.
+fn validate_base_url(raw: &str) -> Result<String, LlmError> {
+    let url = reqwest::Url::parse(raw).map_err(|_| failed("the base URL is not a valid URL"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(failed("the base URL must be http or https"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(failed("the base URL has no host"));
+    }
+    // Paths are appended to the base, so a query or fragment would end up in the wrong place.
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(failed("the base URL must not have a query or fragment"));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+fn auth_header(config: &BackendConfig) -> Result<Option<(HeaderName, HeaderValue)>, LlmError> {
+    let Some(key) = &config.api_key else {
+        return Ok(None);
+    };
+    let (name, value) = match config.auth_header {
+        AuthHeader::Bearer => (
+            header::AUTHORIZATION,
+            HeaderValue::try_from(format!("Bearer {}", key.expose())),
+        ),
+        AuthHeader::ApiKey => (
+            HeaderName::from_static("api-key"),
+            HeaderValue::try_from(key.expose()),
+        ),
+    };
+    let mut value = value.map_err(|_| failed("the API key cannot be sent in a header"))?;
+    value.set_sensitive(true);
+    Ok(Some((name, value)))
+}
+
+fn failed(reason: &str) -> LlmError {
+    LlmError::Failed {
+        backend_error: reason.to_owned(),
+    }
+}
+
+/// At most [`BACKEND_ERROR_MAX_CHARS`] characters of `text`.
+fn truncate(text: &str) -> String {
+    text.chars().take(BACKEND_ERROR_MAX_CHARS).collect()
+}
+
+/// A non-200 answer: the backend's own words if it gave any, else the status.
+fn status_failure(status: StatusCode, body: &[u8]) -> LlmError {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        failed(&format!("HTTP {}", status.as_u16()))
+    } else {
+        failed(&truncate(text))
+    }
+}
+
+/// A transport error as a short text: the error and its causes, without any URL, since a
+/// URL may carry credentials (`user:password@`) and `backend_error` reaches the platform.
+fn describe(err: reqwest::Error, urls: &[&str]) -> String {
+    let err = err.without_url();
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = cause.source();
+    }
+    // Causes are other crates' errors; none should name the URL, but this is not left to them.
+    for url in urls.iter().filter(|url| !url.is_empty()) {
+        text = text.replace(url, "<backend>");
+    }
+    truncate(&text)
+}
+
+fn transport_error(err: &reqwest::Error) -> TransportError {
+    if err.is_timeout() {
+        TransportError::Timeout
+    } else {
+        TransportError::Failed
+    }
+}
+
+enum ReadError {
+    TooLarge,
+    Transport(reqwest::Error),
+}
+
+/// The whole body, failing as soon as it would exceed `cap` (an announced length over the cap
+/// fails before reading).
+async fn read_capped(response: &mut Response, cap: usize) -> Result<Vec<u8>, ReadError> {
+    let announced = response.content_length().unwrap_or(0);
+    if usize::try_from(announced).ok().is_none_or(|len| len > cap) {
+        return Err(ReadError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transport)? {
+        if chunk.len() > cap - body.len() {
+            return Err(ReadError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The start of an error body, for the message; read failures just end it.
+async fn read_prefix(mut response: Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = ERROR_BODY_MAX_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= ERROR_BODY_MAX_BYTES {
+            break;
+        }
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(kind: BackendKind, base_url: &str) -> BackendConfig {
+        BackendConfig {
+            kind,
+            base_url: base_url.to_owned(),
+            api_key: Some(ApiKey::new("sk-secret-value".to_owned())),
+            auth_header: AuthHeader::Bearer,
+            connect_timeout: Duration::from_secs(1),
+            total_timeout: Duration::from_secs(5),
+            list_timeout: Duration::from_secs(2),
+        }
+    }
+
+    #[test]
+    fn llm_base_url_validation() {
+        for bad in [
+            "",
+            "localhost:11434",
+            "ftp://host/",
+            "file:///tmp/x",
+            "http://",
+            "http://host/?q=1",
+            "http://host/#f",
+        ] {
+            assert!(
+                matches!(
+                    LlmClient::new(config(BackendKind::Ollama, bad)),
+                    Err(LlmError::Failed { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let client =
+            LlmClient::new(config(BackendKind::Ollama, "http://127.0.0.1:11434/")).unwrap();
+        assert_eq!(client.kind(), BackendKind::Ollama);
+        assert_eq!(
+            client.endpoint(Endpoint::Models),
+            "http://127.0.0.1:11434/api/tags"
+        );
+        assert_eq!(
+            client.endpoint(Endpoint::Chat),
+            "http://127.0.0.1:11434/api/chat"
+        );
+        let client =
+            LlmClient::new(config(BackendKind::OpenAiCompatible, "https://host/prefix")).unwrap();
+        assert_eq!(
+            client.endpoint(Endpoint::Chat),
+            "https://host/prefix/v1/chat/completions"
+        );
+        let client = LlmClient::new(config(
+            BackendKind::OpenAiCompatible,
+            "http://host:8080/v1/",
+        ))
+        .unwrap();
+        assert_eq!(
+            client.endpoint(Endpoint::Models),
+            "http://host:8080/v1/models"
+        );
+    }
+
+    #[test]
+    fn llm_key_stays_out_of_debug() {
+        let client = LlmClient::new(config(BackendKind::Ollama, "http://127.0.0.1:1")).unwrap();
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("sk-secret-value"), "{shown}");
+        let mut bad = config(BackendKind::Ollama, "http://127.0.0.1:1");
+        bad.api_key = Some(ApiKey::new("line\nbreak".to_owned()));
+        assert!(LlmClient::new(bad).is_err());
+    }
+
+    #[test]
+    fn llm_status_failures_are_truncated() {
+        let long = "x".repeat(500);
+        assert_eq!(
+            status_failure(StatusCode::INTERNAL_SERVER_ERROR, long.as_bytes()),
+            failed(&"x".repeat(BACKEND_ERROR_MAX_CHARS))
+        );
+        assert_eq!(
+            status_failure(StatusCode::BAD_GATEWAY, b"  \n"),
+            failed("HTTP 502")
+        );
+        assert_eq!(truncate(&"\u{e9}".repeat(300)).chars().count(), 200);
+    }
+
+    #[tokio::test]
+    async fn llm_connection_errors_hide_credentials() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let base = format!("http://user:hunter2@127.0.0.1:{port}");
+        let client = LlmClient::new(config(BackendKind::Ollama, &base)).unwrap();
+        let Err(LlmError::Failed { backend_error }) = client.list_models().await else {
+            panic!("a closed port must fail");
+        };
+        assert!(!backend_error.contains("hunter2"), "{backend_error}");
+        assert!(!backend_error.is_empty());
+        assert!(backend_error.chars().count() <= BACKEND_ERROR_MAX_CHARS);
+    }
+
+    #[tokio::test]
+    async fn llm_post_exact_without_time_sends_nothing() {
+        let client =
+            LlmClient::new(config(BackendKind::OpenAiCompatible, "http://127.0.0.1:1")).unwrap();
+        let body = serde_json::json!({});
+        assert_eq!(
+            client
+                .post_exact("http://127.0.0.1:1/x", &body, 10, Duration::ZERO)
+                .await,
+            Err(TransportError::Timeout)
+        );
+        assert_eq!(
+            client
+                .post_exact("ftp://127.0.0.1/x", &body, 10, Duration::from_secs(1))
+                .await,
+            Err(TransportError::Failed)
+        );
+    }
+
+    #[test]
+    fn llm_futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        let client = LlmClient::new(config(BackendKind::Ollama, "http://127.0.0.1:1")).unwrap();
+        let request = ChatRequest {
+            model: "m".to_owned(),
+            messages: Vec::new(),
+            max_tokens: 1,
+            temperature: 0.0,
+            top_p: 1.0,
+        };
+        send(&client.chat_stream(&request, |_| {}));
+        send(&client.list_models());
+        send(&client.post_exact("http://x", &serde_json::Value::Null, 1, Duration::ZERO));
     }
 }
