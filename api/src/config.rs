@@ -2,7 +2,11 @@
 
 use std::{net::IpAddr, path::PathBuf};
 
-use local_core::secret::LocalToken;
+use local_core::{
+    guidance::openai::{InvalidModelConfig, ModelConfig, ModelSettings},
+    llm::ApiKey,
+    secret::LocalToken,
+};
 
 /// Why the service refuses to start; each message is one clear line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -13,6 +17,10 @@ pub enum ConfigError {
     /// `MSGUIDE_GUIDANCE_PROVIDER` names no provider.
     #[error("Unknown guidance provider")]
     UnknownProvider,
+    /// `openai-compatible` was chosen but its settings are missing, malformed or not approved.
+    /// The message names no value, so the API key never reaches the terminal.
+    #[error(transparent)]
+    Model(#[from] InvalidModelConfig),
     /// The provider exists in the reference but is not part of this build yet.
     #[error(
         "Guidance provider {0} is not available in this build; use MSGUIDE_GUIDANCE_PROVIDER=demo"
@@ -26,10 +34,12 @@ pub enum ConfigError {
 }
 
 /// Which provider answers guidance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProviderChoice {
     /// The deterministic demo.
     Demo,
+    /// A model behind an OpenAI-compatible chat-completions URL.
+    OpenAiCompatible(ModelConfig),
 }
 
 /// The validated configuration.
@@ -54,7 +64,13 @@ impl Config {
         let provider = match var("MSGUIDE_GUIDANCE_PROVIDER").as_deref() {
             None | Some("demo") => ProviderChoice::Demo,
             Some("openai-compatible") => {
-                return Err(ConfigError::UnavailableProvider("openai-compatible"));
+                ProviderChoice::OpenAiCompatible(ModelConfig::from_settings(ModelSettings {
+                    allow_remote: var("MSGUIDE_ALLOW_REMOTE_MODEL"),
+                    url: var("MSGUIDE_MODEL_URL"),
+                    name: var("MSGUIDE_MODEL_NAME"),
+                    api_key: var("MSGUIDE_MODEL_API_KEY").map(ApiKey::new),
+                    auth_header: var("MSGUIDE_MODEL_AUTH_HEADER"),
+                })?)
             }
             Some("copilot-sdk") => return Err(ConfigError::UnavailableProvider("copilot-sdk")),
             Some(_) => return Err(ConfigError::UnknownProvider),
@@ -111,9 +127,86 @@ mod tests {
             ConfigError::UnknownProvider
         );
         assert!(matches!(
-            config(&[("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible")]),
+            config(&[("MSGUIDE_GUIDANCE_PROVIDER", "copilot-sdk")]),
             Err(ConfigError::UnavailableProvider(_))
         ));
+    }
+
+    const KEY: &str = "sk-SECRET-test-key";
+
+    fn model(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut vars = vec![
+            ("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible"),
+            ("MSGUIDE_ALLOW_REMOTE_MODEL", "true"),
+            (
+                "MSGUIDE_MODEL_URL",
+                "https://models.example.com/v1/chat/completions",
+            ),
+            ("MSGUIDE_MODEL_NAME", "gpt-test"),
+            ("MSGUIDE_MODEL_API_KEY", KEY),
+        ];
+        for (name, value) in extra {
+            vars.retain(|(n, _)| n != name);
+            vars.push((name, value));
+        }
+        config(&vars)
+    }
+
+    #[test]
+    fn openai_compatible_is_validated() {
+        let c = model(&[]).unwrap();
+        let ProviderChoice::OpenAiCompatible(model_config) = &c.provider else {
+            panic!("not the model provider");
+        };
+        assert_eq!(
+            model_config.url(),
+            "https://models.example.com/v1/chat/completions"
+        );
+        assert_eq!(model_config.name(), "gpt-test");
+        assert!(!format!("{c:?}").contains(KEY), "the key never prints");
+
+        // Each variable is read: breaking any one refuses to start.
+        for broken in [
+            ("MSGUIDE_ALLOW_REMOTE_MODEL", "yes"),
+            ("MSGUIDE_MODEL_URL", "http://models.example.com/v1"),
+            ("MSGUIDE_MODEL_NAME", " "),
+            ("MSGUIDE_MODEL_API_KEY", "has space"),
+            ("MSGUIDE_MODEL_AUTH_HEADER", "basic"),
+        ] {
+            let error = model(&[broken]).unwrap_err();
+            assert_eq!(error, ConfigError::Model(InvalidModelConfig), "{broken:?}");
+            assert_eq!(
+                error.to_string(),
+                "Invalid or unapproved model configuration"
+            );
+        }
+        let no_key = config(&[
+            ("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible"),
+            ("MSGUIDE_ALLOW_REMOTE_MODEL", "true"),
+            ("MSGUIDE_MODEL_URL", "https://models.example.com/v1"),
+            ("MSGUIDE_MODEL_NAME", "gpt-test"),
+        ]);
+        assert_eq!(no_key.unwrap_err(), ConfigError::Model(InvalidModelConfig));
+        assert_eq!(
+            config(&[("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible")]).unwrap_err(),
+            ConfigError::Model(InvalidModelConfig),
+            "no defaults for URL, name or key"
+        );
+
+        // A model on this machine needs neither the approval flag nor a key.
+        let local = config(&[
+            ("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible"),
+            (
+                "MSGUIDE_MODEL_URL",
+                "http://127.0.0.1:8080/v1/chat/completions",
+            ),
+            ("MSGUIDE_MODEL_NAME", "smollm2"),
+        ])
+        .unwrap();
+        let ProviderChoice::OpenAiCompatible(local) = local.provider else {
+            panic!("not the model provider");
+        };
+        assert!(local.api_key().is_none());
     }
 
     #[test]

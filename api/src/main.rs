@@ -4,7 +4,11 @@ use std::{process::ExitCode, sync::Arc, time::Duration};
 
 use clap::Parser;
 use local_core::{
-    LocalState, diagnostics::DiagnosticLog, guidance::demo::DemoProvider, limits::MAX_BODY_BYTES,
+    LocalState,
+    clock::{Clock, SystemClock},
+    diagnostics::DiagnosticLog,
+    guidance::{demo::DemoProvider, openai::OpenAiProvider, provider::GuidanceProvider},
+    limits::MAX_BODY_BYTES,
     state::LocalConfig,
 };
 use msguide_api::{
@@ -56,8 +60,16 @@ async fn run(cli: Cli) -> Result<(), String> {
         ),
         None => None,
     };
-    let provider = match config.provider {
+    // One clock for the state and the provider, so both judge an observation's age alike.
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let provider: Arc<dyn GuidanceProvider> = match config.provider {
         ProviderChoice::Demo => Arc::new(DemoProvider),
+        ProviderChoice::OpenAiCompatible(model) => Arc::new(
+            // The client error is not shown: its text is not needed to act on, and nothing
+            // derived from the configuration should reach the terminal.
+            OpenAiProvider::new(model, Arc::clone(&clock))
+                .map_err(|_| "cannot start the model client".to_owned())?,
+        ),
     };
     if config.token.is_none() {
         tracing::warn!("MSGUIDE_LOCAL_TOKEN is missing or malformed: /v1 and /admin answer 503");
@@ -66,6 +78,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         audit_enabled: config.audit_enabled,
         diagnostic_log,
         provider,
+        clock,
         ..LocalConfig::default()
     }));
     let boundary = Boundary {

@@ -5,6 +5,7 @@
 
 pub mod demo;
 pub mod model;
+pub mod openai;
 pub mod provider;
 pub mod validate;
 
