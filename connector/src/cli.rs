@@ -132,6 +132,12 @@ pub struct StartArgs {
     /// Advertise `computer_use` (screenshots, input, windows).
     #[arg(long)]
     pub enable_computer_use: bool,
+    /// Advertise `local_llm` when the local model backend lists a model.
+    #[arg(long)]
+    pub enable_local_llm: bool,
+    /// List serial ports, USB devices and GPIO chips in HELLO.
+    #[arg(long)]
+    pub enable_hardware: bool,
     /// Allow clipboard operations (reading only what this shim wrote).
     #[arg(long)]
     pub enable_clipboard: bool,
@@ -224,6 +230,8 @@ pub fn overrides(cli: &Cli) -> Overrides {
         token_file: cli.token_file.clone(),
         enable_shell: switch(|start| start.enable_shell),
         enable_computer_use: switch(|start| start.enable_computer_use),
+        enable_local_llm: switch(|start| start.enable_local_llm),
+        enable_hardware: switch(|start| start.enable_hardware),
         enable_clipboard: switch(|start| start.enable_clipboard),
         enable_clipboard_read_foreign: switch(|start| start.enable_clipboard_read_foreign),
         enable_recording: switch(|start| start.enable_recording),

@@ -44,6 +44,7 @@ use std::num::{NonZeroU32, NonZeroU64};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use local_core::llm::BackendKind as LlmBackend;
 use local_core::own_files::{self, PrivateFileError};
 
 use crate::protocol::{
@@ -81,7 +82,6 @@ const UNUSED_REFERENCE_KEYS: &[&str] = &[
     "platform_oauth_url",
     "oauth_client_id",
     "oauth_redirect_port",
-    "enable_hardware",
     "recording_buffer_dir",
     "recording_default_interpretation_route",
     "recording_channels",
@@ -141,6 +141,8 @@ pub struct ShimConfig {
     pub enable_computer_use: bool,
     /// Advertise `local_llm`.
     pub enable_local_llm: bool,
+    /// List serial ports, USB devices and GPIO chips in HELLO (and advertise `hardware_*`).
+    pub enable_hardware: bool,
     /// Design-preview recording; start-up refuses it.
     pub enable_recording: bool,
     /// Allow clipboard operations.
@@ -167,6 +169,9 @@ pub struct ShimConfig {
     pub reconnect_jitter_seconds: Duration,
     /// The Ollama server for `local_llm`.
     pub ollama_url: String,
+    /// The local model backend's dialect at `ollama_url`: Ollama's native API (default) or
+    /// any OpenAI-compatible server (llama.cpp, LM Studio, vLLM).
+    pub local_llm_backend: LlmBackend,
     /// The file the token is read from, when the token comes from a file. At most one of
     /// `token_file` and `token` is set: the higher-precedence source clears the other.
     pub token_file: Option<PathBuf>,
@@ -193,6 +198,7 @@ impl ShimConfig {
             enable_shell: false,
             enable_computer_use: false,
             enable_local_llm: false,
+            enable_hardware: false,
             enable_recording: false,
             enable_clipboard: false,
             enable_clipboard_read_foreign: false,
@@ -206,6 +212,7 @@ impl ShimConfig {
             reconnect_max_delay: backoff.max,
             reconnect_jitter_seconds: backoff.jitter,
             ollama_url: DEFAULT_OLLAMA_URL.to_owned(),
+            local_llm_backend: LlmBackend::Ollama,
             token_file: None,
             token: None,
             config_file: None,
@@ -278,6 +285,10 @@ pub struct Overrides {
     pub enable_shell: Option<bool>,
     /// `start --enable-computer-use`.
     pub enable_computer_use: Option<bool>,
+    /// `start --enable-local-llm`.
+    pub enable_local_llm: Option<bool>,
+    /// `start --enable-hardware`.
+    pub enable_hardware: Option<bool>,
     /// `start --enable-clipboard`.
     pub enable_clipboard: Option<bool>,
     /// `start --enable-clipboard-read-foreign`.
@@ -567,6 +578,7 @@ enum Field {
     EnableShell,
     EnableComputerUse,
     EnableLocalLlm,
+    EnableHardware,
     MaxConcurrent,
     MaxConcurrentCommands,
     CommandTimeoutSeconds,
@@ -576,6 +588,7 @@ enum Field {
     ReconnectMaxDelay,
     ReconnectJitterSeconds,
     OllamaUrl,
+    LocalLlmBackend,
     MaxScreenshotsPerMinute,
     EnableClipboard,
     EnableClipboardReadForeign,
@@ -584,7 +597,7 @@ enum Field {
 }
 
 impl Field {
-    const ALL: [Self; 24] = [
+    const ALL: [Self; 26] = [
         Self::PlatformUrl,
         Self::PlatformWsUrl,
         Self::SessionId,
@@ -595,6 +608,7 @@ impl Field {
         Self::EnableShell,
         Self::EnableComputerUse,
         Self::EnableLocalLlm,
+        Self::EnableHardware,
         Self::MaxConcurrent,
         Self::MaxConcurrentCommands,
         Self::CommandTimeoutSeconds,
@@ -604,6 +618,7 @@ impl Field {
         Self::ReconnectMaxDelay,
         Self::ReconnectJitterSeconds,
         Self::OllamaUrl,
+        Self::LocalLlmBackend,
         Self::MaxScreenshotsPerMinute,
         Self::EnableClipboard,
         Self::EnableClipboardReadForeign,
@@ -623,6 +638,7 @@ impl Field {
             Self::EnableShell => "enable_shell",
             Self::EnableComputerUse => "enable_computer_use",
             Self::EnableLocalLlm => "enable_local_llm",
+            Self::EnableHardware => "enable_hardware",
             Self::MaxConcurrent => "max_concurrent",
             Self::MaxConcurrentCommands => "max_concurrent_commands",
             Self::CommandTimeoutSeconds => "command_timeout_seconds",
@@ -632,6 +648,7 @@ impl Field {
             Self::ReconnectMaxDelay => "reconnect_max_delay",
             Self::ReconnectJitterSeconds => "reconnect_jitter_seconds",
             Self::OllamaUrl => "ollama_url",
+            Self::LocalLlmBackend => "local_llm_backend",
             Self::MaxScreenshotsPerMinute => "max_screenshots_per_minute",
             Self::EnableClipboard => "enable_clipboard",
             Self::EnableClipboardReadForeign => "enable_clipboard_read_foreign",
@@ -711,6 +728,7 @@ fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result<(), &'stat
         Field::EnableShell => config.enable_shell = boolean(raw)?,
         Field::EnableComputerUse => config.enable_computer_use = boolean(raw)?,
         Field::EnableLocalLlm => config.enable_local_llm = boolean(raw)?,
+        Field::EnableHardware => config.enable_hardware = boolean(raw)?,
         Field::EnableRecording => config.enable_recording = boolean(raw)?,
         Field::EnableClipboard => config.enable_clipboard = boolean(raw)?,
         Field::EnableClipboardReadForeign => config.enable_clipboard_read_foreign = boolean(raw)?,
@@ -724,9 +742,18 @@ fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result<(), &'stat
         Field::ReconnectMaxDelay => config.reconnect_max_delay = seconds(raw)?,
         Field::ReconnectJitterSeconds => config.reconnect_jitter_seconds = seconds(raw)?,
         Field::OllamaUrl => config.ollama_url = http_url(raw)?,
+        Field::LocalLlmBackend => {
+            config.local_llm_backend = match text(raw, EXPECT_LLM_BACKEND)?.trim() {
+                "ollama" => LlmBackend::Ollama,
+                "openai-compatible" => LlmBackend::OpenAiCompatible,
+                _ => return Err(EXPECT_LLM_BACKEND),
+            };
+        }
     }
     Ok(())
 }
+
+const EXPECT_LLM_BACKEND: &str = "`ollama` or `openai-compatible`";
 
 fn text<'a>(raw: Raw<'a>, expected: &'static str) -> Result<&'a str, &'static str> {
     match raw {
@@ -1001,6 +1028,8 @@ fn apply_overrides(
             overrides.enable_computer_use,
             &mut config.enable_computer_use,
         ),
+        (overrides.enable_local_llm, &mut config.enable_local_llm),
+        (overrides.enable_hardware, &mut config.enable_hardware),
         (overrides.enable_clipboard, &mut config.enable_clipboard),
         (
             overrides.enable_clipboard_read_foreign,
@@ -1103,6 +1132,7 @@ mod tests {
             enable_shell: false,
             enable_computer_use: false,
             enable_local_llm: false,
+            enable_hardware: false,
             enable_recording: false,
             enable_clipboard: false,
             enable_clipboard_read_foreign: false,
@@ -1116,6 +1146,7 @@ mod tests {
             reconnect_max_delay: Duration::from_secs(60),
             reconnect_jitter_seconds: Duration::from_secs(5),
             ollama_url: "http://localhost:11434".to_owned(),
+            local_llm_backend: LlmBackend::Ollama,
             token_file: None,
             token: None,
             config_file: None,
@@ -1250,6 +1281,7 @@ reconnect_base_delay = 0.25
             c.enable_computer_use
         }),
         ("enable_local_llm", "1", "true", |c| c.enable_local_llm),
+        ("enable_hardware", "on", "true", |c| c.enable_hardware),
         ("max_concurrent", "2", "2", |c| c.max_concurrent.get() == 2),
         ("max_concurrent_commands", "3", "3", |c| {
             c.max_concurrent_commands.get() == 3
@@ -1277,6 +1309,12 @@ reconnect_base_delay = 0.25
             "https://llm.example:1",
             "\"https://llm.example:1\"",
             |c| c.ollama_url == "https://llm.example:1",
+        ),
+        (
+            "local_llm_backend",
+            "openai-compatible",
+            "\"openai-compatible\"",
+            |c| c.local_llm_backend == LlmBackend::OpenAiCompatible,
         ),
         ("max_screenshots_per_minute", "7", "7", |c| {
             c.max_screenshots_per_minute.get() == 7

@@ -8,12 +8,13 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use local_core::audit_chain::{self, AuditChain, AuditIdentity};
 use local_core::exec::CommandLimiter;
 use local_core::files::FileLimits;
 use local_core::jail::Jail;
+use local_core::llm::{AuthHeader, BackendConfig, LlmClient};
 use serde_json::json;
 
 use crate::audit::{Auditor, Entry, details};
@@ -21,8 +22,13 @@ use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
 use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
 use crate::protocol::{Arch, Capability, Platform, close_code};
-use crate::session::{Host, SessionConfig, SessionEnd};
+use crate::session::{Host, LocalLlm, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
+
+/// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
+const LLM_LIST_TIMEOUT: Duration = Duration::from_secs(2);
+const LLM_TOTAL_TIMEOUT: Duration = Duration::from_secs(60);
+const LLM_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Everything the preflight opened, ready to run.
 #[derive(Debug)]
@@ -43,7 +49,6 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     for (enabled, what) in [
         (settings.enable_computer_use, "computer use"),
         (settings.enable_clipboard, "the clipboard"),
-        (settings.enable_local_llm, "the local LLM"),
     ] {
         if enabled {
             return Err(preflight(format!(
@@ -99,7 +104,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
             ))
         })?;
 
-    let host = Host::new(Arc::new(jail))
+    let mut host = Host::new(Arc::new(jail))
         .with_audit(audit)
         .with_commands(CommandLimiter::new(
             usize::try_from(settings.max_concurrent_commands.get()).unwrap_or(usize::MAX),
@@ -118,6 +123,22 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     session.limits = FileLimits::for_max_file_size(settings.max_file_size_bytes.get());
     if settings.enable_shell {
         session.advertised.push(Capability::Shell);
+    }
+    host.hardware = settings.enable_hardware;
+    if settings.enable_local_llm {
+        let backend = BackendConfig {
+            kind: settings.local_llm_backend,
+            base_url: settings.ollama_url.clone(),
+            api_key: None,
+            auth_header: AuthHeader::Bearer,
+            connect_timeout: LLM_CONNECT_TIMEOUT,
+            total_timeout: LLM_TOTAL_TIMEOUT,
+            list_timeout: LLM_LIST_TIMEOUT,
+        };
+        let client = LlmClient::new(backend)
+            .map_err(|err| preflight(format!("the local model backend URL is unusable: {err}")))?;
+        host = host.with_llm(LocalLlm::new(client));
+        session.advertised.push(Capability::LocalLlm);
     }
     let status = config::status_path(env).map(|path| StatusFile::new(path, &config, &host));
     Ok(Prepared {

@@ -96,6 +96,21 @@ pub struct HardwareDevice {
     /// Human description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desc: Option<String>,
+    /// Stable id within its kind (`ttyUSB0`, USB `1-1.2`, `gpiochip0`); an additive field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Device node of a GPIO chip; an additive field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// USB serial number; an additive field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial_number: Option<String>,
+    /// USB manufacturer string; an additive field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    /// USB product string; an additive field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product: Option<String>,
 }
 
 /// `HELLO` (shim → platform, first frame on connect).

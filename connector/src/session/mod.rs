@@ -10,7 +10,10 @@
 //! message back through a [`JoinSet`], so there is one writer and no lock around the sink.
 
 mod files;
+mod llm;
 mod shell;
+
+pub use llm::LocalLlm;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -22,18 +25,19 @@ use local_core::exec::CommandLimiter;
 use local_core::files::FileLimits;
 use local_core::jail::Jail;
 use serde_json::json;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{self, JoinError, JoinSet};
 
 use crate::audit::{Auditor, Entry, details};
 use crate::protocol::{
     Arch, Capability, DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, Direction,
-    EmptyPayload, Envelope, ErrorCode, ErrorPayload, HelloAckPayload, HelloPayload,
+    EmptyPayload, Envelope, ErrorCode, ErrorPayload, HardwareDevice, HelloAckPayload, HelloPayload,
     MAX_FRAME_BYTES, Message, MessageType, PROTOCOL_VERSION_STR, Parsed, Platform, ProtocolVersion,
     SessionRevokedPayload, StatusPayload, close_code, negotiate, parse_frame, unix_now,
     version_mismatch_close_reason,
 };
 use files::{FileOp, error_message};
+use llm::LlmOp;
 use shell::{ShellLimits, ShellOp};
 
 /// The reference shim's STATUS cadence (`STATUS_INTERVAL_SECONDS`).
@@ -42,7 +46,8 @@ pub const DEFAULT_STATUS_INTERVAL: Duration = Duration::from_secs(30);
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Capabilities this build can serve on a data connection. HELLO advertises only these, so
 /// the platform can never grant something the loop would have to refuse after the gate.
-pub const SERVABLE_CAPABILITIES: &[Capability] = &[Capability::Files, Capability::Shell];
+pub const SERVABLE_CAPABILITIES: &[Capability] =
+    &[Capability::Files, Capability::Shell, Capability::LocalLlm];
 
 /// The reference's `max_concurrent_commands`.
 pub const DEFAULT_MAX_CONCURRENT_COMMANDS: usize = 10;
@@ -193,6 +198,10 @@ pub struct Host {
     pub audit: Auditor,
     /// Concurrent commands and commands per minute, across every connection.
     pub commands: CommandLimiter,
+    /// The local model backend, when the operator enabled it.
+    pub llm: Option<LocalLlm>,
+    /// Whether HELLO lists serial ports, USB devices and GPIO chips (`enable_hardware`).
+    pub hardware: bool,
 }
 
 impl Host {
@@ -206,7 +215,16 @@ impl Host {
                 DEFAULT_MAX_CONCURRENT_COMMANDS,
                 DEFAULT_MAX_COMMANDS_PER_MINUTE,
             ),
+            llm: None,
+            hardware: false,
         }
+    }
+
+    /// The same host, serving LOCAL_LLM_COMPLETION through `llm`.
+    #[must_use]
+    pub fn with_llm(mut self, llm: LocalLlm) -> Self {
+        self.llm = Some(llm);
+        self
     }
 
     /// The same host with other command limits.
@@ -256,10 +274,29 @@ where
     K: Sink<Frame> + Unpin,
 {
     let started = Instant::now();
-    let established = match handshake(&mut stream, &mut sink, config, &host.jail).await {
+    // The reference asks the backend at every HELLO; no model, no capability.
+    let models = match &host.llm {
+        Some(llm) if config.advertised.contains(&Capability::LocalLlm) => {
+            llm.refresh_models().await
+        }
+        _ => Vec::new(),
+    };
+    // Listed afresh at every HELLO: devices come and go between connections.
+    let (devices, hardware_caps) = local_core::hardware::list_all_async(host.hardware).await;
+    let found = Found {
+        models,
+        devices: devices.into_iter().map(wire_device).collect(),
+        hardware: hardware_caps
+            .iter()
+            .filter_map(|name| Capability::from_wire(name))
+            .collect(),
+    };
+    let established = match handshake(&mut stream, &mut sink, config, &host.jail, &found).await {
         Ok(established) => established,
         Err(end) => return end,
     };
+    // Streamed partial replies (LLM chunks) come back through here, tagged with their id.
+    let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<(String, Message)>();
     let mut dispatch = Dispatch {
         host,
         hooks,
@@ -274,6 +311,7 @@ where
         started,
         tasks: JoinSet::new(),
         requests: HashMap::new(),
+        chunks: chunk_tx,
     };
     let periodic = !config.status_interval.is_zero();
     let period = if periodic {
@@ -292,6 +330,12 @@ where
             // max_concurrent of them, so they cannot starve the inbound side.
             biased;
             Some(joined) = dispatch.tasks.join_next_with_id(), if !dispatch.tasks.is_empty() => {
+                // A finished task's chunks were queued before it returned: they go first.
+                while let Ok((id, chunk)) = chunk_rx.try_recv() {
+                    if send(&mut sink, dispatch.reply(id, chunk)).await.is_err() {
+                        return SessionEnd::TransportEnded;
+                    }
+                }
                 let (reply, status) = dispatch.completed(joined);
                 if send(&mut sink, reply).await.is_err() {
                     return SessionEnd::TransportEnded;
@@ -299,6 +343,11 @@ where
                 if let Some(status) = status
                     && send(&mut sink, status).await.is_err()
                 {
+                    return SessionEnd::TransportEnded;
+                }
+            }
+            Some((id, chunk)) = chunk_rx.recv() => {
+                if send(&mut sink, dispatch.reply(id, chunk)).await.is_err() {
                     return SessionEnd::TransportEnded;
                 }
             }
@@ -351,17 +400,25 @@ async fn handshake<S, K>(
     sink: &mut K,
     config: &SessionConfig,
     jail: &Jail,
+    found: &Found,
 ) -> Result<Established, SessionEnd>
 where
     S: Stream<Item = Frame> + Unpin,
     K: Sink<Frame> + Unpin,
 {
-    let advertised = config.hello_capabilities();
+    let mut advertised = config.hello_capabilities();
+    if found.models.is_empty() {
+        advertised.retain(|cap| *cap != Capability::LocalLlm);
+    }
+    // Hardware capabilities name what was found; they have no requests of their own.
+    advertised.extend(found.hardware.iter().copied());
+    advertised.sort_by_key(|cap| Capability::ALL.iter().position(|c| c == cap));
+    advertised.dedup();
     let hello_id = new_id();
     let hello = Envelope::new(
         hello_id.clone(),
         unix_now(),
-        Message::Hello(Box::new(hello_payload(config, jail, &advertised))),
+        Message::Hello(Box::new(hello_payload(config, jail, &advertised, found))),
     );
     let text = match hello.to_json() {
         Ok(text) if text.len() <= MAX_FRAME_BYTES => text,
@@ -475,7 +532,12 @@ where
     })
 }
 
-fn hello_payload(config: &SessionConfig, jail: &Jail, advertised: &[Capability]) -> HelloPayload {
+fn hello_payload(
+    config: &SessionConfig,
+    jail: &Jail,
+    advertised: &[Capability],
+    found: &Found,
+) -> HelloPayload {
     HelloPayload {
         shim_version: config.shim_version.clone(),
         protocol_version: PROTOCOL_VERSION_STR.to_owned(),
@@ -488,12 +550,41 @@ fn hello_payload(config: &SessionConfig, jail: &Jail, advertised: &[Capability])
         capabilities: advertised.to_vec(),
         // The canonical root the jail enforces, not the configured spelling.
         allowed_root: Some(jail.root().to_string_lossy().into_owned()),
-        local_llm_models: Vec::new(),
-        hardware_devices: Vec::new(),
+        local_llm_models: if advertised.contains(&Capability::LocalLlm) {
+            found.models.clone()
+        } else {
+            Vec::new()
+        },
+        hardware_devices: found.devices.clone(),
         computer_use_features: Vec::new(),
         computer_use_features_coarse: Vec::new(),
         recording_channels: Vec::new(),
         recording_routes: Vec::new(),
+    }
+}
+
+/// What this machine offers at HELLO time beyond the configuration.
+struct Found {
+    /// The local backend's models (empty: no `local_llm`).
+    models: Vec<String>,
+    /// Hardware for `hardware_devices`.
+    devices: Vec<HardwareDevice>,
+    /// `hardware_*` capabilities for the kinds found.
+    hardware: Vec<Capability>,
+}
+
+fn wire_device(device: local_core::hardware::HardwareDevice) -> HardwareDevice {
+    HardwareDevice {
+        kind: device.kind.as_str().to_owned(),
+        port: device.port,
+        vid: device.vid,
+        pid: device.pid,
+        desc: Some(device.desc),
+        id: Some(device.id),
+        path: device.path,
+        serial_number: device.serial_number,
+        manufacturer: device.manufacturer,
+        product: device.product,
     }
 }
 
@@ -571,6 +662,8 @@ struct Dispatch {
     tasks: JoinSet<Message>,
     /// Request id per task, so even a panicked task gets its ERROR.
     requests: HashMap<task::Id, String>,
+    /// Where streaming tasks send their partial replies.
+    chunks: mpsc::UnboundedSender<(String, Message)>,
 }
 
 impl Dispatch {
@@ -678,16 +771,25 @@ impl Dispatch {
             Message::ExecuteCommand(payload) => {
                 match ShellOp::admit(payload, &self.host.commands) {
                     Ok(op) => self.shell_task(id.clone(), op),
-                    Err(refused) => {
-                        let (reply, entry) = *refused;
-                        let audit = self.host.audit.clone();
-                        let request_id = id.clone();
-                        // The refusal is immediate; its record follows on a blocking thread.
-                        drop(task::spawn_blocking(move || {
-                            audit.record(Some(&request_id), entry);
-                        }));
-                        return Inbound::Reply(self.reply(id, reply));
+                    Err(refused) => return self.refuse(id, *refused),
+                }
+            }
+            Message::LocalLlmCompletion(payload) => {
+                let admitted = match &self.host.llm {
+                    Some(llm) => LlmOp::admit(payload, llm),
+                    // Unreachable: HELLO advertises local_llm only with a backend.
+                    None => {
+                        return Inbound::Reply(self.error(
+                            id,
+                            ErrorCode::FeatureNotSupported,
+                            "No local model backend is configured.".to_owned(),
+                            json!({ "feature": kind.as_str(), "reason": "not configured" }),
+                        ));
                     }
+                };
+                match admitted {
+                    Ok(op) => self.llm_task(id.clone(), op),
+                    Err(refused) => return self.refuse(id, *refused),
                 }
             }
             message => match FileOp::from_message(message) {
@@ -706,6 +808,30 @@ impl Dispatch {
         };
         self.requests.insert(task, id);
         Inbound::Nothing
+    }
+
+    /// An immediate refusal from a capability's own pre-checks; its audit record follows on
+    /// a blocking thread so the loop never waits for an fsync.
+    fn refuse(&self, id: String, (reply, entry): (Message, Entry)) -> Inbound {
+        let audit = self.host.audit.clone();
+        let request_id = id.clone();
+        drop(task::spawn_blocking(move || {
+            audit.record(Some(&request_id), entry);
+        }));
+        Inbound::Reply(self.reply(id, reply))
+    }
+
+    fn llm_task(&mut self, request_id: String, op: LlmOp) -> task::Id {
+        let audit = self.host.audit.clone();
+        let chunks = self.chunks.clone();
+        self.tasks
+            .spawn(async move {
+                // Aborting this task drops the backend call with it.
+                let (message, entry) = op.run(request_id.clone(), chunks).await;
+                audit.record_async(Some(request_id), entry).await;
+                message
+            })
+            .id()
     }
 
     fn file_task(&mut self, request_id: String, op: FileOp) -> task::Id {

@@ -90,10 +90,7 @@ fn only_the_llm_client_speaks_http_in_core() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if std::fs::read_to_string(&path)
-                .unwrap()
-                .contains("reqwest")
-            {
+            } else if std::fs::read_to_string(&path).unwrap().contains("reqwest") {
                 users.push(path);
             }
         }
