@@ -12,6 +12,7 @@ mod connector_shell;
 mod contracts;
 mod guidance;
 mod llm_client;
+mod model_provider;
 mod openapi;
 mod privacy;
 mod support;

@@ -1,0 +1,117 @@
+//! `/v1/guidance` with the openai-compatible model provider against a fake OpenAI-compatible
+//! server on loopback: the one POST it makes, the indexed element as the target, and the
+//! 502/504 answers that never carry the provider's text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2e::fake_llm::{FakeLlm, Reply};
+use local_core::clock::SystemClock;
+use local_core::guidance::openai::{ModelConfig, ModelSettings, OpenAiProvider};
+use serde_json::{Value, json};
+
+use super::support::{Options, Server, button, guidance_body, observation};
+
+const MODEL: &str = "tiny-model";
+
+async fn server_for(fake: &FakeLlm) -> Server {
+    let config = ModelConfig::from_settings(ModelSettings {
+        allow_remote: None,
+        url: Some(format!("{}/v1/chat/completions", fake.url())),
+        name: Some(MODEL.to_owned()),
+        api_key: None,
+        auth_header: None,
+    })
+    .unwrap();
+    let provider = OpenAiProvider::new(config, Arc::new(SystemClock)).unwrap();
+    Server::with(Options {
+        provider: Arc::new(provider),
+        ..Options::default()
+    })
+    .await
+}
+
+fn answer(content: &Value) -> Reply {
+    Reply::json(&content.to_string())
+}
+
+#[tokio::test]
+async fn a_valid_answer_targets_the_indexed_element() {
+    let fake = FakeLlm::openai(
+        &[MODEL],
+        answer(
+            &json!({"instruction": "Select Save to keep your work.", "status": "next_step",
+                       "targetIndex": 1}),
+        ),
+    )
+    .await;
+    let server = server_for(&fake).await;
+    let health = server.get("/health").send().await;
+    assert_eq!(health.json()["mode"], "model");
+
+    let session = server.session().await;
+    let obs = observation(&server, "Open\nSave", vec![button("Open"), button("Save")]);
+    let res = server.guidance(&guidance_body(&session, obs)).await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    let body = res.json();
+    assert_eq!(body["mode"], "model");
+    assert_eq!(body["status"], "next_step");
+    assert_eq!(body["instruction"], "Select Save to keep your work.");
+    assert_eq!(body["target"]["label"], "Save");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "exactly one POST");
+    let request = &requests[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(request.header("accept-encoding"), Some("identity"));
+    assert!(request.header("authorization").is_none());
+    let sent = request.body.clone().unwrap();
+    assert_eq!(sent["model"], MODEL);
+    assert_eq!(sent["stream"], false);
+    assert_eq!(sent["response_format"], json!({"type": "json_object"}));
+    assert!(sent.get("tools").is_none());
+}
+
+#[tokio::test]
+async fn completed_becomes_a_candidate_and_bad_answers_are_502_without_their_text() {
+    let fake = FakeLlm::openai(
+        &[MODEL],
+        answer(&json!({"instruction": "All done.", "status": "completed", "targetIndex": null})),
+    )
+    .await;
+    let server = server_for(&fake).await;
+    let session = server.session().await;
+    let obs = || observation(&server, "Save", vec![button("Save")]);
+    let res = server.guidance(&guidance_body(&session, obs())).await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    assert_eq!(res.json()["status"], "completion_candidate");
+    assert!(
+        res.json()["instruction"]
+            .as_str()
+            .unwrap()
+            .starts_with("Suggested completion only; verify with fresh screen evidence: ")
+    );
+
+    let leaky = "LEAKED-PROVIDER-TEXT visit https://evil.example";
+    for bad in [
+        answer(&json!({"instruction": leaky, "status": "next_step", "targetIndex": 0})),
+        answer(&json!({"instruction": "Fine.", "status": "next_step", "targetIndex": 7})),
+        answer(&json!({"instruction": "Fine.", "status": "next_step", "extra": 1})),
+        Reply::status(500, leaky),
+    ] {
+        fake.set_reply(bad);
+        let res = server.guidance(&guidance_body(&session, obs())).await;
+        assert_eq!(res.status, 502, "{}", res.text());
+        assert_eq!(res.json(), json!({"detail": "Invalid guidance result"}));
+        assert!(!res.text().contains("LEAKED"));
+    }
+
+    // A model slower than the call's deadline is a 504.
+    fake.set_reply(
+        answer(&json!({"instruction": "Late.", "status": "clarification"}))
+            .first_byte_delay(Duration::from_secs(15)),
+    );
+    let res = server.guidance(&guidance_body(&session, obs())).await;
+    assert_eq!(res.status, 504, "{}", res.text());
+}
