@@ -290,6 +290,8 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
+    // The test needs a pid that surely belonged to a process that has exited.
+    #[allow(clippy::disallowed_methods)]
     fn a_dead_pid_is_a_stale_status() {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
