@@ -11,6 +11,7 @@ mod connector_llm;
 mod connector_shell;
 mod contracts;
 mod guidance;
+mod launcher;
 mod llm_client;
 mod model_provider;
 mod openapi;

@@ -1,0 +1,29 @@
+//! The launcher `msguide`: starts `msguide-api` on loopback with a fresh token, checks that it
+//! is ready, then starts the desktop client (or, with `--headless`, says how to reach the API)
+//! and stops every child when one of them ends or the launcher is asked to stop.
+//!
+//! # Layout
+//!
+//! - [`cli`]: the clap surface, `msguide start [--port N] [--headless]`.
+//! - [`token`]: the 32-byte bearer, drawn from the OS and held in a redacted type.
+//! - [`paths`]: the sibling binaries and the per-user state directory.
+//! - [`env`]: the children's environment (token, demo mode, logs; no model credentials for
+//!   the desktop).
+//! - [`probe`]: the port check before anything starts.
+//! - [`http`]: a minimal HTTP/1.1 client for the two readiness calls.
+//! - [`readiness`]: `/health`, then an authenticated `POST /v1/sessions`, within 60 s.
+//! - [`children`]: spawning, signals, and stopping a child (SIGTERM, then SIGKILL).
+//! - [`start`]: the `start` sequence and its supervision loop.
+//!
+//! The launcher links nothing of ours: it talks to `msguide-api` only over HTTP, like the
+//! desktop client does.
+
+pub mod children;
+pub mod cli;
+pub mod env;
+pub mod http;
+pub mod paths;
+pub mod probe;
+pub mod readiness;
+pub mod start;
+pub mod token;
