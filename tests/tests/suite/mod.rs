@@ -16,5 +16,6 @@ mod llm_client;
 mod model_provider;
 mod openapi;
 mod privacy;
+mod real_model;
 mod support;
 mod tidy;
