@@ -42,6 +42,15 @@ impl From<ToggleStateIn> for ToggleState {
     }
 }
 
+const fn scroll_str(direction: ScrollDirection) -> &'static str {
+    match direction {
+        ScrollDirection::Up => "up",
+        ScrollDirection::Down => "down",
+        ScrollDirection::Left => "left",
+        ScrollDirection::Right => "right",
+    }
+}
+
 impl From<ScrollDirectionIn> for ScrollDirection {
     fn from(direction: ScrollDirectionIn) -> Self {
         match direction {
@@ -198,19 +207,26 @@ impl From<GuidanceResponse> for responses::Guidance {
         Self {
             instruction: result.instruction,
             status: result.status.as_str(),
-            target: result.target.map(|t| responses::Target {
-                label: t.label,
-                bounds: t.bounds.to_array(),
-                confidence: t.confidence,
-                process_id: t.process_id,
-                target_id: t.target_id,
-                automation_id: t.automation_id,
-                framework_id: t.framework_id,
-                is_enabled: t.is_enabled,
-                is_offscreen: t.is_offscreen,
-                toggle_state: t.toggle_state.map(toggle_str),
-                action: t.action.map(action_str),
-                control_id: t.control_id,
+            target: result.target.map(|t| {
+                let model = result.mode == model::Mode::Model;
+                responses::Target {
+                    label: t.label,
+                    bounds: t.bounds.to_array(),
+                    confidence: t.confidence,
+                    process_id: t.process_id,
+                    target_id: t.target_id,
+                    automation_id: t.automation_id,
+                    framework_id: t.framework_id,
+                    is_enabled: t.is_enabled,
+                    is_offscreen: t.is_offscreen,
+                    toggle_state: t.toggle_state.map(toggle_str),
+                    action: t.action.map(action_str),
+                    control_id: t.control_id,
+                    value: model.then_some(t.value),
+                    scroll_direction: model.then(|| t.scroll_direction.map(scroll_str)),
+                    value_hash: model.then_some(t.value_hash),
+                    is_selected: if model { t.is_selected } else { None },
+                }
             }),
             citations: result
                 .citations

@@ -24,6 +24,8 @@ pub struct Session {
 }
 
 /// The element a next step points at; the demo's keys are always present, null when unknown.
+/// Model answers also carry `value`, `scrollDirection` and `valueHash` (null when unset) and
+/// `isSelected` when known, as the reference's model provider does.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {
@@ -41,6 +43,21 @@ pub struct Target {
     pub action: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_id: Option<String>,
+    /// Model answers only (present, possibly null); absent for the demo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub value: Option<Option<String>>,
+    /// `up`, `down`, `left` or `right`; model answers only (present, possibly null).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub scroll_direction: Option<Option<&'static str>>,
+    /// Model answers only (present, possibly null).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub value_hash: Option<Option<String>>,
+    /// Model answers only, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_selected: Option<bool>,
 }
 
 /// A cited source.

@@ -58,6 +58,33 @@ async fn a_valid_answer_targets_the_indexed_element() {
     assert_eq!(body["status"], "next_step");
     assert_eq!(body["instruction"], "Select Save to keep your work.");
     assert_eq!(body["target"]["label"], "Save");
+    // A model target carries the model keys, null when unset; the demo's never do.
+    let mut keys: Vec<&str> = body["target"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "action",
+            "automationId",
+            "box",
+            "confidence",
+            "frameworkId",
+            "isEnabled",
+            "isOffscreen",
+            "label",
+            "processId",
+            "scrollDirection",
+            "targetId",
+            "toggleState",
+            "value",
+            "valueHash"
+        ]
+    );
 
     let requests = fake.requests();
     assert_eq!(requests.len(), 1, "exactly one POST");
