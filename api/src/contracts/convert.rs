@@ -42,15 +42,6 @@ impl From<ToggleStateIn> for ToggleState {
     }
 }
 
-const fn scroll_str(direction: ScrollDirection) -> &'static str {
-    match direction {
-        ScrollDirection::Up => "up",
-        ScrollDirection::Down => "down",
-        ScrollDirection::Left => "left",
-        ScrollDirection::Right => "right",
-    }
-}
-
 impl From<ScrollDirectionIn> for ScrollDirection {
     fn from(direction: ScrollDirectionIn) -> Self {
         match direction {
@@ -59,26 +50,6 @@ impl From<ScrollDirectionIn> for ScrollDirection {
             ScrollDirectionIn::Left => Self::Left,
             ScrollDirectionIn::Right => Self::Right,
         }
-    }
-}
-
-const fn action_str(action: UiAction) -> &'static str {
-    match action {
-        UiAction::Invoke => "invoke",
-        UiAction::Toggle => "toggle",
-        UiAction::Select => "select",
-        UiAction::Expand => "expand",
-        UiAction::Collapse => "collapse",
-        UiAction::SetValue => "set_value",
-        UiAction::Scroll => "scroll",
-    }
-}
-
-const fn toggle_str(state: ToggleState) -> &'static str {
-    match state {
-        ToggleState::Off => "off",
-        ToggleState::On => "on",
-        ToggleState::Indeterminate => "indeterminate",
     }
 }
 
@@ -219,11 +190,12 @@ impl From<GuidanceResponse> for responses::Guidance {
                     framework_id: t.framework_id,
                     is_enabled: t.is_enabled,
                     is_offscreen: t.is_offscreen,
-                    toggle_state: t.toggle_state.map(toggle_str),
-                    action: t.action.map(action_str),
+                    toggle_state: t.toggle_state.map(ToggleState::as_str),
+                    action: t.action.map(UiAction::as_str),
                     control_id: t.control_id,
                     value: model.then_some(t.value),
-                    scroll_direction: model.then(|| t.scroll_direction.map(scroll_str)),
+                    scroll_direction: model
+                        .then(|| t.scroll_direction.map(ScrollDirection::as_str)),
                     value_hash: model.then_some(t.value_hash),
                     is_selected: if model { t.is_selected } else { None },
                 }

@@ -68,6 +68,47 @@ pub enum ToggleState {
     Indeterminate,
 }
 
+impl UiAction {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Invoke => "invoke",
+            Self::Toggle => "toggle",
+            Self::Select => "select",
+            Self::Expand => "expand",
+            Self::Collapse => "collapse",
+            Self::SetValue => "set_value",
+            Self::Scroll => "scroll",
+        }
+    }
+}
+
+impl ScrollDirection {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Up => "up",
+            Self::Down => "down",
+            Self::Left => "left",
+            Self::Right => "right",
+        }
+    }
+}
+
+impl ToggleState {
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::On => "on",
+            Self::Indeterminate => "indeterminate",
+        }
+    }
+}
+
 /// One accessibility element of the observed window.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Element {

@@ -300,35 +300,6 @@ pub fn call_deadline(captured_at: OffsetDateTime, now: OffsetDateTime) -> Option
     Some(left).filter(|d| !d.is_zero())
 }
 
-const fn action_str(action: UiAction) -> &'static str {
-    match action {
-        UiAction::Invoke => "invoke",
-        UiAction::Toggle => "toggle",
-        UiAction::Select => "select",
-        UiAction::Expand => "expand",
-        UiAction::Collapse => "collapse",
-        UiAction::SetValue => "set_value",
-        UiAction::Scroll => "scroll",
-    }
-}
-
-const fn toggle_str(state: ToggleState) -> &'static str {
-    match state {
-        ToggleState::Off => "off",
-        ToggleState::On => "on",
-        ToggleState::Indeterminate => "indeterminate",
-    }
-}
-
-const fn scroll_str(direction: ScrollDirection) -> &'static str {
-    match direction {
-        ScrollDirection::Up => "up",
-        ScrollDirection::Down => "down",
-        ScrollDirection::Left => "left",
-        ScrollDirection::Right => "right",
-    }
-}
-
 fn parse_scroll(text: &str) -> Option<ScrollDirection> {
     match text {
         "up" => Some(ScrollDirection::Up),
@@ -438,15 +409,15 @@ impl<'a> ElementView<'a> {
             is_password: e.is_password,
             is_read_only: e.is_read_only,
             is_selected: e.is_selected,
-            toggle_state: e.toggle_state.map(toggle_str),
-            action: e.action.map(action_str),
+            toggle_state: e.toggle_state.map(ToggleState::as_str),
+            action: e.action.map(UiAction::as_str),
             value_hash: e.value_hash.as_deref(),
             value_length: e.value_length,
             scroll_directions: e
                 .scroll_directions
                 .iter()
                 .copied()
-                .map(scroll_str)
+                .map(ScrollDirection::as_str)
                 .collect(),
         }
     }
