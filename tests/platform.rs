@@ -232,6 +232,28 @@ impl Platform {
         (socket.map(|socket| Conn { socket }), seen)
     }
 
+    /// `autogpt-shim` arguments for a direct session against this platform: `--session-id`,
+    /// `--allowed-root root`, `--platform-url`, `--log-level level`, `start`, then `extra`.
+    pub fn start_args(&self, root: &Path, level: &str, extra: &[&str]) -> Vec<String> {
+        let root = root.to_string_lossy();
+        let url = self.url();
+        let base = [
+            "--session-id",
+            SESSION,
+            "--allowed-root",
+            &root,
+            "--platform-url",
+            &url,
+            "--log-level",
+            level,
+            "start",
+        ];
+        base.iter()
+            .chain(extra)
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    }
+
     /// Whether the shim dials within `window`.
     pub async fn dials_within(&self, window: Duration) -> bool {
         tokio::time::timeout(window, self.listener.accept())

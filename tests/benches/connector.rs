@@ -12,7 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use e2e::platform::{Conn, Platform, SESSION, Shim, TOKEN, fresh_dir};
+use e2e::platform::{Conn, Platform, Shim, TOKEN, fresh_dir};
 use serde_json::json;
 
 const READ_BYTES: usize = 8 * 1024 * 1024;
@@ -63,22 +63,11 @@ fn main() -> ExitCode {
 }
 
 fn start_shim(home: &Path, root: &Path, platform: &Platform) -> Shim {
-    let root = root.to_string_lossy().into_owned();
-    let url = platform.url();
+    let args = platform.start_args(root, "WARNING", &["--enable-shell"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Shim::spawn(
         home,
-        &[
-            "--session-id",
-            SESSION,
-            "--allowed-root",
-            &root,
-            "--platform-url",
-            &url,
-            "--log-level",
-            "WARNING",
-            "start",
-            "--enable-shell",
-        ],
+        &args,
         &[
             ("AUTOGPT_SHIM_TOKEN", TOKEN),
             // The bench issues far more than the default 60 commands a minute.

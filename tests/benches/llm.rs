@@ -24,7 +24,7 @@ use std::{
 };
 
 use e2e::{
-    platform::{Conn, Platform, SESSION, Shim, TOKEN, fresh_dir},
+    platform::{Conn, Platform, Shim, TOKEN, fresh_dir},
     real_model::ModelServer,
 };
 use local_core::llm::{
@@ -143,22 +143,11 @@ fn start_shim(
     platform: &Platform,
     backend: &str,
 ) -> Shim {
-    let root = root.to_string_lossy().into_owned();
-    let url = platform.url();
+    let args = platform.start_args(root, "WARNING", &["--enable-local-llm"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Shim::spawn(
         home,
-        &[
-            "--session-id",
-            SESSION,
-            "--allowed-root",
-            &root,
-            "--platform-url",
-            &url,
-            "--log-level",
-            "WARNING",
-            "start",
-            "--enable-local-llm",
-        ],
+        &args,
         &[
             ("AUTOGPT_SHIM_TOKEN", TOKEN),
             ("AUTOGPT_SHIM_OLLAMA_URL", backend),

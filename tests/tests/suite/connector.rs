@@ -9,25 +9,9 @@ use e2e::platform::{Platform, SESSION, Shim, TOKEN, error_code, fresh_dir};
 use serde_json::{Value, json};
 
 /// Arguments for `start` against `platform` with `root` as the jail, plus `extra` after
-/// `start`.
+/// `start`; at the most verbose level, the likeliest to leak the token.
 pub(super) fn start_args(platform: &Platform, root: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--session-id",
-        SESSION,
-        "--allowed-root",
-        &root.to_string_lossy(),
-        "--platform-url",
-        &platform.url(),
-        // The most verbose level is the likeliest to leak the token.
-        "--log-level",
-        "DEBUG",
-        "start",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
-    args
+    platform.start_args(root, "DEBUG", extra)
 }
 
 /// A home with an allowed root inside it.
