@@ -10,6 +10,7 @@ mod connector_files;
 mod connector_llm;
 mod connector_shell;
 mod contracts;
+mod desktop;
 mod guidance;
 mod launcher;
 mod llm_client;
