@@ -28,7 +28,7 @@ use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{self, JoinError, JoinSet};
 
-use crate::audit::{Auditor, Entry, details};
+use crate::audit::{Auditor, Entry, Expected, details};
 use crate::protocol::{
     Arch, Capability, DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, Direction,
     EmptyPayload, Envelope, ErrorCode, ErrorPayload, HardwareDevice, HelloAckPayload, HelloPayload,
@@ -838,6 +838,8 @@ impl Dispatch {
         let host = self.host.clone();
         let limits = self.limits;
         let gate = self.hooks.file_gate.clone();
+        // Announced as the frame is admitted, so frames that arrived together share an fsync.
+        let expected = host.audit.expect();
         self.tasks
             .spawn(async move {
                 let _permit = match &gate {
@@ -846,7 +848,7 @@ impl Dispatch {
                 };
                 let run = move || {
                     let (message, entry) = op.run(&host.jail, &limits);
-                    audit_file_op(&host.audit, &request_id, entry);
+                    audit_file_op(&host.audit, expected, &request_id, entry);
                     message
                 };
                 match task::spawn_blocking(run).await {
@@ -890,7 +892,7 @@ impl Dispatch {
 
 /// Writes a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
 /// (the reference's separate op for that, so violations can be found without parsing codes).
-fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) {
+fn audit_file_op(audit: &Auditor, expected: Expected, request_id: &str, entry: Entry) {
     let violation = (entry.result.error_code.as_deref()
         == Some(ErrorCode::PathOutsideAllowedRoot.as_str()))
     .then(|| {
@@ -909,10 +911,8 @@ fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) {
             ErrorCode::PathOutsideAllowedRoot.as_str(),
         )
     });
-    audit.record(Some(request_id), entry);
-    if let Some(violation) = violation {
-        audit.record(Some(request_id), violation);
-    }
+    let entries = std::iter::once(entry).chain(violation).collect();
+    audit.record_all(Some(request_id), entries, Some(expected));
 }
 
 /// The reference's record for a SESSION_REVOKED frame.
