@@ -83,6 +83,9 @@ struct Shared {
 #[derive(Debug, Clone, Default)]
 pub struct Auditor {
     shared: Option<Arc<Shared>>,
+    /// The session every record of this handle is written for, when it is not the chain's
+    /// own (a control-mode child).
+    session: Option<Arc<str>>,
 }
 
 impl Auditor {
@@ -93,12 +96,26 @@ impl Auditor {
                 chain: Mutex::new(chain),
                 queue: Mutex::new(Vec::new()),
             })),
+            session: None,
+        }
+    }
+
+    /// The same chain, writing every record for `session_id`: a control-mode child's
+    /// records carry its session on the machine's one chain.
+    #[must_use]
+    pub fn for_session(&self, session_id: &str) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            session: Some(Arc::from(session_id)),
         }
     }
 
     /// Writes nothing (tests of other parts, tools that only read).
     pub const fn disabled() -> Self {
-        Self { shared: None }
+        Self {
+            shared: None,
+            session: None,
+        }
     }
 
     /// The live file, when auditing.
@@ -126,6 +143,7 @@ impl Auditor {
         };
         let outcome: Outcome = Arc::new(OnceLock::new());
         let record = PendingRecord {
+            session_id: self.session.as_deref().map(str::to_owned),
             request_id: request_id.map(str::to_owned),
             op: entry.op.to_owned(),
             details: entry.details,

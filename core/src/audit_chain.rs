@@ -78,6 +78,9 @@ pub struct AuditResult {
 /// One record waiting to be appended (see [`AuditChain::append_batch`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingRecord {
+    /// The session the record belongs to when it is not the writer's own (a control-mode
+    /// child writing to the machine's one chain); `None` uses the writer's identity.
+    pub session_id: Option<String>,
     /// The request it answers; `None` for internal events.
     pub request_id: Option<String>,
     /// The op name.
@@ -275,6 +278,7 @@ impl AuditChain {
         result: AuditResult,
     ) -> io::Result<u64> {
         let record = PendingRecord {
+            session_id: None,
             request_id: request_id.map(str::to_owned),
             op: op.to_owned(),
             details,
@@ -353,7 +357,15 @@ impl AuditChain {
         let field = |name: &str, value| (name.to_owned(), value);
         vec![
             field("ts", Json::Float(ts)),
-            field("session_id", dash_or(self.identity.session_id.as_deref())),
+            field(
+                "session_id",
+                dash_or(
+                    record
+                        .session_id
+                        .as_deref()
+                        .or(self.identity.session_id.as_deref()),
+                ),
+            ),
             field("machine_id", dash_or(self.identity.machine_id.as_deref())),
             field(
                 "shim_version",
@@ -2016,6 +2028,7 @@ mod tests {
             error_code: None,
         };
         let record = PendingRecord {
+            session_id: None,
             request_id: Some("r-1".to_owned()),
             op: "FILE_READ".to_owned(),
             details,
@@ -2154,6 +2167,7 @@ mod tests {
         append_n(&mut chain, 1);
         let batch = (0..3)
             .map(|i| PendingRecord {
+                session_id: None,
                 request_id: Some(format!("r-{i}")),
                 op: "FILE_STAT".to_owned(),
                 details: Map::new(),
