@@ -288,6 +288,72 @@ impl Platform {
     }
 }
 
+impl Platform {
+    /// `autogpt-shim` arguments for machine control mode against this platform: no
+    /// `--session-id`; `--platform-url`, `--log-level level`, `start`, then `extra`.
+    pub fn control_args(&self, level: &str, extra: &[&str]) -> Vec<String> {
+        let url = self.url();
+        let base = ["--platform-url", &url, "--log-level", level, "start"];
+        base.iter()
+            .chain(extra)
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    }
+
+    /// Accepts the next dial as the control connection (`/ws/local-executor` with the
+    /// bearer), reads HELLO and answers a control HELLO_ACK (null session id, connection id
+    /// `conn-1`, `directory_browse` granted) with `edit` applied.
+    pub async fn control(&self, edit: impl FnOnce(&mut Value)) -> (Conn, Value) {
+        let (conn, seen) = self.accept(None).await;
+        let mut conn = conn.expect("the upgrade failed");
+        assert_eq!(seen.path, "/ws/local-executor");
+        assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
+        let hello = conn.recv().await;
+        assert_eq!(hello["type"], "HELLO", "{hello}");
+        let mut ack = json!({
+            "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
+            "payload": {
+                "session_id": null,
+                "connection_id": "conn-1",
+                "protocol_version": "1.1",
+                "granted_capabilities": ["directory_browse", "files"],
+                "max_file_size_bytes": 10_485_760,
+                "command_timeout_seconds": 30,
+                "max_concurrent": 4
+            }
+        });
+        edit(&mut ack);
+        conn.send(&ack).await;
+        (conn, hello)
+    }
+
+    /// Accepts the next dial as a child's data connection for `session_id`
+    /// (`/ws/local-executor/{session_id}`), reads HELLO and answers its HELLO_ACK granting
+    /// `grants`; returns the socket and the HELLO.
+    pub async fn child(&self, session_id: &str, grants: &[&str]) -> (Conn, Value) {
+        let (conn, seen) = self.accept(None).await;
+        let mut conn = conn.expect("the upgrade failed");
+        assert_eq!(seen.path, format!("/ws/local-executor/{session_id}"));
+        assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
+        let hello = conn.recv().await;
+        assert_eq!(hello["type"], "HELLO", "{hello}");
+        let ack = json!({
+            "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
+            "payload": {
+                "session_id": session_id,
+                "connection_id": null,
+                "protocol_version": "1.1",
+                "granted_capabilities": grants,
+                "max_file_size_bytes": 10_485_760,
+                "command_timeout_seconds": 30,
+                "max_concurrent": 4
+            }
+        });
+        conn.send(&ack).await;
+        (conn, hello)
+    }
+}
+
 /// One accepted WebSocket.
 pub struct Conn {
     socket: WebSocketStream<TcpStream>,

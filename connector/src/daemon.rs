@@ -24,10 +24,10 @@ use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
 use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
 use crate::control::{ChildTemplate, Control, ControlConfig};
-use local_core::root_grant::GrantKey;
 use crate::protocol::{Arch, Capability, Platform, close_code};
 use crate::session::{ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
+use local_core::root_grant::GrantKey;
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
 const LLM_LIST_TIMEOUT: Duration = Duration::from_secs(2);

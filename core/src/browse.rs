@@ -169,7 +169,9 @@ pub fn list(open: &OpenDir) -> io::Result<Listing> {
         }
         let Ok(entry) = entry else { continue };
         // The entry's own type: a link to a directory is a link.
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if !kind.is_dir() {
             continue;
         }
@@ -412,7 +414,10 @@ mod tests {
             open_strict(&root.join("missing")),
             Err(BrowseError::Unavailable)
         ));
-        assert_eq!(open_strict(&root.join("real")).unwrap().path, root.join("real"));
+        assert_eq!(
+            open_strict(&root.join("real")).unwrap().path,
+            root.join("real")
+        );
         std::fs::remove_dir_all(root).unwrap();
     }
 
@@ -421,7 +426,10 @@ mod tests {
         let home = temp_dir("home");
         let roots = virtual_roots(Some(&home));
         assert_eq!(roots[0].path, home);
-        assert_eq!(display_name(&home), home.file_name().unwrap().to_string_lossy());
+        assert_eq!(
+            display_name(&home),
+            home.file_name().unwrap().to_string_lossy()
+        );
         assert_eq!(display_name(Path::new("/")), "/");
         std::fs::remove_dir(home).unwrap();
     }
@@ -434,7 +442,11 @@ mod tests {
         let first = open_strict(&path).unwrap();
         let before = fingerprint(&first.path, &first.identity);
         assert_eq!(before.len(), 64);
-        assert!(before.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(
+            before
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
         // Writing a file into it must not change it (its mtime and ctime move).
         std::fs::write(path.join("notes.txt"), b"x").unwrap();
         let again = open_strict(&path).unwrap();

@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use local_core::browse::{self, BrowseError, Identity, OpenDir};
 
-use crate::protocol::{DirectoryEntry, DirectoryListResponsePayload, ErrorCode, MAX_DIRECTORY_ENTRIES};
+use crate::protocol::{
+    DirectoryEntry, DirectoryListResponsePayload, ErrorCode, MAX_DIRECTORY_ENTRIES,
+};
 
 /// At most this many browses at once; the oldest is evicted.
 pub const MAX_BROWSE_SESSIONS: usize = 8;
@@ -197,7 +199,12 @@ impl Browser {
         let mut entries = Vec::new();
         let mut end = offset;
         let mut out_of_refs = false;
-        for child in listing.children.iter().skip(offset).take(MAX_DIRECTORY_ENTRIES) {
+        for child in listing
+            .children
+            .iter()
+            .skip(offset)
+            .take(MAX_DIRECTORY_ENTRIES)
+        {
             if browse.refs.len() >= MAX_REFS_PER_BROWSE {
                 out_of_refs = true;
                 break;

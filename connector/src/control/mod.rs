@@ -80,11 +80,16 @@ struct State {
 
 impl State {
     fn live(&self) -> usize {
-        self.children.values().filter(|child| child.is_live()).count()
+        self.children
+            .values()
+            .filter(|child| child.is_live())
+            .count()
     }
 
     fn live_child(&self, session_id: &str) -> Option<&Child> {
-        self.children.get(session_id).filter(|child| child.is_live())
+        self.children
+            .get(session_id)
+            .filter(|child| child.is_live())
     }
 
     fn tick(&mut self) -> u64 {
@@ -145,7 +150,13 @@ impl Control {
                 state: Mutex::new(State::default()),
             }),
         };
-        let period = REAP_INTERVAL.min(control.inner.config.idle_timeout.max(Duration::from_millis(100)));
+        let period = REAP_INTERVAL.min(
+            control
+                .inner
+                .config
+                .idle_timeout
+                .max(Duration::from_millis(100)),
+        );
         tokio::spawn(reap(Arc::downgrade(&control.inner), period));
         control
     }
@@ -154,7 +165,11 @@ impl Control {
     pub async fn stop_all(&self) {
         let stopping: Vec<JoinHandle<Outcome>> = {
             let mut state = self.inner.lock();
-            state.children.drain().map(|(_, child)| child.stop()).collect()
+            state
+                .children
+                .drain()
+                .map(|(_, child)| child.stop())
+                .collect()
         };
         for task in stopping {
             let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
@@ -248,9 +263,11 @@ impl Inner {
                 "The session is active; detach it before attaching another folder.",
             ));
         }
-        let open = state
-            .browser
-            .take(&request.browse_id, &request.directory_ref, SystemTime::now())?;
+        let open = state.browser.take(
+            &request.browse_id,
+            &request.directory_ref,
+            SystemTime::now(),
+        )?;
         let previous = state.bindings.get(session_id).cloned();
         let revision = previous.as_ref().map_or(1, |binding| binding.revision + 1);
         let fingerprint = browse::fingerprint(&open.path, &open.identity);
@@ -309,7 +326,12 @@ impl Inner {
         }
         let root = binding.root.to_string_lossy().into_owned();
         if !unchanged(&binding.root, &binding.fingerprint) {
-            self.audit_failed(session_id, "ACTIVATE_SESSION", &root, ErrorCode::RootGrantInvalid);
+            self.audit_failed(
+                session_id,
+                "ACTIVATE_SESSION",
+                &root,
+                ErrorCode::RootGrantInvalid,
+            );
             return Err(Refused::new(ErrorCode::RootGrantInvalid, CHANGED));
         }
         if state.live_child(session_id).is_none() {
@@ -410,18 +432,27 @@ impl Inner {
                 details([
                     (
                         "allowed_root",
-                        json!(binding.as_ref().map(|b| b.root.to_string_lossy().into_owned())),
+                        json!(
+                            binding
+                                .as_ref()
+                                .map(|b| b.root.to_string_lossy().into_owned())
+                        ),
                     ),
                     ("revision", json!(binding.as_ref().map(|b| b.revision))),
                 ]),
             ),
         );
-        Message::Ack(AckPayload { ok: true, pid: None })
+        Message::Ack(AckPayload {
+            ok: true,
+            pid: None,
+        })
     }
 
     /// Verifies a grant's signature and bindings, then its folder against the filesystem.
     fn inner_verify(&self, grant: &str, session_id: &str) -> Result<Claims, Refused> {
-        let claims = self.key.verify(grant, session_id, &self.config.machine_id)?;
+        let claims = self
+            .key
+            .verify(grant, session_id, &self.config.machine_id)?;
         let fresh = match browse::open_canonical(Path::new(&claims.allowed_root)) {
             Ok(open) => open,
             Err(BrowseError::Link) => {
@@ -491,7 +522,10 @@ impl Inner {
     }
 
     fn audit_session(&self, session_id: &str, entry: Entry) {
-        self.machine.audit.for_session(session_id).record(None, entry);
+        self.machine
+            .audit
+            .for_session(session_id)
+            .record(None, entry);
     }
 
     /// Control-plane records must be written: a binding nobody can audit is refused.
@@ -501,7 +535,10 @@ impl Inner {
             .for_session(session_id)
             .record_strict(None, entry)
             .map_err(|_| {
-                Refused::new(ErrorCode::InternalError, "The audit log could not be written.")
+                Refused::new(
+                    ErrorCode::InternalError,
+                    "The audit log could not be written.",
+                )
             })
     }
 
