@@ -391,8 +391,6 @@ mod tests {
                 "/definitely/missing/token",
                 "start",
             ],
-            &["--allowed-root", &root, "start"],
-            &["--session-id", "   ", "--allowed-root", &root, "start"],
             &["--session-id", "../x", "--allowed-root", &root, "start"],
             &[
                 "--session-id",
@@ -417,6 +415,34 @@ mod tests {
             let refusal = resolve(&parse(args), &none).unwrap_err();
             assert_eq!(refusal.code, EXIT_PREFLIGHT, "{args:?}");
             assert_eq!(refusal.message.lines().count(), 1, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn no_session_id_resolves_to_control_mode_at_the_control_endpoint() {
+        let root = root();
+        let none = env(&[]);
+        for args in [
+            &[
+                "--allowed-root",
+                root.as_str(),
+                "--platform-url",
+                "https://p.example",
+                "start",
+            ][..],
+            &[
+                "--session-id",
+                "   ",
+                "--platform-url",
+                "https://p.example",
+                "--allowed-root",
+                root.as_str(),
+                "start",
+            ],
+        ] {
+            let config = resolve(&parse(args), &none).unwrap();
+            assert_eq!(config.session_id, None, "{args:?}");
+            assert_eq!(config.url, "wss://p.example/ws/local-executor");
         }
     }
 

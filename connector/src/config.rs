@@ -1165,6 +1165,7 @@ mod tests {
             token_file: None,
             token: None,
             config_file: None,
+            idle_session_timeout: Duration::from_secs(600),
         };
         if cfg!(target_os = "linux") {
             assert_eq!(config, expected);
@@ -1341,6 +1342,9 @@ reconnect_base_delay = 0.25
         ("enable_recording", "true", "true", |c| c.enable_recording),
         ("token_file", "/srv/token", "\"/srv/token\"", |c| {
             c.token_file.as_deref() == Some(Path::new("/srv/token"))
+        }),
+        ("idle_session_timeout", "1.5", "1.5", |c| {
+            c.idle_session_timeout == Duration::from_millis(1500)
         }),
     ];
 

@@ -497,7 +497,6 @@ async fn ungranted_capabilities_are_refused_before_any_work() {
             "local_llm",
         ),
         ("START_RECORDING", json!({}), "recording"),
-        ("DIRECTORY_LIST_REQUEST", json!({}), "directory_browse"),
     ];
     for (n, (kind, payload, capability)) in cases.into_iter().enumerate() {
         let id = format!("c{n}");
@@ -511,6 +510,11 @@ async fn ungranted_capabilities_are_refused_before_any_work() {
         assert_eq!(reply["pending_capacity"], 4);
     }
     assert!(!platform.root().join("x.txt").exists());
+    // Control messages belong to the control connection, whatever was granted.
+    let browse = platform
+        .call("DIRECTORY_LIST_REQUEST", "browse", &json!({}))
+        .await;
+    assert_eq!(error_code(&browse), "FEATURE_NOT_SUPPORTED");
 }
 
 #[tokio::test]
