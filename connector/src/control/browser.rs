@@ -313,3 +313,170 @@ fn epoch(at: SystemTime) -> f64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
+
+#[cfg(test)]
+// The tests build their directory trees directly.
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    fn tree(tag: &str, children: usize) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "control-browser-{tag}-{}",
+            local_core::secret::new_id().simple()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..children {
+            std::fs::create_dir(dir.join(format!("d{i:04}"))).unwrap();
+        }
+        std::fs::canonicalize(dir).unwrap()
+    }
+
+    fn start(browser: &mut Browser, home: &Path, now: SystemTime) -> (String, String) {
+        let page = browser.list(None, None, None, Some(home), now).unwrap();
+        (page.browse_id, page.entries[0].directory_ref.clone())
+    }
+
+    #[test]
+    fn browses_are_bounded_and_the_oldest_is_evicted() {
+        let home = tree("bound", 0);
+        let now = SystemTime::now();
+        let mut browser = Browser::default();
+        let first = start(&mut browser, &home, now);
+        for _ in 1..MAX_BROWSE_SESSIONS {
+            start(&mut browser, &home, now);
+        }
+        assert_eq!(browser.len(), MAX_BROWSE_SESSIONS);
+        assert!(
+            browser
+                .list(Some(&first.0), Some(&first.1), None, None, now)
+                .is_ok()
+        );
+        start(&mut browser, &home, now);
+        assert_eq!(browser.len(), MAX_BROWSE_SESSIONS);
+        assert_eq!(
+            browser
+                .list(Some(&first.0), Some(&first.1), None, None, now)
+                .unwrap_err(),
+            BrowseFailure::Invalid
+        );
+        std::fs::remove_dir_all(home).unwrap();
+    }
+
+    #[test]
+    fn references_expire_with_the_browse_and_die_on_reset() {
+        let home = tree("ttl", 1);
+        let now = SystemTime::now();
+        let mut browser = Browser::default();
+        let (browse_id, home_ref) = start(&mut browser, &home, now);
+        let just_before = now + BROWSE_TTL - Duration::from_millis(1);
+        assert!(
+            browser
+                .list(Some(&browse_id), Some(&home_ref), None, None, just_before)
+                .is_ok()
+        );
+        assert_eq!(
+            browser
+                .list(
+                    Some(&browse_id),
+                    Some(&home_ref),
+                    None,
+                    None,
+                    now + BROWSE_TTL
+                )
+                .unwrap_err(),
+            BrowseFailure::Invalid
+        );
+        let (browse_id, home_ref) = start(&mut browser, &home, now);
+        browser.reset();
+        assert!(browser.is_empty());
+        assert_eq!(
+            browser.take(&browse_id, &home_ref, now).unwrap_err(),
+            BrowseFailure::Invalid
+        );
+        std::fs::remove_dir_all(home).unwrap();
+    }
+
+    #[test]
+    fn the_reference_bound_truncates_without_a_cursor() {
+        let home = tree("refs", 250);
+        let now = SystemTime::now();
+        let mut browser = Browser::default();
+        let (browse_id, home_ref) = start(&mut browser, &home, now);
+        // One root reference, then 200 per first page.
+        let listings = (MAX_REFS_PER_BROWSE - 1) / MAX_DIRECTORY_ENTRIES;
+        for _ in 0..listings {
+            let page = browser
+                .list(Some(&browse_id), Some(&home_ref), None, None, now)
+                .unwrap();
+            assert_eq!(page.entries.len(), MAX_DIRECTORY_ENTRIES);
+            assert!(!page.truncated);
+            assert!(page.next_cursor.is_some());
+        }
+        let last = browser
+            .list(Some(&browse_id), Some(&home_ref), None, None, now)
+            .unwrap();
+        assert_eq!(
+            last.entries.len(),
+            MAX_REFS_PER_BROWSE - 1 - listings * MAX_DIRECTORY_ENTRIES
+        );
+        assert!(last.truncated);
+        assert_eq!(last.next_cursor, None);
+        std::fs::remove_dir_all(home).unwrap();
+    }
+
+    #[test]
+    fn cursors_are_reused_and_the_least_recently_used_is_evicted() {
+        let mut browse = Browse {
+            started: 1,
+            expires_at: SystemTime::now() + BROWSE_TTL,
+            refs: HashMap::new(),
+            cursors: Vec::new(),
+        };
+        let first = browse.cursor("ref-0", 200);
+        assert_eq!(browse.cursor("ref-0", 200), first);
+        for i in 1..MAX_CURSORS_PER_BROWSE {
+            browse.cursor(&format!("ref-{i}"), 200);
+        }
+        assert_eq!(browse.cursors.len(), MAX_CURSORS_PER_BROWSE);
+        assert!(browse.cursors.iter().any(|(c, ..)| *c == first));
+        browse.cursor("one-more", 200);
+        assert_eq!(browse.cursors.len(), MAX_CURSORS_PER_BROWSE);
+        assert!(!browse.cursors.iter().any(|(c, ..)| *c == first));
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_is_unavailable() {
+        let home = tree("swap", 1);
+        let now = SystemTime::now();
+        let mut browser = Browser::default();
+        let (browse_id, home_ref) = start(&mut browser, &home, now);
+        let page = browser
+            .list(Some(&browse_id), Some(&home_ref), None, None, now)
+            .unwrap();
+        let child = &page.entries[0];
+        let target = tree("target", 0);
+        std::fs::remove_dir(&child.path).unwrap();
+        std::os::unix::fs::symlink(&target, &child.path).unwrap();
+        assert_eq!(
+            browser
+                .list(
+                    Some(&browse_id),
+                    Some(&child.directory_ref),
+                    None,
+                    None,
+                    now
+                )
+                .unwrap_err(),
+            BrowseFailure::Unavailable
+        );
+        assert_eq!(
+            browser
+                .take(&browse_id, &child.directory_ref, now)
+                .unwrap_err(),
+            BrowseFailure::Unavailable
+        );
+        std::fs::remove_dir_all(home).unwrap();
+        std::fs::remove_dir_all(target).unwrap();
+    }
+}

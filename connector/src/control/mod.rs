@@ -624,3 +624,39 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(used: u64) -> Binding {
+        Binding {
+            root: PathBuf::from("/r"),
+            fingerprint: "f".repeat(64),
+            revision: 1,
+            used,
+        }
+    }
+
+    #[test]
+    fn bindings_are_bounded_and_the_least_recently_used_is_forgotten() {
+        let mut state = State::default();
+        for i in 0..MAX_SESSION_BINDINGS {
+            let used = state.tick();
+            bind(&mut state, &format!("s-{i}"), binding(used));
+        }
+        assert_eq!(state.bindings.len(), MAX_SESSION_BINDINGS);
+        // Re-binding a known session never evicts.
+        let used = state.tick();
+        bind(&mut state, "s-0", binding(used));
+        assert_eq!(state.bindings.len(), MAX_SESSION_BINDINGS);
+        assert!(state.bindings.contains_key("s-1"));
+        let used = state.tick();
+        bind(&mut state, "s-new", binding(used));
+        assert_eq!(state.bindings.len(), MAX_SESSION_BINDINGS);
+        // s-0 was used again, so s-1 is now the least recently used.
+        assert!(state.bindings.contains_key("s-0"));
+        assert!(!state.bindings.contains_key("s-1"));
+        assert!(state.bindings.contains_key("s-new"));
+    }
+}
