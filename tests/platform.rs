@@ -264,31 +264,11 @@ impl Platform {
     /// Accepts the next dial, checks path and bearer, reads HELLO, answers HELLO_ACK granting
     /// `grants` (with `edit` applied to the ACK), and returns the socket and the HELLO.
     pub async fn session(&self, grants: &[&str], edit: impl FnOnce(&mut Value)) -> (Conn, Value) {
-        let (conn, seen) = self.accept(None).await;
-        let mut conn = conn.expect("the upgrade failed");
-        assert_eq!(seen.path, format!("/ws/local-executor/{SESSION}"));
-        assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
-        let hello = conn.recv().await;
-        assert_eq!(hello["type"], "HELLO", "{hello}");
-        let mut ack = json!({
-            "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
-            "payload": {
-                "session_id": SESSION,
-                "connection_id": null,
-                "protocol_version": "1.1",
-                "granted_capabilities": grants,
-                "max_file_size_bytes": 10_485_760,
-                "command_timeout_seconds": 30,
-                "max_concurrent": 4
-            }
-        });
-        edit(&mut ack);
-        conn.send(&ack).await;
-        (conn, hello)
+        let path = format!("/ws/local-executor/{SESSION}");
+        self.handshake(&path, json!(SESSION), Value::Null, grants, edit)
+            .await
     }
-}
 
-impl Platform {
     /// `autogpt-shim` arguments for machine control mode against this platform: no
     /// `--session-id`; `--platform-url`, `--log-level level`, `start`, then `extra`.
     pub fn control_args(&self, level: &str, extra: &[&str]) -> Vec<String> {
@@ -302,46 +282,49 @@ impl Platform {
 
     /// Accepts the next dial as the control connection (`/ws/local-executor` with the
     /// bearer), reads HELLO and answers a control HELLO_ACK (null session id, connection id
-    /// `conn-1`, `directory_browse` granted) with `edit` applied.
+    /// `conn-1`, `directory_browse` and `files` granted) with `edit` applied.
     pub async fn control(&self, edit: impl FnOnce(&mut Value)) -> (Conn, Value) {
-        let (conn, seen) = self.accept(None).await;
-        let mut conn = conn.expect("the upgrade failed");
-        assert_eq!(seen.path, "/ws/local-executor");
-        assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
-        let hello = conn.recv().await;
-        assert_eq!(hello["type"], "HELLO", "{hello}");
-        let mut ack = json!({
-            "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
-            "payload": {
-                "session_id": null,
-                "connection_id": "conn-1",
-                "protocol_version": "1.1",
-                "granted_capabilities": ["directory_browse", "files"],
-                "max_file_size_bytes": 10_485_760,
-                "command_timeout_seconds": 30,
-                "max_concurrent": 4
-            }
-        });
-        edit(&mut ack);
-        conn.send(&ack).await;
-        (conn, hello)
+        let grants = ["directory_browse", "files"];
+        self.handshake(
+            "/ws/local-executor",
+            Value::Null,
+            json!("conn-1"),
+            &grants,
+            edit,
+        )
+        .await
     }
 
     /// Accepts the next dial as a child's data connection for `session_id`
     /// (`/ws/local-executor/{session_id}`), reads HELLO and answers its HELLO_ACK granting
     /// `grants`; returns the socket and the HELLO.
     pub async fn child(&self, session_id: &str, grants: &[&str]) -> (Conn, Value) {
+        let path = format!("/ws/local-executor/{session_id}");
+        self.handshake(&path, json!(session_id), Value::Null, grants, |_| {})
+            .await
+    }
+
+    /// Accepts the next dial, checks its path and bearer, reads HELLO and answers HELLO_ACK
+    /// with these session and connection ids and grants, `edit` applied.
+    async fn handshake(
+        &self,
+        path: &str,
+        session_id: Value,
+        connection_id: Value,
+        grants: &[&str],
+        edit: impl FnOnce(&mut Value),
+    ) -> (Conn, Value) {
         let (conn, seen) = self.accept(None).await;
         let mut conn = conn.expect("the upgrade failed");
-        assert_eq!(seen.path, format!("/ws/local-executor/{session_id}"));
+        assert_eq!(seen.path, path);
         assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
         let hello = conn.recv().await;
         assert_eq!(hello["type"], "HELLO", "{hello}");
-        let ack = json!({
+        let mut ack = json!({
             "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
             "payload": {
                 "session_id": session_id,
-                "connection_id": null,
+                "connection_id": connection_id,
                 "protocol_version": "1.1",
                 "granted_capabilities": grants,
                 "max_file_size_bytes": 10_485_760,
@@ -349,6 +332,7 @@ impl Platform {
                 "max_concurrent": 4
             }
         });
+        edit(&mut ack);
         conn.send(&ack).await;
         (conn, hello)
     }

@@ -1420,6 +1420,20 @@ fn write_scalar(value: &Json, out: &mut String) -> Result<(), RecordError> {
 
 /// Python's string escaping with `ensure_ascii=False`: only quote, backslash and C0 controls.
 fn write_string(s: &str, out: &mut String) {
+    write_python_string(s, false, out);
+}
+
+/// A JSON string as Python's `json.dumps` writes it: with `ensure_ascii` (its default) every
+/// non-ASCII character becomes `\uXXXX` (astral ones as a surrogate pair); without, only
+/// quote, backslash and C0 controls are escaped.
+#[must_use]
+pub fn python_json_string(s: &str, ensure_ascii: bool) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_python_string(s, ensure_ascii, &mut out);
+    out
+}
+
+fn write_python_string(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -1430,8 +1444,11 @@ fn write_string(s: &str, out: &mut String) {
             '\t' => out.push_str("\\t"),
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            c if u32::from(c) < 0x20 || (ensure_ascii && u32::from(c) > 0x7e) => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
             }
             c => out.push(c),
         }

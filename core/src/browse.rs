@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::{Dir, MetadataExt};
 use sha2::{Digest, Sha256};
 
+use crate::audit_chain::python_json_string;
+
 /// At most this many directory entries are scanned per listing (`MAX_SCANNED_ENTRIES`).
 pub const MAX_SCANNED_ENTRIES: usize = 1000;
 /// At most this many virtual roots.
@@ -294,32 +296,9 @@ pub fn legacy_fingerprint(path: &Path, identity: &Identity) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
-/// A JSON string as Python's `json.dumps` writes it by default (`ensure_ascii`): non-ASCII
-/// as `\uXXXX`, astral characters as surrogate pairs.
-#[must_use]
-pub fn json_ascii_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
-            c => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-        }
-    }
-    out.push('"');
-    out
+/// A JSON string as Python's `json.dumps` writes it by default (`ensure_ascii`).
+fn json_ascii_string(text: &str) -> String {
+    python_json_string(text, true)
 }
 
 fn hex(bytes: &[u8]) -> String {
