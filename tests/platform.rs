@@ -421,6 +421,56 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// On a control connection: starts a browse and lists the home root; returns the browse
+    /// id and the reference of `home`'s subdirectory `name`.
+    pub async fn reference(&mut self, home: &Path, name: &str) -> (String, String) {
+        let roots = self
+            .call(
+                "DIRECTORY_LIST_REQUEST",
+                "browse",
+                json!({"browse_id": null, "directory_ref": null}),
+            )
+            .await;
+        let browse_id = roots["payload"]["browse_id"].as_str().unwrap().to_owned();
+        let home_ref = listed(&roots, home)["directory_ref"].clone();
+        let listing = self
+            .call(
+                "DIRECTORY_LIST_REQUEST",
+                "drill",
+                json!({"browse_id": browse_id, "directory_ref": home_ref}),
+            )
+            .await;
+        let found = listed(&listing, &home.join(name))["directory_ref"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (browse_id, found)
+    }
+
+    /// On a control connection: attaches `session` to `home`'s subdirectory `name` through a
+    /// fresh browse; returns SESSION_ATTACHED's payload.
+    pub async fn attach(&mut self, home: &Path, session: &str, name: &str) -> Value {
+        let (browse_id, directory_ref) = self.reference(home, name).await;
+        let payload = json!({"session_id": session, "browse_id": browse_id, "directory_ref": directory_ref, "expected_connection_id": "conn-1"});
+        let reply = self.call("ATTACH_SESSION", "attach", payload).await;
+        assert_eq!(reply["type"], "SESSION_ATTACHED", "{reply}");
+        reply["payload"].clone()
+    }
+}
+
+/// The entry of a DIRECTORY_LIST_RESPONSE whose path is `path` (asserting there is one).
+pub fn listed<'a>(listing: &'a Value, path: &Path) -> &'a Value {
+    assert_eq!(listing["type"], "DIRECTORY_LIST_RESPONSE", "{listing}");
+    let path = path.to_string_lossy();
+    listing["payload"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == path.as_ref())
+        .unwrap_or_else(|| panic!("{path} not listed: {listing}"))
+}
+
 /// The `code` of an ERROR reply (asserting it is one).
 pub fn error_code(reply: &Value) -> &str {
     assert_eq!(reply["type"], "ERROR", "{reply}");

@@ -7,12 +7,11 @@
 // Bench support: a failed unwrap aborts the run, which is what it should do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use e2e::platform::{Conn, Platform, Shim, TOKEN, fresh_dir};
-use serde_json::{Value, json};
+use e2e::platform::{Platform, Shim, TOKEN, fresh_dir};
+use serde_json::json;
 
 const ROUNDS: usize = 20;
 const CHILDREN: usize = 8;
@@ -67,7 +66,7 @@ async fn run() -> (Vec<f64>, u64, u64) {
     let mut latencies = Vec::with_capacity(ROUNDS);
     for round in 0..ROUNDS {
         let session = format!("bench-{round}");
-        attach(&mut control, &home, &session, "chat0").await;
+        control.attach(&home, &session, "chat0").await;
         let started = Instant::now();
         let reply = control
             .call(
@@ -97,7 +96,7 @@ async fn run() -> (Vec<f64>, u64, u64) {
     let mut children = Vec::new();
     for i in 0..CHILDREN {
         let session = format!("live-{i}");
-        attach(&mut control, &home, &session, &format!("chat{i}")).await;
+        control.attach(&home, &session, &format!("chat{i}")).await;
         let reply = control
             .call(
                 "ACTIVATE_SESSION",
@@ -114,42 +113,4 @@ async fn run() -> (Vec<f64>, u64, u64) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_eight = shim.rss_bytes();
     (latencies, rss_zero, rss_eight)
-}
-
-async fn attach(control: &mut Conn, home: &Path, session: &str, name: &str) {
-    let roots = control
-        .call(
-            "DIRECTORY_LIST_REQUEST",
-            "roots",
-            json!({"browse_id": null, "directory_ref": null}),
-        )
-        .await;
-    let browse_id = roots["payload"]["browse_id"].clone();
-    let home_ref = find(&roots, home)["directory_ref"].clone();
-    let listing = control
-        .call(
-            "DIRECTORY_LIST_REQUEST",
-            "home",
-            json!({"browse_id": browse_id, "directory_ref": home_ref}),
-        )
-        .await;
-    let target = find(&listing, &home.join(name))["directory_ref"].clone();
-    let attached = control
-        .call(
-            "ATTACH_SESSION",
-            "attach",
-            json!({"session_id": session, "browse_id": browse_id, "directory_ref": target}),
-        )
-        .await;
-    assert_eq!(attached["type"], "SESSION_ATTACHED", "{attached}");
-}
-
-fn find<'a>(listing: &'a Value, path: &Path) -> &'a Value {
-    let path = path.to_string_lossy();
-    listing["payload"]["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["path"] == path.as_ref())
-        .unwrap()
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use e2e::platform::{Conn, Platform, Shim, TOKEN, error_code, fresh_dir, run_shim};
+use e2e::platform::{Conn, Platform, Shim, TOKEN, error_code, fresh_dir, listed, run_shim};
 use serde_json::{Value, json};
 
 use super::connector::audit_records;
@@ -26,55 +26,6 @@ fn spawn_control(home: &Path, platform: &Platform, env: &[(&str, &str)]) -> Shim
 
 async fn list(conn: &mut Conn, id: &str, payload: Value) -> Value {
     conn.call("DIRECTORY_LIST_REQUEST", id, payload).await
-}
-
-/// Starts a browse and drills from the home root down to `name`; returns the browse id and
-/// the reference of `name`.
-async fn reference(conn: &mut Conn, home: &Path, name: &str) -> (String, String) {
-    let roots = list(
-        conn,
-        "browse",
-        json!({"browse_id": null, "directory_ref": null}),
-    )
-    .await;
-    let browse_id = roots["payload"]["browse_id"].as_str().unwrap().to_owned();
-    let home_ref = entry(&roots, &home.to_string_lossy())["directory_ref"].clone();
-    let listing = list(
-        conn,
-        "drill",
-        json!({"browse_id": browse_id, "directory_ref": home_ref}),
-    )
-    .await;
-    let path = home.join(name);
-    let found = entry(&listing, &path.to_string_lossy())["directory_ref"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (browse_id, found)
-}
-
-/// The entry of a DIRECTORY_LIST_RESPONSE with this path.
-fn entry<'a>(listing: &'a Value, path: &str) -> &'a Value {
-    assert_eq!(listing["type"], "DIRECTORY_LIST_RESPONSE", "{listing}");
-    listing["payload"]["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["path"] == path)
-        .unwrap_or_else(|| panic!("{path} not listed: {listing}"))
-}
-
-async fn attach(conn: &mut Conn, home: &Path, session: &str, name: &str) -> Value {
-    let (browse_id, directory_ref) = reference(conn, home, name).await;
-    let reply = conn
-        .call(
-            "ATTACH_SESSION",
-            &format!("attach-{session}"),
-            json!({"session_id": session, "browse_id": browse_id, "directory_ref": directory_ref, "expected_connection_id": "conn-1"}),
-        )
-        .await;
-    assert_eq!(reply["type"], "SESSION_ATTACHED", "{reply}");
-    reply["payload"].clone()
 }
 
 fn names(listing: &Value) -> Vec<String> {
@@ -122,7 +73,7 @@ async fn browses_attaches_and_a_child_serves_files_jailed_to_the_folder() {
     assert_eq!(roots["payload"]["current"], Value::Null);
     assert_eq!(roots["payload"]["parent_ref"], Value::Null);
     let home_path = home.to_string_lossy().into_owned();
-    let home_ref = entry(&roots, &home_path)["directory_ref"].clone();
+    let home_ref = listed(&roots, &home)["directory_ref"].clone();
     let browse_id = roots["payload"]["browse_id"].clone();
     let expires = roots["payload"]["expires_at"].as_f64().unwrap();
     let now = std::time::SystemTime::now()
@@ -148,7 +99,7 @@ async fn browses_attaches_and_a_child_serves_files_jailed_to_the_folder() {
     }
 
     // 210 directories: 200 and a cursor, then 10 and none; references disjoint.
-    let big_ref = entry(&listing, &home.join("big").to_string_lossy())["directory_ref"].clone();
+    let big_ref = listed(&listing, &home.join("big"))["directory_ref"].clone();
     let first = list(
         &mut control,
         "big1",
@@ -210,7 +161,7 @@ async fn browses_attaches_and_a_child_serves_files_jailed_to_the_folder() {
 
     // Attach consumes the browse; revision 1; a v1 grant; global config untouched.
     let work = home.join("work");
-    let work_ref = entry(&listing, &work.to_string_lossy())["directory_ref"].clone();
+    let work_ref = listed(&listing, &work)["directory_ref"].clone();
     let attached = control
         .call(
             "ATTACH_SESSION",
@@ -304,7 +255,7 @@ async fn browses_attaches_and_a_child_serves_files_jailed_to_the_folder() {
     assert_eq!(error_code(&browse_on_child), "FEATURE_NOT_SUPPORTED");
 
     // An active root is immutable.
-    let (browse2, ref2) = reference(&mut control, &home, "Alpha").await;
+    let (browse2, ref2) = control.reference(&home, "Alpha").await;
     let again = control
         .call(
             "ATTACH_SESSION",
@@ -329,7 +280,7 @@ async fn browses_attaches_and_a_child_serves_files_jailed_to_the_folder() {
         .await;
     assert_eq!(unknown["type"], "ACK");
     // After detaching, a new attach starts again at revision 1.
-    let reattached = attach(&mut control, &home, "chat-1", "Alpha").await;
+    let reattached = control.attach(&home, "chat-1", "Alpha").await;
     assert_eq!(reattached["revision"], 1);
 
     // One clean chain; the child's records carry its session; no entry names audited.
@@ -373,7 +324,7 @@ async fn grants_restore_durably_and_refuse_tampering_other_bindings_and_replaced
     let shim = spawn_control(&home, &platform, &[]);
     let (mut control, _) = platform.control(|_| {}).await;
 
-    let attached = attach(&mut control, &home, "chat-g", "work").await;
+    let attached = control.attach(&home, "chat-g", "work").await;
     let grant = attached["root_grant"].as_str().unwrap().to_owned();
 
     // A good grant starts the child, with the grant's revision.
@@ -430,7 +381,7 @@ async fn grants_restore_durably_and_refuse_tampering_other_bindings_and_replaced
     }
 
     // Directory replaced (rmdir + mkdir under the same name): activation and restore refuse.
-    let swap = attach(&mut control, &home, "chat-s", "swap").await;
+    let swap = control.attach(&home, "chat-s", "swap").await;
     let swap_grant = swap["root_grant"].as_str().unwrap().to_owned();
     std::fs::remove_dir(home.join("swap")).unwrap();
     std::fs::create_dir(home.join("swap")).unwrap();
@@ -512,7 +463,7 @@ async fn references_die_on_reconnect_and_the_ninth_child_is_refused() {
     let _shim = spawn_control(&home, &platform, &[]);
     let (mut control, _) = platform.control(|_| {}).await;
 
-    let (browse_id, directory_ref) = reference(&mut control, &home, "chat0").await;
+    let (browse_id, directory_ref) = control.reference(&home, "chat0").await;
     control.close(1011).await;
     let (mut control, _) = platform.control(|_| {}).await;
     let stale = list(
@@ -526,7 +477,7 @@ async fn references_die_on_reconnect_and_the_ninth_child_is_refused() {
     let mut children = Vec::new();
     for i in 0..8 {
         let session = format!("s-{i}");
-        attach(&mut control, &home, &session, &format!("chat{i}")).await;
+        control.attach(&home, &session, &format!("chat{i}")).await;
         let reply = control
             .call(
                 "ACTIVATE_SESSION",
@@ -537,7 +488,7 @@ async fn references_die_on_reconnect_and_the_ninth_child_is_refused() {
         assert_eq!(reply["type"], "SESSION_ACTIVATED", "{reply}");
         children.push(platform.child(&session, &["files"]).await.0);
     }
-    attach(&mut control, &home, "s-8", "chat8").await;
+    control.attach(&home, "s-8", "chat8").await;
     let ninth = control
         .call(
             "ACTIVATE_SESSION",
@@ -580,7 +531,7 @@ async fn idle_children_are_stopped_and_their_binding_kept_for_restore() {
         &[("AUTOGPT_SHIM_IDLE_SESSION_TIMEOUT", "1")],
     );
     let (mut control, _) = platform.control(|_| {}).await;
-    let attached = attach(&mut control, &home, "chat-i", "work").await;
+    let attached = control.attach(&home, "chat-i", "work").await;
     let reply = control
         .call(
             "ACTIVATE_SESSION",
