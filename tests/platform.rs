@@ -264,17 +264,67 @@ impl Platform {
     /// Accepts the next dial, checks path and bearer, reads HELLO, answers HELLO_ACK granting
     /// `grants` (with `edit` applied to the ACK), and returns the socket and the HELLO.
     pub async fn session(&self, grants: &[&str], edit: impl FnOnce(&mut Value)) -> (Conn, Value) {
+        let path = format!("/ws/local-executor/{SESSION}");
+        self.handshake(&path, json!(SESSION), Value::Null, grants, edit)
+            .await
+    }
+
+    /// `autogpt-shim` arguments for machine control mode against this platform: no
+    /// `--session-id`; `--platform-url`, `--log-level level`, `start`, then `extra`.
+    pub fn control_args(&self, level: &str, extra: &[&str]) -> Vec<String> {
+        let url = self.url();
+        let base = ["--platform-url", &url, "--log-level", level, "start"];
+        base.iter()
+            .chain(extra)
+            .map(|arg| (*arg).to_owned())
+            .collect()
+    }
+
+    /// Accepts the next dial as the control connection (`/ws/local-executor` with the
+    /// bearer), reads HELLO and answers a control HELLO_ACK (null session id, connection id
+    /// `conn-1`, `directory_browse` and `files` granted) with `edit` applied.
+    pub async fn control(&self, edit: impl FnOnce(&mut Value)) -> (Conn, Value) {
+        let grants = ["directory_browse", "files"];
+        self.handshake(
+            "/ws/local-executor",
+            Value::Null,
+            json!("conn-1"),
+            &grants,
+            edit,
+        )
+        .await
+    }
+
+    /// Accepts the next dial as a child's data connection for `session_id`
+    /// (`/ws/local-executor/{session_id}`), reads HELLO and answers its HELLO_ACK granting
+    /// `grants`; returns the socket and the HELLO.
+    pub async fn child(&self, session_id: &str, grants: &[&str]) -> (Conn, Value) {
+        let path = format!("/ws/local-executor/{session_id}");
+        self.handshake(&path, json!(session_id), Value::Null, grants, |_| {})
+            .await
+    }
+
+    /// Accepts the next dial, checks its path and bearer, reads HELLO and answers HELLO_ACK
+    /// with these session and connection ids and grants, `edit` applied.
+    async fn handshake(
+        &self,
+        path: &str,
+        session_id: Value,
+        connection_id: Value,
+        grants: &[&str],
+        edit: impl FnOnce(&mut Value),
+    ) -> (Conn, Value) {
         let (conn, seen) = self.accept(None).await;
         let mut conn = conn.expect("the upgrade failed");
-        assert_eq!(seen.path, format!("/ws/local-executor/{SESSION}"));
+        assert_eq!(seen.path, path);
         assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
         let hello = conn.recv().await;
         assert_eq!(hello["type"], "HELLO", "{hello}");
         let mut ack = json!({
             "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
             "payload": {
-                "session_id": SESSION,
-                "connection_id": null,
+                "session_id": session_id,
+                "connection_id": connection_id,
                 "protocol_version": "1.1",
                 "granted_capabilities": grants,
                 "max_file_size_bytes": 10_485_760,
@@ -369,6 +419,56 @@ impl Conn {
             }
         }
     }
+}
+
+impl Conn {
+    /// On a control connection: starts a browse and lists the home root; returns the browse
+    /// id and the reference of `home`'s subdirectory `name`.
+    pub async fn reference(&mut self, home: &Path, name: &str) -> (String, String) {
+        let roots = self
+            .call(
+                "DIRECTORY_LIST_REQUEST",
+                "browse",
+                json!({"browse_id": null, "directory_ref": null}),
+            )
+            .await;
+        let browse_id = roots["payload"]["browse_id"].as_str().unwrap().to_owned();
+        let home_ref = listed(&roots, home)["directory_ref"].clone();
+        let listing = self
+            .call(
+                "DIRECTORY_LIST_REQUEST",
+                "drill",
+                json!({"browse_id": browse_id, "directory_ref": home_ref}),
+            )
+            .await;
+        let found = listed(&listing, &home.join(name))["directory_ref"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (browse_id, found)
+    }
+
+    /// On a control connection: attaches `session` to `home`'s subdirectory `name` through a
+    /// fresh browse; returns SESSION_ATTACHED's payload.
+    pub async fn attach(&mut self, home: &Path, session: &str, name: &str) -> Value {
+        let (browse_id, directory_ref) = self.reference(home, name).await;
+        let payload = json!({"session_id": session, "browse_id": browse_id, "directory_ref": directory_ref, "expected_connection_id": "conn-1"});
+        let reply = self.call("ATTACH_SESSION", "attach", payload).await;
+        assert_eq!(reply["type"], "SESSION_ATTACHED", "{reply}");
+        reply["payload"].clone()
+    }
+}
+
+/// The entry of a DIRECTORY_LIST_RESPONSE whose path is `path` (asserting there is one).
+pub fn listed<'a>(listing: &'a Value, path: &Path) -> &'a Value {
+    assert_eq!(listing["type"], "DIRECTORY_LIST_RESPONSE", "{listing}");
+    let path = path.to_string_lossy();
+    listing["payload"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == path.as_ref())
+        .unwrap_or_else(|| panic!("{path} not listed: {listing}"))
 }
 
 /// The `code` of an ERROR reply (asserting it is one).

@@ -121,6 +121,9 @@ impl Drop for Expected {
 #[derive(Debug, Clone, Default)]
 pub struct Auditor {
     shared: Option<Arc<Shared>>,
+    /// The session every record of this handle is written for, when it is not the chain's
+    /// own (a control-mode child).
+    session: Option<Arc<str>>,
 }
 
 impl Auditor {
@@ -132,12 +135,26 @@ impl Auditor {
                 queue: Mutex::new(Queue::default()),
                 changed: Condvar::new(),
             })),
+            session: None,
+        }
+    }
+
+    /// The same chain, writing every record for `session_id`: a control-mode child's
+    /// records carry its session on the machine's one chain.
+    #[must_use]
+    pub fn for_session(&self, session_id: &str) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            session: Some(Arc::from(session_id)),
         }
     }
 
     /// Writes nothing (tests of other parts, tools that only read).
     pub const fn disabled() -> Self {
-        Self { shared: None }
+        Self {
+            shared: None,
+            session: None,
+        }
     }
 
     /// The live file, when auditing.
@@ -198,6 +215,7 @@ impl Auditor {
         let records = entries
             .into_iter()
             .map(|entry| PendingRecord {
+                session_id: self.session.as_deref().map(str::to_owned),
                 request_id: request_id.map(str::to_owned),
                 op: entry.op.to_owned(),
                 details: entry.details,

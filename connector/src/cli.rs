@@ -31,7 +31,7 @@ pub struct Cli {
     /// Platform base URL (wss, ws, https or http; default wss://platform.autogpt.net).
     #[arg(long, global = true, value_name = "URL")]
     pub platform_url: Option<String>,
-    /// Legacy direct session id; without it the shim would run in control mode.
+    /// Legacy direct session id; without it the shim runs in control mode.
     #[arg(long, global = true, value_name = "ID")]
     pub session_id: Option<String>,
     /// File holding the bearer token; it must not be readable by group or others.
@@ -152,10 +152,10 @@ pub struct StartArgs {
 /// A resolved `start`. `Debug` never shows the token.
 #[derive(Debug, Clone)]
 pub struct StartConfig {
-    /// The data URL to dial.
+    /// The URL to dial: the data URL of a legacy session, or the control endpoint.
     pub url: String,
-    /// The session id.
-    pub session_id: String,
+    /// The legacy session id; `None` runs control mode.
+    pub session_id: Option<String>,
     /// The jail root, as configured; not yet checked (the jail canonicalises it).
     pub allowed_root: PathBuf,
     /// The bearer token, if any.
@@ -250,7 +250,7 @@ pub fn load_config(cli: &Cli, env: &impl Env) -> Result<(ShimConfig, Vec<String>
 /// Resolves `start` into a start configuration, or the refusal.
 ///
 /// # Errors
-/// A [`Refusal`] (exit 78) for another subcommand, recording, control mode, a bad log level,
+/// A [`Refusal`] (exit 78) for another subcommand, recording, a bad log level,
 /// any configuration error, or an unusable token file. Whether the allowed root exists is
 /// checked when the jail opens it.
 pub fn resolve(cli: &Cli, env: &impl Env) -> Result<StartConfig, Refusal> {
@@ -279,14 +279,12 @@ pub fn resolve(cli: &Cli, env: &impl Env) -> Result<StartConfig, Refusal> {
         ));
     }
 
-    let session_id = config.session_id.clone().ok_or_else(|| {
-        Refusal::preflight(
-            "control mode is not in this build: pass --session-id or set AUTOGPT_SHIM_SESSION_ID",
-        )
-    })?;
-    let url = config
-        .data_url(&session_id)
-        .map_err(|err| Refusal::preflight(format!("bad platform URL: {err}")))?;
+    let session_id = config.session_id.clone();
+    let url = match &session_id {
+        Some(session_id) => config.data_url(session_id),
+        None => config.ws_endpoint(),
+    }
+    .map_err(|err| Refusal::preflight(format!("bad platform URL: {err}")))?;
     let allowed_root = config.allowed_root.clone().ok_or_else(|| {
         Refusal::preflight(
             "no allowed root: pass --allowed-root, set AUTOGPT_SHIM_ALLOWED_ROOT or set HOME",
@@ -348,13 +346,13 @@ mod tests {
             "http://127.0.0.1:9/",
         ]);
         let config = resolve(&cli, &vars).unwrap();
-        assert_eq!(config.session_id, "s-1");
+        assert_eq!(config.session_id.as_deref(), Some("s-1"));
         assert_eq!(config.url, "ws://127.0.0.1:9/ws/local-executor/s-1");
         assert_eq!(config.allowed_root, PathBuf::from(&root));
 
         let cli = parse(&["start", "--allowed-root", &root]);
         let config = resolve(&cli, &vars).unwrap();
-        assert_eq!(config.session_id, "from-env");
+        assert_eq!(config.session_id.as_deref(), Some("from-env"));
         assert_eq!(config.url, "wss://env.example/ws/local-executor/from-env");
         assert_eq!(config.log_level, "info");
         assert_eq!(config.backoff, Backoff::default());
@@ -393,8 +391,6 @@ mod tests {
                 "/definitely/missing/token",
                 "start",
             ],
-            &["--allowed-root", &root, "start"],
-            &["--session-id", "   ", "--allowed-root", &root, "start"],
             &["--session-id", "../x", "--allowed-root", &root, "start"],
             &[
                 "--session-id",
@@ -419,6 +415,34 @@ mod tests {
             let refusal = resolve(&parse(args), &none).unwrap_err();
             assert_eq!(refusal.code, EXIT_PREFLIGHT, "{args:?}");
             assert_eq!(refusal.message.lines().count(), 1, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn no_session_id_resolves_to_control_mode_at_the_control_endpoint() {
+        let root = root();
+        let none = env(&[]);
+        for args in [
+            &[
+                "--allowed-root",
+                root.as_str(),
+                "--platform-url",
+                "https://p.example",
+                "start",
+            ][..],
+            &[
+                "--session-id",
+                "   ",
+                "--platform-url",
+                "https://p.example",
+                "--allowed-root",
+                root.as_str(),
+                "start",
+            ],
+        ] {
+            let config = resolve(&parse(args), &none).unwrap();
+            assert_eq!(config.session_id, None, "{args:?}");
+            assert_eq!(config.url, "wss://p.example/ws/local-executor");
         }
     }
 

@@ -71,6 +71,8 @@ pub const DEFAULT_MAX_CONCURRENT_COMMANDS: NonZeroU32 = non_zero(10);
 pub const DEFAULT_MAX_COMMANDS_PER_MINUTE: NonZeroU32 = non_zero(60);
 /// Default `max_screenshots_per_minute`.
 pub const DEFAULT_MAX_SCREENSHOTS_PER_MINUTE: NonZeroU32 = non_zero(10);
+/// Default `idle_session_timeout`: the reference's 10 minutes.
+pub const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(600);
 /// Longest `display_name`, in characters.
 pub const MAX_DISPLAY_NAME_CHARS: usize = 128;
 /// Longest configured `machine_id`, in characters.
@@ -179,6 +181,9 @@ pub struct ShimConfig {
     pub token: Option<Token>,
     /// The config file that was read, if any.
     pub config_file: Option<PathBuf>,
+    /// Control mode: a child runtime without a data request for this long is stopped
+    /// (its binding stays for RESTORE_SESSION). The reference's 10 minutes by default.
+    pub idle_session_timeout: Duration,
 }
 
 impl ShimConfig {
@@ -216,6 +221,7 @@ impl ShimConfig {
             token_file: None,
             token: None,
             config_file: None,
+            idle_session_timeout: DEFAULT_IDLE_SESSION_TIMEOUT,
         }
     }
 
@@ -501,6 +507,11 @@ fn non_blank(env: &impl Env, name: &str) -> Option<String> {
     env.var(name).filter(|value| !value.trim().is_empty())
 }
 
+/// The user's home directory from the environment (the first virtual root of a browse).
+pub fn home_dir(env: &impl Env) -> Option<PathBuf> {
+    home(Os::CURRENT, env)
+}
+
 fn home(os: Os, env: &impl Env) -> Option<PathBuf> {
     // Python's `Path.home()` prefers USERPROFILE on Windows; a HOME there is often a
     // Unix-style path from a POSIX shell.
@@ -594,10 +605,11 @@ enum Field {
     EnableClipboardReadForeign,
     EnableRecording,
     TokenFile,
+    IdleSessionTimeout,
 }
 
 impl Field {
-    const ALL: [Self; 26] = [
+    const ALL: [Self; 27] = [
         Self::PlatformUrl,
         Self::PlatformWsUrl,
         Self::SessionId,
@@ -624,6 +636,7 @@ impl Field {
         Self::EnableClipboardReadForeign,
         Self::EnableRecording,
         Self::TokenFile,
+        Self::IdleSessionTimeout,
     ];
 
     const fn name(self) -> &'static str {
@@ -654,6 +667,7 @@ impl Field {
             Self::EnableClipboardReadForeign => "enable_clipboard_read_foreign",
             Self::EnableRecording => "enable_recording",
             Self::TokenFile => "token_file",
+            Self::IdleSessionTimeout => "idle_session_timeout",
         }
     }
 
@@ -741,6 +755,7 @@ fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result<(), &'stat
         Field::ReconnectBaseDelay => config.reconnect_base_delay = seconds(raw)?,
         Field::ReconnectMaxDelay => config.reconnect_max_delay = seconds(raw)?,
         Field::ReconnectJitterSeconds => config.reconnect_jitter_seconds = seconds(raw)?,
+        Field::IdleSessionTimeout => config.idle_session_timeout = seconds(raw)?,
         Field::OllamaUrl => config.ollama_url = http_url(raw)?,
         Field::LocalLlmBackend => {
             config.local_llm_backend = match text(raw, EXPECT_LLM_BACKEND)?.trim() {
@@ -1150,6 +1165,7 @@ mod tests {
             token_file: None,
             token: None,
             config_file: None,
+            idle_session_timeout: Duration::from_secs(600),
         };
         if cfg!(target_os = "linux") {
             assert_eq!(config, expected);
@@ -1326,6 +1342,9 @@ reconnect_base_delay = 0.25
         ("enable_recording", "true", "true", |c| c.enable_recording),
         ("token_file", "/srv/token", "\"/srv/token\"", |c| {
             c.token_file.as_deref() == Some(Path::new("/srv/token"))
+        }),
+        ("idle_session_timeout", "1.5", "1.5", |c| {
+            c.idle_session_timeout == Duration::from_millis(1500)
         }),
     ];
 

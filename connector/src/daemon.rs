@@ -1,6 +1,8 @@
-//! `autogpt-shim start` for a legacy direct session: the preflight (jail, audit key and chain,
-//! features this build lacks), then one data connection with reconnects until it ends for
-//! good, with the status file and the SHIM_START/SHIM_STOP records around it.
+//! `autogpt-shim start`: the preflight (jail, audit key and chain, features this build
+//! lacks), then either one data connection for a legacy `--session-id` session or, without
+//! one, the machine control connection with its child runtimes (`crate::control`), each
+//! with reconnects until it ends for good, with the status file and the
+//! SHIM_START/SHIM_STOP records around it.
 //!
 //! Exit codes follow the reference: 0 after a fatal close, revocation or Ctrl-C/SIGTERM,
 //! 77 when the platform refuses the token, 78 when start-up is refused.
@@ -21,9 +23,11 @@ use crate::audit::{Auditor, Entry, details};
 use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
 use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
+use crate::control::{ChildTemplate, Control, ControlConfig};
 use crate::protocol::{Arch, Capability, Platform, close_code};
-use crate::session::{Host, LocalLlm, SessionConfig, SessionEnd};
+use crate::session::{ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
+use local_core::root_grant::GrantKey;
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
 const LLM_LIST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -37,6 +41,9 @@ pub struct Prepared {
     host: Host,
     session: SessionConfig,
     status: Option<StatusFile>,
+    /// Control mode only: what the control plane needs.
+    control: Option<ControlConfig>,
+    grant_key: GrantKey,
 }
 
 /// Checks and opens what `start` needs: refuses what this build cannot do, opens the jail,
@@ -56,12 +63,28 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
             )));
         }
     }
-    let jail = Jail::open(&config.allowed_root).map_err(|_| {
-        preflight(format!(
-            "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
-            config.allowed_root.display()
-        ))
-    })?;
+    let home = config::home_dir(env);
+    let jail = match (&config.session_id, &home) {
+        (Some(_), _) => Jail::open(&config.allowed_root).map_err(|_| {
+            preflight(format!(
+                "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
+                config.allowed_root.display()
+            ))
+        })?,
+        // The control connection serves no files: its jail only completes the host, and each
+        // child gets its own on the folder the user picked.
+        (None, Some(home)) => Jail::open(home).map_err(|_| {
+            preflight(format!(
+                "the home directory {} is not a readable directory; control mode browses from it",
+                home.display()
+            ))
+        })?,
+        (None, None) => {
+            return Err(preflight(
+                "control mode needs a home directory to browse from: set HOME",
+            ));
+        }
+    };
     let arch = Arch::normalise(std::env::consts::ARCH).ok_or_else(|| {
         preflight(format!(
             "unsupported architecture {}",
@@ -82,8 +105,9 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
             key_path.display()
         ))
     })?;
+    let grant_key = GrantKey::derive(&key);
     let identity = AuditIdentity {
-        session_id: Some(config.session_id.clone()),
+        session_id: config.session_id.clone(),
         machine_id: Some(machine_id.clone()),
         shim_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
@@ -111,7 +135,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
             usize::try_from(settings.max_commands_per_minute.get()).unwrap_or(usize::MAX),
         ));
     let mut session = SessionConfig::new(
-        config.session_id.clone(),
+        config.session_id.clone().unwrap_or_default(),
         machine_id,
         env!("CARGO_PKG_VERSION"),
         host_platform(),
@@ -141,11 +165,24 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         session.advertised.push(Capability::LocalLlm);
     }
     let status = config::status_path(env).map(|path| StatusFile::new(path, &config, &host));
+    let control = config.session_id.is_none().then(|| ControlConfig {
+        template: ChildTemplate {
+            endpoint: config.url.clone(),
+            token: config.token.clone(),
+            backoff: config.backoff,
+            session: session.clone(),
+        },
+        machine_id: session.machine_id.clone(),
+        home,
+        idle_timeout: settings.idle_session_timeout,
+    });
     Ok(Prepared {
         config,
         host,
         session,
         status,
+        control,
+        grant_key,
     })
 }
 
@@ -153,9 +190,11 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
 pub async fn run(prepared: Prepared) -> u8 {
     let Prepared {
         config,
-        host,
+        mut host,
         session,
         status,
+        control,
+        grant_key,
     } = prepared;
     for warning in &config.warnings {
         tracing::warn!("{warning}");
@@ -165,13 +204,25 @@ pub async fn run(prepared: Prepared) -> u8 {
             "shell is enabled: the platform can run any command with this user's permissions"
         );
     }
-    tracing::info!(
-        session_id = %config.session_id,
-        allowed_root = %host.jail.root().display(),
-        url = %config.url,
-        authenticated = config.token.is_some(),
-        "legacy direct session"
-    );
+    let plane = control.map(|control| Control::new(control, host.clone(), grant_key));
+    match &config.session_id {
+        Some(session_id) => tracing::info!(
+            session_id = %session_id,
+            allowed_root = %host.jail.root().display(),
+            url = %config.url,
+            authenticated = config.token.is_some(),
+            "legacy direct session"
+        ),
+        None => tracing::info!(
+            url = %config.url,
+            authenticated = config.token.is_some(),
+            "machine control mode"
+        ),
+    }
+    if let Some(plane) = &plane {
+        let plane: Arc<dyn ControlPlane> = Arc::new(plane.clone());
+        host.control = Some(plane);
+    }
     let (stop, shutdown) = Shutdown::new();
     tokio::spawn(async move {
         signalled().await;
@@ -191,7 +242,10 @@ pub async fn run(prepared: Prepared) -> u8 {
         observer,
     };
     let outcome = run_data_connection(connection, host.clone(), shutdown).await;
-    let (code, reason, message) = conclude(&outcome);
+    if let Some(plane) = &plane {
+        plane.stop_all().await;
+    }
+    let (code, reason, message) = conclude(&outcome, plane.is_some());
     if let Some(message) = &message {
         eprintln!("autogpt-shim: {message}");
     }
@@ -211,9 +265,29 @@ pub async fn run(prepared: Prepared) -> u8 {
 }
 
 /// The exit code, the SHIM_STOP reason and the line for stderr, if any.
-fn conclude(outcome: &Outcome) -> (u8, String, Option<String>) {
+fn conclude(outcome: &Outcome, control: bool) -> (u8, String, Option<String>) {
     match outcome {
         Outcome::Shutdown => (0, "signal".to_owned(), None),
+        Outcome::Stopped(SessionEnd::HandshakeRejected {
+            code: close_code::PROTOCOL_VERSION_MISMATCH,
+        }) if control => (
+            EXIT_PREFLIGHT,
+            "control_ack_incomplete".to_owned(),
+            Some(
+                "the platform's HELLO_ACK for the control connection lacks a null session id, a connection id, protocol 1.1 or the directory_browse grant; this platform does not support machine control mode (pass --session-id for a direct session)"
+                    .to_owned(),
+            ),
+        ),
+        Outcome::Stopped(SessionEnd::HandshakeRejected {
+            code: close_code::SESSION_MISMATCH,
+        }) if control => (
+            EXIT_AUTH,
+            "session_mismatch".to_owned(),
+            Some(
+                "the platform acknowledged the control connection with a session id; check the platform URL and token"
+                    .to_owned(),
+            ),
+        ),
         // The reference treats a HELLO_ACK for another session as an authentication failure.
         Outcome::Stopped(SessionEnd::HandshakeRejected {
             code: close_code::SESSION_MISMATCH,
@@ -269,8 +343,13 @@ impl StatusFile {
             current: Arc::new(Mutex::new(DaemonStatus {
                 pid: std::process::id(),
                 state: DaemonState::Starting,
-                mode: "legacy".to_owned(),
-                session_id: Some(config.session_id.clone()),
+                mode: if config.session_id.is_some() {
+                    "legacy"
+                } else {
+                    "control"
+                }
+                .to_owned(),
+                session_id: config.session_id.clone(),
                 platform_url: status::redact_url(&config.url),
                 allowed_root: host.jail.root().to_string_lossy().into_owned(),
                 since: now,

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod control;
 pub mod daemon;
 pub mod protocol;
 pub mod session;

@@ -78,6 +78,9 @@ pub struct AuditResult {
 /// One record waiting to be appended (see [`AuditChain::append_batch`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingRecord {
+    /// The session the record belongs to when it is not the writer's own (a control-mode
+    /// child writing to the machine's one chain); `None` uses the writer's identity.
+    pub session_id: Option<String>,
     /// The request it answers; `None` for internal events.
     pub request_id: Option<String>,
     /// The op name.
@@ -275,6 +278,7 @@ impl AuditChain {
         result: AuditResult,
     ) -> io::Result<u64> {
         let record = PendingRecord {
+            session_id: None,
             request_id: request_id.map(str::to_owned),
             op: op.to_owned(),
             details,
@@ -353,7 +357,15 @@ impl AuditChain {
         let field = |name: &str, value| (name.to_owned(), value);
         vec![
             field("ts", Json::Float(ts)),
-            field("session_id", dash_or(self.identity.session_id.as_deref())),
+            field(
+                "session_id",
+                dash_or(
+                    record
+                        .session_id
+                        .as_deref()
+                        .or(self.identity.session_id.as_deref()),
+                ),
+            ),
             field("machine_id", dash_or(self.identity.machine_id.as_deref())),
             field(
                 "shim_version",
@@ -1408,6 +1420,20 @@ fn write_scalar(value: &Json, out: &mut String) -> Result<(), RecordError> {
 
 /// Python's string escaping with `ensure_ascii=False`: only quote, backslash and C0 controls.
 fn write_string(s: &str, out: &mut String) {
+    write_python_string(s, false, out);
+}
+
+/// A JSON string as Python's `json.dumps` writes it: with `ensure_ascii` (its default) every
+/// non-ASCII character becomes `\uXXXX` (astral ones as a surrogate pair); without, only
+/// quote, backslash and C0 controls are escaped.
+#[must_use]
+pub fn python_json_string(s: &str, ensure_ascii: bool) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    write_python_string(s, ensure_ascii, &mut out);
+    out
+}
+
+fn write_python_string(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -1418,8 +1444,11 @@ fn write_string(s: &str, out: &mut String) {
             '\t' => out.push_str("\\t"),
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            c if u32::from(c) < 0x20 || (ensure_ascii && u32::from(c) > 0x7e) => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
             }
             c => out.push(c),
         }
@@ -2016,6 +2045,7 @@ mod tests {
             error_code: None,
         };
         let record = PendingRecord {
+            session_id: None,
             request_id: Some("r-1".to_owned()),
             op: "FILE_READ".to_owned(),
             details,
@@ -2154,6 +2184,7 @@ mod tests {
         append_n(&mut chain, 1);
         let batch = (0..3)
             .map(|i| PendingRecord {
+                session_id: None,
                 request_id: Some(format!("r-{i}")),
                 op: "FILE_STAT".to_owned(),
                 details: Map::new(),

@@ -16,8 +16,11 @@ mod shell;
 pub use llm::LocalLlm;
 
 use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
 use std::num::NonZeroU32;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
@@ -188,6 +191,42 @@ impl SessionEnd {
     }
 }
 
+/// The machine control plane that a control connection serves (`crate::control`): the
+/// session loop admits and counts its requests like any other and hands them over.
+pub trait ControlPlane: fmt::Debug + Send + Sync {
+    /// A control connection was established: every reference of an earlier one dies and
+    /// every child runtime stops.
+    fn connected(&self);
+    /// Answers one control request (DIRECTORY_LIST_REQUEST, ATTACH/ACTIVATE/RESTORE/DETACH).
+    fn handle(&self, message: Message) -> Pin<Box<dyn Future<Output = Message> + Send>>;
+}
+
+/// When a child runtime last received a data request (keepalives do not count), for the
+/// control plane's idle reaper.
+#[derive(Debug, Clone)]
+pub struct Activity(Arc<Mutex<Instant>>);
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self(Arc::new(Mutex::new(Instant::now())))
+    }
+}
+
+impl Activity {
+    /// Records a data request now.
+    pub fn touch(&self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    /// How long since the last data request (or since creation).
+    pub fn idle(&self) -> Duration {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
+    }
+}
+
 /// What every connection of this machine shares: the jail, the one audit chain and the
 /// machine-wide command limits.
 #[derive(Debug, Clone)]
@@ -202,6 +241,11 @@ pub struct Host {
     pub llm: Option<LocalLlm>,
     /// Whether HELLO lists serial ports, USB devices and GPIO chips (`enable_hardware`).
     pub hardware: bool,
+    /// Set on the control connection: HELLO advertises `directory_browse` with a null root,
+    /// HELLO_ACK is checked as a control ACK, and only control messages are served.
+    pub control: Option<Arc<dyn ControlPlane>>,
+    /// Set on a control-mode child: touched by every data request.
+    pub activity: Option<Activity>,
 }
 
 impl Host {
@@ -217,6 +261,8 @@ impl Host {
             ),
             llm: None,
             hardware: false,
+            control: None,
+            activity: None,
         }
     }
 
@@ -291,10 +337,15 @@ where
             .filter_map(|name| Capability::from_wire(name))
             .collect(),
     };
-    let established = match handshake(&mut stream, &mut sink, config, &host.jail, &found).await {
-        Ok(established) => established,
-        Err(end) => return end,
-    };
+    let control = host.control.is_some();
+    let established =
+        match handshake(&mut stream, &mut sink, config, &host.jail, &found, control).await {
+            Ok(established) => established,
+            Err(end) => return end,
+        };
+    if let Some(plane) = &host.control {
+        plane.connected();
+    }
     // Streamed partial replies (LLM chunks) come back through here, tagged with their id.
     let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<(String, Message)>();
     let mut dispatch = Dispatch {
@@ -401,12 +452,16 @@ async fn handshake<S, K>(
     config: &SessionConfig,
     jail: &Jail,
     found: &Found,
+    control: bool,
 ) -> Result<Established, SessionEnd>
 where
     S: Stream<Item = Frame> + Unpin,
     K: Sink<Frame> + Unpin,
 {
     let mut advertised = config.hello_capabilities();
+    if control {
+        advertised.push(Capability::DirectoryBrowse);
+    }
     if found.models.is_empty() {
         advertised.retain(|cap| *cap != Capability::LocalLlm);
     }
@@ -418,7 +473,12 @@ where
     let hello = Envelope::new(
         hello_id.clone(),
         unix_now(),
-        Message::Hello(Box::new(hello_payload(config, jail, &advertised, found))),
+        Message::Hello(Box::new(hello_payload(
+            config,
+            (!control).then_some(jail),
+            &advertised,
+            found,
+        ))),
     );
     let text = match hello.to_json() {
         Ok(text) if text.len() <= MAX_FRAME_BYTES => text,
@@ -459,7 +519,7 @@ where
         } => return Err(reject(sink, close_code::BAD_HANDSHAKE, "invalid_hello_ack").await),
         _ => return Err(handshake_failed(sink, "expected_hello_ack").await),
     };
-    check_ack(sink, config, &advertised, ack).await
+    check_ack(sink, config, &advertised, ack, control).await
 }
 
 /// The reference's checks after the id, in its order: session, capabilities, version, limits.
@@ -468,11 +528,17 @@ async fn check_ack<K>(
     config: &SessionConfig,
     advertised: &[Capability],
     ack: HelloAckPayload,
+    control: bool,
 ) -> Result<Established, SessionEnd>
 where
     K: Sink<Frame> + Unpin,
 {
-    if ack.session_id.as_deref() != Some(config.session_id.as_str()) {
+    let session_ok = if control {
+        ack.session_id.as_deref().is_none_or(str::is_empty)
+    } else {
+        ack.session_id.as_deref() == Some(config.session_id.as_str())
+    };
+    if !session_ok {
         return Err(reject(sink, close_code::SESSION_MISMATCH, "session_mismatch").await);
     }
     if !ack.unadvertised(advertised).is_empty() {
@@ -497,6 +563,23 @@ where
             });
         }
     };
+    // PROTOCOL.md: a control ACK without exactly 1.1, a connection id and the
+    // directory_browse grant ends the daemon.
+    if control
+        && (version != crate::protocol::PROTOCOL_VERSION
+            || ack.connection_id.as_deref().is_none_or(str::is_empty)
+            || !ack
+                .granted_capabilities
+                .iter()
+                .any(|g| g.known() == Some(&Capability::DirectoryBrowse)))
+    {
+        return Err(reject(
+            sink,
+            close_code::PROTOCOL_VERSION_MISMATCH,
+            "control_ack_incomplete",
+        )
+        .await);
+    }
     let max_file_size = ack.max_file_size_bytes.get();
     let limits = FileLimits {
         max_read_bytes: config.limits.max_read_bytes.min(max_file_size),
@@ -534,7 +617,7 @@ where
 
 fn hello_payload(
     config: &SessionConfig,
-    jail: &Jail,
+    jail: Option<&Jail>,
     advertised: &[Capability],
     found: &Found,
 ) -> HelloPayload {
@@ -548,8 +631,9 @@ fn hello_payload(
         // No computer use in this build.
         screen_resolution: None,
         capabilities: advertised.to_vec(),
-        // The canonical root the jail enforces, not the configured spelling.
-        allowed_root: Some(jail.root().to_string_lossy().into_owned()),
+        // The canonical root the jail enforces, not the configured spelling; null on the
+        // control connection, which serves no files.
+        allowed_root: jail.map(|jail| jail.root().to_string_lossy().into_owned()),
         local_llm_models: if advertised.contains(&Capability::LocalLlm) {
             found.models.clone()
         } else {
@@ -747,6 +831,25 @@ impl Dispatch {
 
     fn request(&mut self, id: String, message: Message) -> Inbound {
         let kind = message.message_type();
+        // Control messages belong to the control connection and everything else to a data
+        // connection; each refuses the other's whatever was granted.
+        let control_message = kind.required_capability() == Some(Capability::DirectoryBrowse);
+        if control_message != self.host.control.is_some() {
+            let reason = if control_message {
+                "control messages are served only on the control connection"
+            } else {
+                "the control connection serves only directory browsing and session management"
+            };
+            return Inbound::Reply(self.error(
+                id,
+                ErrorCode::FeatureNotSupported,
+                format!("{kind} is not supported on this connection."),
+                json!({ "feature": kind.as_str(), "reason": reason }),
+            ));
+        }
+        if let Some(activity) = &self.host.activity {
+            activity.touch();
+        }
         if let Some(required) = kind.required_capability()
             && !self.granted.contains(&required)
         {
@@ -768,6 +871,7 @@ impl Dispatch {
             ));
         }
         let task = match message {
+            message if control_message => self.control_task(message),
             Message::ExecuteCommand(payload) => {
                 match ShellOp::admit(payload, &self.host.commands) {
                     Ok(op) => self.shell_task(id.clone(), op),
@@ -819,6 +923,22 @@ impl Dispatch {
             audit.record(Some(&request_id), entry);
         }));
         Inbound::Reply(self.reply(id, reply))
+    }
+
+    fn control_task(&mut self, message: Message) -> task::Id {
+        let answer = self
+            .host
+            .control
+            .as_ref()
+            .map(|plane| plane.handle(message));
+        self.tasks
+            .spawn(async move {
+                match answer {
+                    Some(answer) => answer.await,
+                    None => internal_error(),
+                }
+            })
+            .id()
     }
 
     fn llm_task(&mut self, request_id: String, op: LlmOp) -> task::Id {

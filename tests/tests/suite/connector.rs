@@ -327,10 +327,6 @@ async fn refuses_what_this_build_cannot_do_with_one_line() {
     assert_eq!(code, Some(78));
     assert!(line.contains("--enable-recording"), "{line}");
 
-    let (code, line) = refusal(&home, &["--allowed-root", root.as_str(), "start"]).await;
-    assert_eq!(code, Some(78));
-    assert!(line.contains("control mode"), "{line}");
-
     let missing = format!("{root}/does-not-exist");
     let (code, line) = refusal(
         &home,

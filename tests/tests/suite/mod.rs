@@ -6,6 +6,7 @@ mod binary;
 mod boundary;
 mod connector;
 mod connector_cli;
+mod connector_control;
 mod connector_files;
 mod connector_llm;
 mod connector_shell;

@@ -1,0 +1,98 @@
+//! Child runtimes: one in-process data connection per activated session, jailed to the
+//! attached folder, sharing the machine's command limits and audit chain
+//! (shim-reference-behaviour.md section 5, "Children").
+
+use std::path::Path;
+use std::sync::Arc;
+
+use local_core::jail::Jail;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::session::{Activity, Host, SessionConfig};
+use crate::ws::{Backoff, DataConnection, Outcome, Shutdown, Token, run_data_connection};
+
+/// What a child is started from: the control connection's configuration, copied.
+#[derive(Debug, Clone)]
+pub struct ChildTemplate {
+    /// `{platform}/ws/local-executor`; a child dials `{endpoint}/{session_id}`.
+    pub endpoint: String,
+    /// The bearer token, if any.
+    pub token: Option<Token>,
+    /// Reconnect delays.
+    pub backoff: Backoff,
+    /// The local policy; each child gets a deep copy with its own session id.
+    pub session: SessionConfig,
+}
+
+/// One live child runtime.
+#[derive(Debug)]
+pub struct Child {
+    /// The binding revision it serves.
+    pub revision: u64,
+    /// The fingerprint of the root it serves.
+    pub fingerprint: String,
+    /// Touched by each data request, read by the idle reaper.
+    pub activity: Activity,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Outcome>,
+}
+
+impl Child {
+    /// Starts a child for `session_id` jailed to `root` on `runtime`.
+    ///
+    /// # Errors
+    /// The root cannot be opened as a jail.
+    pub fn start(
+        runtime: &Handle,
+        template: &ChildTemplate,
+        machine: &Host,
+        session_id: &str,
+        root: &Path,
+        revision: u64,
+        fingerprint: String,
+    ) -> Result<Self, String> {
+        let jail = Jail::open(root).map_err(|err| err.to_string())?;
+        let activity = Activity::default();
+        let host = Host {
+            jail: Arc::new(jail),
+            audit: machine.audit.for_session(session_id),
+            // Clones share the machine-wide counters.
+            commands: machine.commands.clone(),
+            llm: machine.llm.clone(),
+            hardware: machine.hardware,
+            control: None,
+            activity: Some(activity.clone()),
+        };
+        let mut session = template.session.clone();
+        session.session_id = session_id.to_owned();
+        let connection = DataConnection {
+            url: format!("{}/{session_id}", template.endpoint),
+            token: template.token.clone(),
+            session,
+            backoff: template.backoff,
+            observer: None,
+        };
+        let (stop, shutdown) = Shutdown::new();
+        let task = runtime.spawn(run_data_connection(connection, host, shutdown));
+        Ok(Self {
+            revision,
+            fingerprint,
+            activity,
+            stop,
+            task,
+        })
+    }
+
+    /// Whether its connection still runs (it ends by itself on a fatal close).
+    pub fn is_live(&self) -> bool {
+        !self.task.is_finished()
+    }
+
+    /// Asks it to close its connection (1001) and end; does not wait.
+    pub fn stop(self) -> JoinHandle<Outcome> {
+        let _ = self.stop.send(true);
+        self.task
+    }
+}
