@@ -10,7 +10,11 @@
 //! - [`jail`], [`files`], [`exec`], [`audit_chain`], [`own_files`]: the connector's capabilities: the jailed filesystem, commands, the HMAC-chained audit log.
 //! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
 //! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
+//! - `a11y`, `observe` (feature `desktop`): budgeted accessibility capture of one window, and
+//!   the observation a desktop client sends.
 
+#[cfg(feature = "desktop")]
+pub mod a11y;
 pub mod actions;
 pub mod assist;
 pub mod audit;
@@ -26,6 +30,8 @@ pub mod hardware;
 pub mod jail;
 pub mod limits;
 pub mod llm;
+#[cfg(feature = "desktop")]
+pub mod observe;
 pub mod own_files;
 pub mod png_sanitise;
 pub mod root_grant;

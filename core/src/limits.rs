@@ -81,3 +81,10 @@ pub const MAX_IMAGE_REF_CHARS: usize = 2048;
 pub const DIAGNOSTIC_LOG_MAX_BYTES: u64 = 1_000_000;
 /// Rotated diagnostic logs kept.
 pub const DIAGNOSTIC_LOG_BACKUPS: u32 = 2;
+
+/// Accessibility nodes one window walk may visit (the original's UI Automation cap).
+pub const A11Y_MAX_NODES: usize = 2000;
+/// Deepest accessibility level one window walk descends to.
+pub const A11Y_MAX_DEPTH: usize = 64;
+/// Wall-clock limit of one window walk, including waiting for a toolkit to register.
+pub const A11Y_DEADLINE: Duration = Duration::from_secs(10);

@@ -1,0 +1,392 @@
+//! Budgeted accessibility capture of one window: AT-SPI on Linux, UI Automation on Windows.
+//!
+//! [`snapshot`] walks the window's accessibility tree depth first, in document order, and
+//! returns the named elements with their screen boxes. The walk is bounded four ways
+//! ([`Budget`]): elements kept, nodes visited, depth, and a deadline; hitting any of them sets
+//! [`Snapshot::truncated`] and returns what was gathered so far. Password fields are skipped
+//! with their whole subtree before their name is read, and so are elements that are not
+//! showing (offscreen, hidden, collapsed away), since the user cannot see them.
+//!
+//! Nothing here logs names or labels: they are screen text.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::limits::{A11Y_DEADLINE, A11Y_MAX_DEPTH, A11Y_MAX_NODES, MAX_ELEMENTS, MAX_LABEL_CHARS};
+
+#[cfg(target_os = "linux")]
+mod atspi;
+#[cfg(windows)]
+mod uia;
+
+/// How far one walk may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Most elements kept (the API takes at most [`MAX_ELEMENTS`]).
+    pub max_elements: usize,
+    /// Most tree nodes visited, named or not.
+    pub max_nodes: usize,
+    /// Deepest level visited below the window (the window is depth 0).
+    pub max_depth: usize,
+    /// Wall-clock limit of the whole walk, including finding the window.
+    pub deadline: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            max_elements: MAX_ELEMENTS,
+            max_nodes: A11Y_MAX_NODES,
+            max_depth: A11Y_MAX_DEPTH,
+            deadline: A11Y_DEADLINE,
+        }
+    }
+}
+
+/// A rectangle in screen pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ScreenRect {
+    pub x: i32,
+    pub y: i32,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl ScreenRect {
+    /// The rectangle of a toolkit's `(x, y, width, height)`, `None` when it has no area.
+    #[must_use]
+    pub fn from_extents(x: i32, y: i32, width: i32, height: i32) -> Option<Self> {
+        let width = u32::try_from(width).ok().filter(|w| *w > 0)?;
+        let height = u32::try_from(height).ok().filter(|h| *h > 0)?;
+        Some(Self {
+            x,
+            y,
+            width,
+            height,
+        })
+    }
+
+    /// The centre pixel.
+    #[must_use]
+    pub fn centre(&self) -> (i32, i32) {
+        let half = |side: u32| i32::try_from(side / 2).unwrap_or(i32::MAX);
+        (
+            self.x.saturating_add(half(self.width)),
+            self.y.saturating_add(half(self.height)),
+        )
+    }
+}
+
+/// The states of an element that matter to guidance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElementStates {
+    pub enabled: bool,
+    pub focusable: bool,
+    pub focused: bool,
+    pub checked: bool,
+    pub selected: bool,
+    pub expanded: bool,
+    pub read_only: bool,
+}
+
+/// One named, showing element of the window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Element {
+    /// Lower-case UI Automation control type name (`button`, `text`, `edit`…), whatever the
+    /// platform, so providers see one vocabulary.
+    pub role: String,
+    /// The accessible name, at most [`MAX_LABEL_CHARS`] characters.
+    pub label: String,
+    /// Where it is, in screen pixels.
+    #[serde(rename = "box")]
+    pub bounds: ScreenRect,
+    pub states: ElementStates,
+}
+
+/// The elements of one window, in document order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    pub elements: Vec<Element>,
+    /// Whether a budget cut the walk short (or a part of the tree failed to answer).
+    pub truncated: bool,
+}
+
+/// Which window to walk: the one whose title is `title`; among several, the one of `pid`
+/// and then the one at `bounds`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowTarget {
+    pub title: String,
+    pub pid: Option<u32>,
+    pub bounds: Option<ScreenRect>,
+}
+
+/// Why no snapshot could be taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum A11yError {
+    /// The platform's accessibility service cannot be reached (no session bus, no AT-SPI
+    /// registry, no UI Automation).
+    #[error("the accessibility service is unavailable: {0}")]
+    Unavailable(String),
+    /// No accessible window has that title (yet: toolkits register lazily).
+    #[error("no accessible window with that title appeared before the deadline")]
+    WindowNotFound,
+    /// This platform has no accessibility backend here.
+    #[error("accessibility capture is not supported on this platform")]
+    Unsupported,
+}
+
+impl A11yError {
+    /// The stable code of the failure, for logs and wire errors.
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::Unavailable(_) => "a11y_unavailable",
+            Self::WindowNotFound => "a11y_window_not_found",
+            Self::Unsupported => "a11y_unsupported",
+        }
+    }
+}
+
+/// Walks `target`'s accessibility tree within `budget`.
+///
+/// # Errors
+/// [`A11yError`] when the service is unreachable or the window never shows up in it.
+pub async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
+    #[cfg(target_os = "linux")]
+    {
+        atspi::snapshot(target, budget).await
+    }
+    #[cfg(windows)]
+    {
+        uia::snapshot(target, budget).await
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
+    {
+        let _ = (target, budget);
+        Err(A11yError::Unsupported)
+    }
+}
+
+/// What the walker should do with one node, decided before its name is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Visit {
+    /// Read it and walk its children.
+    Enter,
+    /// Leave it and everything below it (a password field, something not showing).
+    SkipSubtree,
+    /// The budget is spent: stop the walk.
+    Stop,
+}
+
+/// The platform-neutral half of a walk: the budgets, the skips and the element list.
+#[derive(Debug)]
+pub(crate) struct Collector {
+    budget: Budget,
+    started: Instant,
+    visited: usize,
+    snapshot: Snapshot,
+}
+
+impl Collector {
+    pub(crate) fn new(budget: Budget, started: Instant) -> Self {
+        Self {
+            budget,
+            started,
+            visited: 0,
+            snapshot: Snapshot::default(),
+        }
+    }
+
+    /// The instant the walk must end.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.started + self.budget.deadline
+    }
+
+    /// Whether the deadline has passed; marks the snapshot truncated if so.
+    pub(crate) fn out_of_time(&mut self) -> bool {
+        let late = Instant::now() >= self.deadline();
+        self.snapshot.truncated |= late;
+        late
+    }
+
+    /// Counts a node at `depth` and decides whether to read it. `password` and `showing`
+    /// come from the node's role and states, read before its name.
+    pub(crate) fn visit(&mut self, depth: usize, password: bool, showing: bool) -> Visit {
+        if self.visited >= self.budget.max_nodes || self.out_of_time() {
+            self.snapshot.truncated = true;
+            return Visit::Stop;
+        }
+        self.visited += 1;
+        if password || !showing {
+            return Visit::SkipSubtree;
+        }
+        if depth > self.budget.max_depth {
+            self.snapshot.truncated = true;
+            return Visit::SkipSubtree;
+        }
+        Visit::Enter
+    }
+
+    /// Whether children at `depth + 1` would still be visited.
+    pub(crate) fn descends(&mut self, depth: usize) -> bool {
+        if depth >= self.budget.max_depth {
+            self.snapshot.truncated = true;
+            return false;
+        }
+        true
+    }
+
+    /// Keeps a named element with an area; `false` once the element budget is spent (the
+    /// element that did not fit marks the snapshot truncated).
+    pub(crate) fn keep(
+        &mut self,
+        role: &str,
+        label: &str,
+        bounds: Option<ScreenRect>,
+        states: ElementStates,
+    ) -> bool {
+        let label = clean_label(label);
+        let Some(bounds) = bounds else { return true };
+        if label.is_empty() {
+            return true;
+        }
+        if self.snapshot.elements.len() >= self.budget.max_elements {
+            self.snapshot.truncated = true;
+            return false;
+        }
+        self.snapshot.elements.push(Element {
+            role: role.to_owned(),
+            label,
+            bounds,
+            states,
+        });
+        true
+    }
+
+    /// Marks the snapshot truncated because part of the tree did not answer.
+    pub(crate) fn lost_part(&mut self) {
+        self.snapshot.truncated = true;
+    }
+
+    pub(crate) fn finish(self) -> Snapshot {
+        self.snapshot
+    }
+}
+
+/// A label as sent: control characters become spaces, trimmed, at most [`MAX_LABEL_CHARS`].
+fn clean_label(raw: &str) -> String {
+    let spaced: String = raw
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    spaced
+        .trim()
+        .chars()
+        .take(MAX_LABEL_CHARS)
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(max_elements: usize, max_nodes: usize, max_depth: usize) -> Budget {
+        Budget {
+            max_elements,
+            max_nodes,
+            max_depth,
+            deadline: Duration::from_secs(60),
+        }
+    }
+
+    fn rect() -> Option<ScreenRect> {
+        ScreenRect::from_extents(1, 2, 3, 4)
+    }
+
+    #[test]
+    fn the_element_budget_keeps_n_and_refuses_n_plus_one() {
+        let mut c = Collector::new(Budget::default(), Instant::now());
+        for i in 0..MAX_ELEMENTS {
+            assert!(c.keep("button", &format!("b{i}"), rect(), ElementStates::default()));
+        }
+        assert!(!c.finish().truncated, "exactly 200 elements is complete");
+
+        let mut c = Collector::new(Budget::default(), Instant::now());
+        for i in 0..MAX_ELEMENTS {
+            assert!(c.keep("button", &format!("b{i}"), rect(), ElementStates::default()));
+        }
+        assert!(!c.keep("button", "one more", rect(), ElementStates::default()));
+        let snap = c.finish();
+        assert_eq!(snap.elements.len(), MAX_ELEMENTS);
+        assert!(snap.truncated);
+    }
+
+    #[test]
+    fn the_node_cap_visits_n_and_stops_at_n_plus_one() {
+        let mut c = Collector::new(budget(10, 3, 64), Instant::now());
+        for _ in 0..3 {
+            assert_eq!(c.visit(0, false, true), Visit::Enter);
+        }
+        assert!(!c.snapshot.truncated);
+        assert_eq!(c.visit(0, false, true), Visit::Stop);
+        assert!(c.finish().truncated);
+    }
+
+    #[test]
+    fn the_depth_cap_enters_its_level_and_not_the_next() {
+        let mut c = Collector::new(budget(10, 100, 2), Instant::now());
+        assert_eq!(c.visit(2, false, true), Visit::Enter);
+        assert!(!c.snapshot.truncated);
+        assert!(!c.descends(2));
+        assert_eq!(c.visit(3, false, true), Visit::SkipSubtree);
+        assert!(c.finish().truncated);
+    }
+
+    #[test]
+    fn passwords_and_hidden_subtrees_are_skipped_without_truncation() {
+        let mut c = Collector::new(budget(10, 100, 64), Instant::now());
+        assert_eq!(c.visit(1, true, true), Visit::SkipSubtree);
+        assert_eq!(c.visit(1, false, false), Visit::SkipSubtree);
+        assert!(!c.finish().truncated);
+    }
+
+    #[test]
+    fn a_spent_deadline_stops_the_walk() {
+        let budget = Budget {
+            deadline: Duration::ZERO,
+            ..Budget::default()
+        };
+        let mut c = Collector::new(budget, Instant::now());
+        assert_eq!(c.visit(0, false, true), Visit::Stop);
+        assert!(c.finish().truncated);
+    }
+
+    #[test]
+    fn unnamed_or_empty_elements_are_not_kept() {
+        let mut c = Collector::new(Budget::default(), Instant::now());
+        assert!(c.keep("button", "  \n ", rect(), ElementStates::default()));
+        assert!(c.keep("button", "no area", None, ElementStates::default()));
+        assert!(ScreenRect::from_extents(0, 0, 0, 5).is_none());
+        assert!(ScreenRect::from_extents(0, 0, 5, -1).is_none());
+        assert!(c.finish().elements.is_empty());
+    }
+
+    #[test]
+    fn labels_are_cleaned_and_capped_at_256_characters() {
+        assert_eq!(clean_label(" a\tb\n"), "a b");
+        let exact = "é".repeat(MAX_LABEL_CHARS);
+        assert_eq!(clean_label(&exact), exact);
+        let long = "é".repeat(MAX_LABEL_CHARS + 1);
+        assert_eq!(clean_label(&long).chars().count(), MAX_LABEL_CHARS);
+    }
+
+    #[test]
+    fn the_centre_of_a_box() {
+        let r = ScreenRect::from_extents(10, 20, 30, 41).unwrap();
+        assert_eq!(r.centre(), (25, 40));
+    }
+}

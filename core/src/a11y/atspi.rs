@@ -1,0 +1,244 @@
+//! The AT-SPI backend: the window's frame is found among the registered applications'
+//! top-level children by title, then walked over D-Bus.
+//!
+//! Toolkits built on AccessKit (egui) only register once the session's accessibility flag is
+//! on, a second or so after it is set; so the flag is switched on first and the frame is
+//! looked for until the deadline.
+
+use std::time::{Duration, Instant};
+
+use atspi::{
+    AccessibilityConnection, CoordType, Role, State, StateSet,
+    proxy::{
+        accessible::{AccessibleProxy, ObjectRefExt},
+        proxy_ext::ProxyExt,
+    },
+};
+
+use super::{
+    A11yError, Budget, Collector, ElementStates, ScreenRect, Snapshot, Visit, WindowTarget,
+};
+
+/// How often the registry is asked again while a toolkit has not registered its window yet.
+const REGISTRATION_POLL: Duration = Duration::from_millis(100);
+
+pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
+    let started = Instant::now();
+    let mut collector = Collector::new(budget, started);
+    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
+    atspi::connection::set_session_accessibility(true)
+        .await
+        .map_err(unavailable)?;
+    let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
+    let bus = connection.connection();
+    let frame = loop {
+        if let Some(frame) = find_frame(&connection, target).await? {
+            break frame;
+        }
+        if Instant::now() + REGISTRATION_POLL >= collector.deadline() {
+            return Err(A11yError::WindowNotFound);
+        }
+        tokio::time::sleep(REGISTRATION_POLL).await;
+    };
+
+    // Depth-first, document order: children are pushed in reverse.
+    let mut stack = vec![(frame, 0_usize)];
+    while let Some((node, depth)) = stack.pop() {
+        let Ok(proxy) = node.as_accessible_proxy(bus).await else {
+            collector.lost_part();
+            continue;
+        };
+        let (Ok(role), Ok(states)) = (proxy.get_role().await, proxy.get_state().await) else {
+            collector.lost_part();
+            continue;
+        };
+        let password = role == Role::PasswordText;
+        let showing = states.contains(State::Showing) && states.contains(State::Visible);
+        match collector.visit(depth, password, showing) {
+            Visit::Stop => break,
+            Visit::SkipSubtree => continue,
+            Visit::Enter => {}
+        }
+        // The window itself is the observation, not one of its elements.
+        if depth > 0 {
+            let label = proxy.name().await.unwrap_or_default();
+            if !label.trim().is_empty() {
+                let bounds = extents(&proxy).await;
+                if !collector.keep(uia_role(role), &label, bounds, element_states(states)) {
+                    break;
+                }
+            }
+        }
+        if collector.descends(depth) {
+            match proxy.get_children().await {
+                Ok(children) => stack.extend(children.into_iter().rev().map(|c| (c, depth + 1))),
+                Err(_) => collector.lost_part(),
+            }
+        }
+        if collector.out_of_time() {
+            break;
+        }
+    }
+    Ok(collector.finish())
+}
+
+/// The top-level accessible of `target`. AccessKit leaves a frame's name empty, so a frame
+/// qualifies by its title or by its application's process; among several, the one titled
+/// like the window, then the one at its position, then the first.
+async fn find_frame(
+    connection: &AccessibilityConnection,
+    target: &WindowTarget,
+) -> Result<Option<atspi::ObjectRefOwned>, A11yError> {
+    let bus = connection.connection();
+    let desktop = connection
+        .root_accessible_on_registry()
+        .await
+        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
+    let applications = desktop
+        .get_children()
+        .await
+        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
+    let mut candidates = Vec::new();
+    for application in applications {
+        // An application that vanished or hangs is not the one we look for.
+        let Ok(app) = application.as_accessible_proxy(bus).await else {
+            continue;
+        };
+        let same_process = match (target.pid, application.name_as_str()) {
+            (Some(pid), Some(name)) => process_of(bus, name).await == Some(pid),
+            _ => false,
+        };
+        let Ok(windows) = app.get_children().await else {
+            continue;
+        };
+        for window in windows {
+            let Ok(proxy) = window.as_accessible_proxy(bus).await else {
+                continue;
+            };
+            let titled = proxy.name().await.is_ok_and(|name| name == target.title);
+            if titled || same_process {
+                let at_bounds = target.bounds.is_some() && extents(&proxy).await == target.bounds;
+                candidates.push((titled, at_bounds, window));
+            }
+        }
+    }
+    // Best first: titled, then at the window's position; stable, so ties keep tree order.
+    candidates.sort_by_key(|(titled, at_bounds, _)| (!titled, !at_bounds));
+    Ok(candidates.into_iter().next().map(|(_, _, window)| window))
+}
+
+/// The process that owns `bus_name` on the accessibility bus.
+async fn process_of(bus: &zbus::Connection, bus_name: &str) -> Option<u32> {
+    let reply = bus
+        .call_method(
+            Some("org.freedesktop.DBus"),
+            "/org/freedesktop/DBus",
+            Some("org.freedesktop.DBus"),
+            "GetConnectionUnixProcessID",
+            &(bus_name,),
+        )
+        .await
+        .ok()?;
+    reply.body().deserialize::<u32>().ok()
+}
+
+/// The node's screen box, when it has the Component interface and an area.
+async fn extents(proxy: &AccessibleProxy<'_>) -> Option<ScreenRect> {
+    let component = proxy.proxies().await.ok()?.component().await.ok()?;
+    let (x, y, width, height) = component.get_extents(CoordType::Screen).await.ok()?;
+    ScreenRect::from_extents(x, y, width, height)
+}
+
+fn element_states(states: StateSet) -> ElementStates {
+    ElementStates {
+        enabled: states.contains(State::Enabled) || states.contains(State::Sensitive),
+        focusable: states.contains(State::Focusable),
+        focused: states.contains(State::Focused),
+        checked: states.contains(State::Checked) || states.contains(State::Pressed),
+        selected: states.contains(State::Selected),
+        expanded: states.contains(State::Expanded),
+        read_only: states.contains(State::ReadOnly),
+    }
+}
+
+/// The UI Automation control type name closest to an AT-SPI role, lower case, so one
+/// vocabulary reaches providers on every platform; roles with no counterpart keep their
+/// AT-SPI name without spaces.
+fn uia_role(role: Role) -> &'static str {
+    match role {
+        Role::Button | Role::ToggleButton | Role::PushButtonMenu => "button",
+        Role::CheckBox => "checkbox",
+        Role::RadioButton => "radiobutton",
+        Role::ComboBox => "combobox",
+        Role::Entry | Role::PasswordText | Role::SpinButton => "edit",
+        Role::Label
+        | Role::Static
+        | Role::Text
+        | Role::Paragraph
+        | Role::Heading
+        | Role::Caption => "text",
+        Role::Link => "hyperlink",
+        Role::Image | Role::Icon => "image",
+        Role::List | Role::ListBox => "list",
+        Role::ListItem => "listitem",
+        Role::Menu | Role::PopupMenu => "menu",
+        Role::MenuBar => "menubar",
+        Role::MenuItem | Role::CheckMenuItem | Role::RadioMenuItem | Role::TearoffMenuItem => {
+            "menuitem"
+        }
+        Role::PageTabList => "tab",
+        Role::PageTab => "tabitem",
+        Role::ProgressBar | Role::LevelBar => "progressbar",
+        Role::ScrollBar => "scrollbar",
+        Role::Slider => "slider",
+        Role::StatusBar => "statusbar",
+        Role::Table | Role::TreeTable => "table",
+        Role::TableCell => "dataitem",
+        Role::ToolBar => "toolbar",
+        Role::ToolTip => "tooltip",
+        Role::Tree => "tree",
+        Role::TreeItem => "treeitem",
+        Role::Frame | Role::Window | Role::Dialog => "window",
+        Role::Panel | Role::Filler | Role::ScrollPane | Role::Viewport | Role::Section => "pane",
+        Role::Grouping | Role::Form => "group",
+        Role::Separator => "separator",
+        Role::TitleBar => "titlebar",
+        Role::DocumentFrame
+        | Role::DocumentText
+        | Role::DocumentWeb
+        | Role::DocumentEmail
+        | Role::DocumentSpreadsheet
+        | Role::DocumentPresentation => "document",
+        other => atspi_name(other),
+    }
+}
+
+/// An AT-SPI role name without its spaces (`"color chooser"` → `"colorchooser"`).
+fn atspi_name(role: Role) -> &'static str {
+    // Role names are static; the few multi-word ones we pass through are spelled out here so
+    // no allocation or leak is needed.
+    match role.name() {
+        "color chooser" => "colorchooser",
+        "date editor" => "dateeditor",
+        "file chooser" => "filechooser",
+        "font chooser" => "fontchooser",
+        "drawing area" => "drawingarea",
+        name if !name.contains(' ') => name,
+        _ => "custom",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_spi_roles_speak_ui_automation() {
+        assert_eq!(uia_role(Role::Button), "button");
+        assert_eq!(uia_role(Role::Label), "text");
+        assert_eq!(uia_role(Role::Entry), "edit");
+        assert_eq!(uia_role(Role::Alert), "alert");
+        assert_eq!(uia_role(Role::ColorChooser), "colorchooser");
+        assert_eq!(uia_role(Role::InternalFrame), "custom");
+    }
+}
