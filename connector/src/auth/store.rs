@@ -143,19 +143,18 @@ impl TokenStore {
     /// # Errors
     /// See [`StoreError`].
     pub async fn load(&self) -> Result<Option<Tokens>, StoreError> {
-        if let Some(keyring) = &self.keyring {
-            if let Some(access) = keyring
+        if let Some(keyring) = &self.keyring
+            && let Some(access) = keyring
                 .get(ACCESS_USER)
                 .await?
                 .as_deref()
                 .and_then(Secret::new)
-            {
-                let refresh = keyring.get(REFRESH_USER).await?;
-                return Ok(Some(Tokens {
-                    access,
-                    refresh: refresh.as_deref().and_then(Secret::new),
-                }));
-            }
+        {
+            let refresh = keyring.get(REFRESH_USER).await?;
+            return Ok(Some(Tokens {
+                access,
+                refresh: refresh.as_deref().and_then(Secret::new),
+            }));
         }
         let Some(path) = &self.file else {
             return Ok(None);
@@ -276,10 +275,10 @@ pub fn load_or_create_audit_key(
     key_file: &Path,
     places: &Places,
 ) -> io::Result<([u8; KEY_LEN], KeySource)> {
-    if missing(key_file) {
-        if let Some(key) = keyring_audit_key(places, true) {
-            return Ok((key, KeySource::Keyring));
-        }
+    if missing(key_file)
+        && let Some(key) = keyring_audit_key(places, true)
+    {
+        return Ok((key, KeySource::Keyring));
     }
     audit_chain::load_or_create_key_file(key_file).map(|key| (key, KeySource::File))
 }

@@ -117,14 +117,14 @@ async fn login_flow(
     );
     let _ = writeln!(out, "{url}");
     let _ = out.flush();
-    if let Some(desktop) = browser {
-        if let Err(reason) = open_browser(url.as_str(), desktop).await {
-            let _ = writeln!(
-                out,
-                "Could not open a browser ({reason}); open the address above yourself."
-            );
-            let _ = out.flush();
-        }
+    if let Some(desktop) = browser
+        && let Err(reason) = open_browser(url.as_str(), desktop).await
+    {
+        let _ = writeln!(
+            out,
+            "Could not open a browser ({reason}); open the address above yourself."
+        );
+        let _ = out.flush();
     }
     let code = server
         .wait(&state, CALLBACK_DEADLINE)

@@ -388,11 +388,11 @@ impl KeyringBus {
         // Up once an item can be stored: the login collection is created and unlocked after the
         // service is already on the bus.
         loop {
-            if let Ok(keyring) = Keyring::connect(&me.address).await {
-                if keyring.set("probe", "x").await.is_ok() {
-                    keyring.delete("probe").await.unwrap();
-                    break;
-                }
+            if let Ok(keyring) = Keyring::connect(&me.address).await
+                && keyring.set("probe", "x").await.is_ok()
+            {
+                keyring.delete("probe").await.unwrap();
+                break;
             }
             assert!(
                 Instant::now() < deadline,
