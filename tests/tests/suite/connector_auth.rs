@@ -16,7 +16,7 @@ use autogpt_shim::auth::oauth::OAuthClient;
 use autogpt_shim::auth::store::{Places, TOKEN_FILE_NAME, TokenStore};
 use autogpt_shim::auth::{Credentials, Endpoints, Secret, Tokens};
 use e2e::fake_oauth::{AuthorizeMode, FakeOAuth};
-use e2e::platform::{Platform, SESSION, Shim, WAIT, fresh_dir, shim_command};
+use e2e::platform::{Platform, Shim, WAIT, fresh_dir, shim_command};
 
 use super::connector::home_and_root;
 
@@ -112,19 +112,11 @@ fn start(
     let ws = format!("{}/ws/local-executor", platform.url());
     let mut env = env.to_vec();
     env.push(("AUTOGPT_SHIM_PLATFORM_WS_URL", &ws));
-    let root = root.to_string_lossy();
-    let url = fake.url();
-    let args = [
-        "--session-id",
-        SESSION,
-        "--allowed-root",
-        &root,
-        "--platform-url",
-        &url,
-        "--log-level",
-        "DEBUG",
-        "start",
-    ];
+    // The platform's arguments, with OAuth pointed at the fake.
+    let mut args = platform.start_args(root, "DEBUG", &[]);
+    let url = args.iter().position(|arg| arg == "--platform-url").unwrap() + 1;
+    args[url] = fake.url();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     Shim::spawn(home, &args, &env)
 }
 
