@@ -48,6 +48,14 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Log in with OAuth in the browser and store the tokens (keyring, else a 0600 file).
+    Auth {
+        /// Do not open a browser; only print the URL to open (headless machines).
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Revoke the stored OAuth tokens at the platform and forget them.
+    Revoke,
     /// Run the daemon in the foreground.
     Start(StartArgs),
     /// Check that this machine can run the daemon; exit 78 when it cannot.
@@ -82,6 +90,8 @@ impl Command {
     /// The subcommand's name on the command line.
     pub const fn name(&self) -> &'static str {
         match self {
+            Self::Auth { .. } => "auth",
+            Self::Revoke => "revoke",
             Self::Start(_) => "start",
             Self::Doctor => "doctor",
             Self::Status => "status",
@@ -535,6 +545,15 @@ mod tests {
         assert!(matches!(parse(&["doctor"]).command, Command::Doctor));
         assert!(matches!(parse(&["status"]).command, Command::Status));
         assert!(matches!(parse(&["uninstall"]).command, Command::Uninstall));
+        assert!(matches!(parse(&["revoke"]).command, Command::Revoke));
+        assert!(matches!(
+            parse(&["auth"]).command,
+            Command::Auth { no_browser: false }
+        ));
+        assert!(matches!(
+            parse(&["auth", "--no-browser"]).command,
+            Command::Auth { no_browser: true }
+        ));
         for (args, expected) in [
             (&["install"][..], true),
             (&["install", "--at-login"][..], true),

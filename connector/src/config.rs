@@ -29,9 +29,9 @@
 //! Sources, highest first: `--token-file`; then `AUTOGPT_SHIM_TOKEN`; then
 //! `AUTOGPT_SHIM_TOKEN_FILE`; then `token_file` in the file. The token itself is never read
 //! from the config file, which is usually world-readable; a token file must be a regular file
-//! with no group or other permission bits. The reference keeps tokens in the OS keyring; the
-//! keyring is not a source in this build, so the shim runs headless from the two sources
-//! above.
+//! with no group or other permission bits. When none of these is set, `start` uses the OAuth
+//! tokens `autogpt-shim auth` stored (OS keyring, else a 0600 file; see [`crate::auth`]), which
+//! are refreshed once on a 401; a configured token cannot be refreshed.
 //!
 //! # Errors
 //!
@@ -81,9 +81,6 @@ pub const MAX_MACHINE_ID_CHARS: usize = 256;
 /// Keys of the reference's file that this build accepts and does not use; they get their own
 /// warning, so a drop-in file does not look wrong.
 const UNUSED_REFERENCE_KEYS: &[&str] = &[
-    "platform_oauth_url",
-    "oauth_client_id",
-    "oauth_redirect_port",
     "recording_buffer_dir",
     "recording_default_interpretation_route",
     "recording_channels",
@@ -126,6 +123,12 @@ pub struct ShimConfig {
     pub platform_url: String,
     /// Full override of the WebSocket base; the session id is appended as a path segment.
     pub platform_ws_url: Option<String>,
+    /// Override of the OAuth authorize base (default `<http base>/auth`).
+    pub platform_oauth_url: Option<String>,
+    /// The public OAuth client id.
+    pub oauth_client_id: String,
+    /// The first loopback port tried for the login callback.
+    pub oauth_redirect_port: u16,
     /// Legacy direct session; `None` (or blank anywhere) means control mode.
     pub session_id: Option<String>,
     /// Machine id for HELLO; `None` means detect it.
@@ -193,6 +196,9 @@ impl ShimConfig {
         Self {
             platform_url: DEFAULT_PLATFORM_URL.to_owned(),
             platform_ws_url: None,
+            platform_oauth_url: None,
+            oauth_client_id: crate::auth::DEFAULT_CLIENT_ID.to_owned(),
+            oauth_redirect_port: crate::auth::DEFAULT_REDIRECT_PORT,
             session_id: None,
             machine_id: None,
             display_name: ["HOSTNAME", "COMPUTERNAME"]
@@ -581,6 +587,9 @@ fn default_allowed_root_for(os: Os, env: &impl Env) -> Option<PathBuf> {
 enum Field {
     PlatformUrl,
     PlatformWsUrl,
+    PlatformOauthUrl,
+    OauthClientId,
+    OauthRedirectPort,
     SessionId,
     MachineId,
     DisplayName,
@@ -609,9 +618,12 @@ enum Field {
 }
 
 impl Field {
-    const ALL: [Self; 27] = [
+    const ALL: [Self; 30] = [
         Self::PlatformUrl,
         Self::PlatformWsUrl,
+        Self::PlatformOauthUrl,
+        Self::OauthClientId,
+        Self::OauthRedirectPort,
         Self::SessionId,
         Self::MachineId,
         Self::DisplayName,
@@ -643,6 +655,9 @@ impl Field {
         match self {
             Self::PlatformUrl => "platform_url",
             Self::PlatformWsUrl => "platform_ws_url",
+            Self::PlatformOauthUrl => "platform_oauth_url",
+            Self::OauthClientId => "oauth_client_id",
+            Self::OauthRedirectPort => "oauth_redirect_port",
             Self::SessionId => "session_id",
             Self::MachineId => "machine_id",
             Self::DisplayName => "display_name",
@@ -713,6 +728,29 @@ fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result<(), &'stat
                 Some(_) => Some(ws_url(raw, EXPECT_OPTIONAL_WS_URL)?),
             };
         }
+        Field::PlatformOauthUrl => {
+            config.platform_oauth_url = match blank_is_none(raw, EXPECT_OPTIONAL_WS_URL)? {
+                None => None,
+                Some(_) => Some(ws_url(raw, EXPECT_OPTIONAL_WS_URL)?),
+            };
+        }
+        Field::OauthClientId => {
+            let id = text(raw, EXPECT_CLIENT_ID)?.trim();
+            if id.is_empty() || id.len() > 256 || !id.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(EXPECT_CLIENT_ID);
+            }
+            config.oauth_client_id = id.to_owned();
+        }
+        Field::OauthRedirectPort => {
+            let port = positive(raw, EXPECT_REDIRECT_PORT)?.get();
+            config.oauth_redirect_port = u16::try_from(port)
+                .ok()
+                .filter(|port| {
+                    port.checked_add(crate::auth::REDIRECT_PORT_COUNT - 1)
+                        .is_some()
+                })
+                .ok_or(EXPECT_REDIRECT_PORT)?;
+        }
         Field::SessionId => {
             config.session_id = match blank_is_none(raw, EXPECT_SESSION_ID)? {
                 None => None,
@@ -768,6 +806,9 @@ fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result<(), &'stat
     Ok(())
 }
 
+const EXPECT_CLIENT_ID: &str = "1-256 printable ASCII characters without spaces";
+const EXPECT_REDIRECT_PORT: &str =
+    "a port from 1 to 65524 (the login tries it and the 11 after it)";
 const EXPECT_LLM_BACKEND: &str = "`ollama` or `openai-compatible`";
 
 fn text<'a>(raw: Raw<'a>, expected: &'static str) -> Result<&'a str, &'static str> {
@@ -1137,6 +1178,9 @@ mod tests {
         let expected = ShimConfig {
             platform_url: "wss://platform.autogpt.net".to_owned(),
             platform_ws_url: None,
+            platform_oauth_url: None,
+            oauth_client_id: "autogpt-local-executor".to_owned(),
+            oauth_redirect_port: 41899,
             session_id: None,
             machine_id: None,
             display_name: None,
@@ -1274,6 +1318,18 @@ reconnect_base_delay = 0.25
             "\"wss://ws.example/ws\"",
             |c| c.platform_ws_url.as_deref() == Some("wss://ws.example/ws"),
         ),
+        (
+            "platform_oauth_url",
+            "https://id.example/o",
+            "\"https://id.example/o\"",
+            |c| c.platform_oauth_url.as_deref() == Some("https://id.example/o"),
+        ),
+        ("oauth_client_id", "client-9", "\"client-9\"", |c| {
+            c.oauth_client_id == "client-9"
+        }),
+        ("oauth_redirect_port", "65524", "65524", |c| {
+            c.oauth_redirect_port == 65524
+        }),
         ("session_id", "s-9", "\"s-9\"", |c| {
             c.session_id.as_deref() == Some("s-9")
         }),
@@ -1434,6 +1490,18 @@ reconnect_base_delay = 0.25
         }
         let vars = env(&[("AUTOGPT_SHIM_MAX_CONCURRENT", "4294967296")]);
         assert!(load(&Overrides::default(), &vars).is_err());
+        // The login tries the port and the 11 after it, so the last usable first port is
+        // 65524.
+        let port = |value: &str| {
+            load(
+                &Overrides::default(),
+                &env(&[("AUTOGPT_SHIM_OAUTH_REDIRECT_PORT", value)]),
+            )
+            .map(|(config, _)| config.oauth_redirect_port)
+        };
+        assert_eq!(port("65524").unwrap(), 65524);
+        assert!(port("65525").is_err());
+        assert!(port("0").is_err());
         let vars = env(&[("AUTOGPT_SHIM_MAX_FILE_SIZE_BYTES", "4294967296")]);
         assert!(load(&Overrides::default(), &vars).is_ok());
 
@@ -1517,7 +1585,7 @@ reconnect_base_delay = 0.25
             r#"
 zeta = 1
 "bad\nkey" = 2
-oauth_client_id = "autogpt-local-executor"
+recording_default_interpretation_route = "extract_then_cloud"
 recording_channels = ["floor"]
 token = "hunter2"
 max_concurrent = 3
@@ -1533,7 +1601,7 @@ x = 1
         assert!(warnings[0].contains("`token`"), "{warnings:?}");
         assert!(
             warnings[1].ends_with(
-                r#"keys this build does not use, ignored: "oauth_client_id", "recording_channels""#
+                r#"keys this build does not use, ignored: "recording_channels", "recording_default_interpretation_route""#
             ),
             "{warnings:?}"
         );

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use local_core::audit_chain::{self, AuditChain, AuditIdentity};
+use local_core::audit_chain::{AuditChain, AuditIdentity};
 use local_core::exec::CommandLimiter;
 use local_core::files::FileLimits;
 use local_core::jail::Jail;
@@ -20,6 +20,9 @@ use local_core::llm::{AuthHeader, BackendConfig, LlmClient};
 use serde_json::json;
 
 use crate::audit::{Auditor, Entry, details};
+use crate::auth::oauth::OAuthClient;
+use crate::auth::store::{Places, TokenStore, load_or_create_audit_key};
+use crate::auth::{Credentials, Endpoints};
 use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
 use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
@@ -44,6 +47,7 @@ pub struct Prepared {
     /// Control mode only: what the control plane needs.
     control: Option<ControlConfig>,
     grant_key: GrantKey,
+    places: Places,
 }
 
 /// Checks and opens what `start` needs: refuses what this build cannot do, opens the jail,
@@ -99,7 +103,8 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     let key_path = config::audit_key_path(env).ok_or_else(|| {
         preflight("no state directory for the audit key: set HOME or XDG_STATE_HOME")
     })?;
-    let key = audit_chain::load_or_create_key_file(&key_path).map_err(|err| {
+    let places = Places::from_env(env);
+    let (key, _) = load_or_create_audit_key(&key_path, &places).map_err(|err| {
         preflight(format!(
             "cannot load or create the audit key {}: {err}",
             key_path.display()
@@ -169,6 +174,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         template: ChildTemplate {
             endpoint: config.url.clone(),
             token: config.token.clone(),
+            oauth: None,
             backoff: config.backoff,
             session: session.clone(),
         },
@@ -183,6 +189,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         status,
         control,
         grant_key,
+        places,
     })
 }
 
@@ -195,6 +202,7 @@ pub async fn run(prepared: Prepared) -> u8 {
         status,
         control,
         grant_key,
+        places,
     } = prepared;
     for warning in &config.warnings {
         tracing::warn!("{warning}");
@@ -204,7 +212,23 @@ pub async fn run(prepared: Prepared) -> u8 {
             "shell is enabled: the platform can run any command with this user's permissions"
         );
     }
-    let plane = control.map(|control| Control::new(control, host.clone(), grant_key));
+    // A configured token wins; otherwise the tokens `auth` stored, refreshable on a 401.
+    let oauth = if config.token.is_none() {
+        match stored_credentials(&config, &places, &host).await {
+            Ok(oauth) => oauth,
+            Err(message) => {
+                eprintln!("autogpt-shim: {message}");
+                return EXIT_AUTH;
+            }
+        }
+    } else {
+        None
+    };
+    // Children dial with the same credentials, so every socket shares the one refresh.
+    let plane = control.map(|mut control| {
+        control.template.oauth.clone_from(&oauth);
+        Control::new(control, host.clone(), grant_key)
+    });
     match &config.session_id {
         Some(session_id) => tracing::info!(
             session_id = %session_id,
@@ -234,9 +258,11 @@ pub async fn run(prepared: Prepared) -> u8 {
     let observer = status
         .clone()
         .map(|file| StateObserver::new(move |state, error| file.set(state, error)));
+    let refreshable = oauth.is_some();
     let connection = DataConnection {
         url: config.url.clone(),
         token: config.token.clone(),
+        oauth,
         session,
         backoff: config.backoff,
         observer,
@@ -245,7 +271,12 @@ pub async fn run(prepared: Prepared) -> u8 {
     if let Some(plane) = &plane {
         plane.stop_all().await;
     }
-    let (code, reason, message) = conclude(&outcome, plane.is_some());
+    let (code, reason, mut message) = conclude(&outcome, plane.is_some());
+    if refreshable && matches!(outcome, Outcome::Unauthorized { .. }) {
+        message = Some(format!(
+            "the platform refused the stored OAuth token ({reason}) after one refresh; run `autogpt-shim auth` to log in again"
+        ));
+    }
     if let Some(message) = &message {
         eprintln!("autogpt-shim: {message}");
     }
@@ -262,6 +293,35 @@ pub async fn run(prepared: Prepared) -> u8 {
         );
     }
     code
+}
+
+/// The OAuth credentials `auth` stored, if any.
+async fn stored_credentials(
+    config: &StartConfig,
+    places: &Places,
+    host: &Host,
+) -> Result<Option<Credentials>, String> {
+    let store = TokenStore::open(places).await;
+    let tokens = store
+        .load()
+        .await
+        .map_err(|err| format!("cannot read the stored OAuth tokens: {err}"))?;
+    let Some(tokens) = tokens else {
+        tracing::warn!("no token: connecting without one (run `autogpt-shim auth` to log in)");
+        return Ok(None);
+    };
+    let endpoints = Endpoints::from_config(&config.config).map_err(|err| err.to_string())?;
+    let client = OAuthClient::new(endpoints).map_err(|err| err.to_string())?;
+    tracing::info!(
+        keyring = store.has_keyring(),
+        "using the stored OAuth tokens"
+    );
+    Ok(Some(Credentials::new(
+        tokens,
+        client,
+        store,
+        host.audit.clone(),
+    )))
 }
 
 /// The exit code, the SHIM_STOP reason and the line for stderr, if any.

@@ -2,6 +2,7 @@
 //! dispatch that execute platform requests through `local-core`.
 
 pub mod audit;
+pub mod auth;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -328,6 +328,8 @@ pub struct DataConnection {
     pub url: String,
     /// The bearer token, if any.
     pub token: Option<Token>,
+    /// Stored OAuth credentials, used instead of `token` and refreshed once on a 401.
+    pub oauth: Option<crate::auth::Credentials>,
     /// The session's local policy.
     pub session: SessionConfig,
     /// Reconnect delays.
@@ -386,7 +388,7 @@ pub async fn run_data_connection(
         tell(DaemonState::Connecting, None);
         let dialled = tokio::select! {
             () = shutdown.requested() => return Outcome::Shutdown,
-            dialled = connect(&config.url, config.token.as_ref()) => dialled,
+            dialled = crate::auth::dial(&config.url, config.token.as_ref(), config.oauth.as_ref()) => dialled,
         };
         match dialled {
             Ok(socket) => {
@@ -687,6 +689,7 @@ mod tests {
         DataConnection {
             url: data_url(&format!("ws://{addr}"), "sess-1").unwrap(),
             token: Token::from_configured(token),
+            oauth: None,
             session: SessionConfig::new("sess-1", "m-1", "0.0.0", Platform::Linux, Arch::X86_64),
             observer: None,
             backoff: Backoff {

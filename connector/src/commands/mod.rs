@@ -1,7 +1,8 @@
-//! Subcommands besides `start`: audit, doctor, status, install and uninstall, and [`run`],
-//! which resolves what each needs from the configuration and calls it.
+//! Subcommands besides `start`: auth, revoke, audit, doctor, status, install and uninstall, and
+//! [`run`], which resolves what each needs from the configuration and calls it.
 
 pub mod audit;
+pub mod auth;
 pub mod doctor;
 pub mod service;
 pub mod status;
@@ -11,8 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
-
-use local_core::audit_chain;
 
 use crate::cli::{AuditCommand, Cli, Command, EXIT_PREFLIGHT, Env, load_config};
 use crate::config::{self, ShimConfig};
@@ -27,6 +26,10 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
         // cannot stop anyone from removing the entry.
         Command::Install { at_login } => service_command(cli, env, out, Some(*at_login)),
         Command::Uninstall => service_command(cli, env, out, None),
+        Command::Auth { no_browser } => with_config(cli, env, out, |config, out| {
+            auth::login(config, env, *no_browser, out)
+        }),
+        Command::Revoke => with_config(cli, env, out, |config, out| auth::revoke(config, env, out)),
         Command::Doctor => with_config(cli, env, out, |config, out| {
             doctor::doctor(&doctor_inputs(cli, config, env), out)
         }),
@@ -86,7 +89,12 @@ fn audit_command(
                     "no state directory for the audit key",
                 ))
             },
-            |path| audit_chain::load_key_file(&path),
+            |path| {
+                crate::auth::store::load_audit_key(
+                    &path,
+                    &crate::auth::store::Places::from_env(env),
+                )
+            },
         )
     };
     let now = SystemTime::now();

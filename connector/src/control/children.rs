@@ -10,6 +10,7 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::auth::Credentials;
 use crate::session::{Activity, Host, SessionConfig};
 use crate::ws::{Backoff, DataConnection, Outcome, Shutdown, Token, run_data_connection};
 
@@ -20,6 +21,9 @@ pub struct ChildTemplate {
     pub endpoint: String,
     /// The bearer token, if any.
     pub token: Option<Token>,
+    /// The stored OAuth tokens when no token is configured, shared with the control
+    /// connection so concurrent 401s refresh once.
+    pub oauth: Option<Credentials>,
     /// Reconnect delays.
     pub backoff: Backoff,
     /// The local policy; each child gets a deep copy with its own session id.
@@ -70,6 +74,7 @@ impl Child {
         let connection = DataConnection {
             url: format!("{}/{session_id}", template.endpoint),
             token: template.token.clone(),
+            oauth: template.oauth.clone(),
             session,
             backoff: template.backoff,
             observer: None,

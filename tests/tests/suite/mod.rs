@@ -5,6 +5,7 @@ mod assist;
 mod binary;
 mod boundary;
 mod connector;
+mod connector_auth;
 mod connector_cli;
 mod connector_control;
 mod connector_files;
