@@ -2,7 +2,7 @@
 //! attached folder, sharing the machine's command limits and audit chain
 //! (shim-reference-behaviour.md section 5, "Children").
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use local_core::jail::Jail;
@@ -10,7 +10,7 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::session::{Activity, Host, SessionConfig};
+use crate::session::{Activity, Host, MachineWork, SessionConfig};
 use crate::ws::{Backoff, DataConnection, Outcome, Shutdown, Token, run_data_connection};
 
 /// What a child is started from: the control connection's configuration, copied.
@@ -29,6 +29,8 @@ pub struct ChildTemplate {
 /// One live child runtime.
 #[derive(Debug)]
 pub struct Child {
+    /// The root it is jailed to.
+    pub root: PathBuf,
     /// The binding revision it serves.
     pub revision: u64,
     /// The fingerprint of the root it serves.
@@ -40,14 +42,20 @@ pub struct Child {
 }
 
 impl Child {
-    /// Starts a child for `session_id` jailed to `root` on `runtime`.
+    /// Starts a child for `session_id` jailed to `root` on `runtime`, its requests waiting
+    /// on the machine-wide `work` gate.
     ///
     /// # Errors
     /// The root cannot be opened as a jail.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site, each argument a distinct part of the child"
+    )]
     pub fn start(
         runtime: &Handle,
         template: &ChildTemplate,
         machine: &Host,
+        work: Option<MachineWork>,
         session_id: &str,
         root: &Path,
         revision: u64,
@@ -64,6 +72,7 @@ impl Child {
             hardware: machine.hardware,
             control: None,
             activity: Some(activity.clone()),
+            work,
         };
         let mut session = template.session.clone();
         session.session_id = session_id.to_owned();
@@ -77,6 +86,7 @@ impl Child {
         let (stop, shutdown) = Shutdown::new();
         let task = runtime.spawn(run_data_connection(connection, host, shutdown));
         Ok(Self {
+            root: root.to_path_buf(),
             revision,
             fingerprint,
             activity,

@@ -1073,7 +1073,7 @@ struct CountingPlane {
 }
 
 impl ControlPlane for CountingPlane {
-    fn connected(&self) {
+    fn connected(&self, _max_concurrent: NonZeroU32) {
         self.connected
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
