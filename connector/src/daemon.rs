@@ -431,13 +431,14 @@ async fn signalled() {
     }
 }
 
-const fn host_platform() -> Platform {
-    if cfg!(target_os = "macos") {
-        Platform::Darwin
-    } else if cfg!(target_os = "windows") {
-        Platform::Windows
-    } else {
-        Platform::Linux
+/// HELLO's `platform`: WSL2 is Linux whose `/proc/version` names Microsoft (PROTOCOL.md's
+/// `HELLO.platform` table); the same detection picks WSL2's virtual roots.
+fn host_platform() -> Platform {
+    match local_core::browse::HostOs::detect() {
+        local_core::browse::HostOs::MacOs => Platform::Darwin,
+        local_core::browse::HostOs::Windows => Platform::Windows,
+        local_core::browse::HostOs::Wsl2 => Platform::Wsl2,
+        local_core::browse::HostOs::Linux => Platform::Linux,
     }
 }
 
