@@ -1040,13 +1040,9 @@ impl Dispatch {
                 let Some(_work) = gate.enter().await else {
                     return internal_error();
                 };
-                let op = match admit() {
+                let op = match admitted(admit, &audit, &request_id).await {
                     Ok(op) => op,
-                    Err(refused) => {
-                        let (reply, entry) = *refused;
-                        audit.record_async(Some(request_id), entry).await;
-                        return reply;
-                    }
+                    Err(reply) => return reply,
                 };
                 // Aborting this task drops the backend call with it.
                 let (message, entry) = op.run(request_id.clone(), chunks).await;
@@ -1097,13 +1093,9 @@ impl Dispatch {
                 let Some(_work) = gate.enter().await else {
                     return internal_error();
                 };
-                let op = match admit() {
+                let op = match admitted(admit, &host.audit, &request_id).await {
                     Ok(op) => op,
-                    Err(refused) => {
-                        let (reply, entry) = *refused;
-                        host.audit.record_async(Some(request_id), entry).await;
-                        return reply;
-                    }
+                    Err(reply) => return reply,
                 };
                 // Aborting this task drops the command's future, which kills its process group.
                 let (message, entry) = op.run(&host.jail, limits).await;
@@ -1128,6 +1120,22 @@ impl Dispatch {
         let reply = self.reply(id, message);
         let status = was_saturated.then(|| self.status());
         (reply, status)
+    }
+}
+
+/// Runs a deferred admission check; a refusal is audited and becomes the task's reply.
+async fn admitted<Op>(
+    admit: Admission<Op>,
+    audit: &Auditor,
+    request_id: &str,
+) -> Result<Op, Message> {
+    match admit() {
+        Ok(op) => Ok(op),
+        Err(refused) => {
+            let (reply, entry) = *refused;
+            audit.record_async(Some(request_id.to_owned()), entry).await;
+            Err(reply)
+        }
     }
 }
 

@@ -486,17 +486,12 @@ async fn references_die_on_reconnect_and_the_ninth_child_is_refused() {
 
     let mut children = Vec::new();
     for i in 0..8 {
-        let session = format!("s-{i}");
-        control.attach(&home, &session, &format!("chat{i}")).await;
-        let reply = control
-            .call(
-                "ACTIVATE_SESSION",
-                &format!("act-{i}"),
-                json!({"session_id": session, "revision": 1}),
-            )
-            .await;
-        assert_eq!(reply["type"], "SESSION_ACTIVATED", "{reply}");
-        children.push(platform.child(&session, &["files"]).await.0);
+        let (session, name) = (format!("s-{i}"), format!("chat{i}"));
+        children.push(
+            control
+                .activate(&platform, &home, &session, &name, &["files"])
+                .await,
+        );
     }
     control.attach(&home, "s-8", "chat8").await;
     let ninth = control
@@ -657,17 +652,13 @@ async fn children_share_a_machine_work_gate_sized_by_the_control_ack_and_status_
 
     let mut children = Vec::new();
     for i in 0..CHILDREN {
-        let session = format!("g-{i}");
-        control.attach(&home, &session, &format!("chat{i}")).await;
-        let reply = control
-            .call(
-                "ACTIVATE_SESSION",
-                &format!("act-{i}"),
-                json!({"session_id": session, "revision": 1}),
-            )
-            .await;
-        assert_eq!(reply["type"], "SESSION_ACTIVATED", "{reply}");
-        children.push(platform.child(&session, &["files", "shell"]).await.0);
+        let (session, name) = (format!("g-{i}"), format!("chat{i}"));
+        let grants = ["files", "shell"];
+        children.push(
+            control
+                .activate(&platform, &home, &session, &name, &grants)
+                .await,
+        );
     }
     let (_, out, _) = run_shim(&home, &["status"]);
     assert!(out.contains(&format!("live sessions: {CHILDREN}")), "{out}");
