@@ -170,6 +170,7 @@ fn doctor_inputs(cli: &Cli, config: &ShimConfig, env: &impl Env) -> doctor::Doct
         os: service::Os::current(),
         session_id: config.session_id.clone(),
         allowed_root: config.allowed_root.clone().unwrap_or_default(),
+        home: config::home_dir(env),
         audit_log_path: config
             .audit_log_path
             .clone()
