@@ -457,6 +457,26 @@ impl Conn {
         assert_eq!(reply["type"], "SESSION_ATTACHED", "{reply}");
         reply["payload"].clone()
     }
+
+    /// On a control connection: attaches `home`'s subdirectory `name` to `session`,
+    /// activates it at revision 1 and accepts the child's data connection from `platform`,
+    /// granting `grants`.
+    pub async fn activate(
+        &mut self,
+        platform: &Platform,
+        home: &Path,
+        session: &str,
+        name: &str,
+        grants: &[&str],
+    ) -> Self {
+        self.attach(home, session, name).await;
+        let payload = json!({"session_id": session, "revision": 1});
+        let reply = self
+            .call("ACTIVATE_SESSION", &format!("activate-{session}"), payload)
+            .await;
+        assert_eq!(reply["type"], "SESSION_ACTIVATED", "{reply}");
+        platform.child(session, grants).await.0
+    }
 }
 
 /// The entry of a DIRECTORY_LIST_RESPONSE whose path is `path` (asserting there is one).

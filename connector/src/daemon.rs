@@ -26,7 +26,7 @@ use crate::auth::{Credentials, Endpoints};
 use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
 use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
-use crate::control::{ChildTemplate, Control, ControlConfig};
+use crate::control::{ChildTemplate, Control, ControlConfig, LiveObserver};
 use crate::protocol::{Arch, Capability, Platform, close_code};
 use crate::session::{ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
@@ -181,6 +181,9 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         machine_id: session.machine_id.clone(),
         home,
         idle_timeout: settings.idle_session_timeout,
+        on_live: status
+            .clone()
+            .map(|file| LiveObserver::new(move |live| file.set_live(live))),
     });
     Ok(Prepared {
         config,
@@ -411,7 +414,13 @@ impl StatusFile {
                 .to_owned(),
                 session_id: config.session_id.clone(),
                 platform_url: status::redact_url(&config.url),
-                allowed_root: host.jail.root().to_string_lossy().into_owned(),
+                // Control mode has no root of its own: each child is jailed to its chat's
+                // folder, and the control connection's jail serves no files.
+                allowed_root: config
+                    .session_id
+                    .is_some()
+                    .then(|| host.jail.root().to_string_lossy().into_owned()),
+                live_sessions: config.session_id.is_none().then_some(0),
                 since: now,
                 last_error: None,
                 updated_at: now,
@@ -422,9 +431,7 @@ impl StatusFile {
     }
 
     fn set(&self, state: DaemonState, error: Option<&str>) {
-        let now = status::epoch_seconds(SystemTime::now());
-        let snapshot = {
-            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        self.update(|current, now| {
             if current.state != state {
                 current.since = now;
             }
@@ -432,6 +439,19 @@ impl StatusFile {
             if let Some(error) = error {
                 current.last_error = Some(error.to_owned());
             }
+        });
+    }
+
+    /// Control mode: the number of live child sessions changed.
+    fn set_live(&self, live: usize) {
+        self.update(|current, _| current.live_sessions = Some(live));
+    }
+
+    fn update(&self, change: impl FnOnce(&mut DaemonStatus, f64)) {
+        let now = status::epoch_seconds(SystemTime::now());
+        let snapshot = {
+            let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+            change(&mut current, now);
             current.updated_at = now;
             current.clone()
         };
@@ -471,13 +491,14 @@ async fn signalled() {
     }
 }
 
-const fn host_platform() -> Platform {
-    if cfg!(target_os = "macos") {
-        Platform::Darwin
-    } else if cfg!(target_os = "windows") {
-        Platform::Windows
-    } else {
-        Platform::Linux
+/// HELLO's `platform`: WSL2 is Linux whose `/proc/version` names Microsoft (PROTOCOL.md's
+/// `HELLO.platform` table); the same detection picks WSL2's virtual roots.
+fn host_platform() -> Platform {
+    match local_core::browse::HostOs::detect() {
+        local_core::browse::HostOs::MacOs => Platform::Darwin,
+        local_core::browse::HostOs::Windows => Platform::Windows,
+        local_core::browse::HostOs::Wsl2 => Platform::Wsl2,
+        local_core::browse::HostOs::Linux => Platform::Linux,
     }
 }
 

@@ -22,12 +22,173 @@ pub const MAX_SCANNED_ENTRIES: usize = 1000;
 /// At most this many virtual roots.
 pub const MAX_ROOTS: usize = 200;
 
-/// Roots that are never offered even when mounted there.
-const SPECIAL_ROOTS: &[&str] = if cfg!(target_os = "macos") {
-    &["/System", "/private"]
-} else {
-    &["/dev", "/proc", "/sys", "/run"]
-};
+/// The reference's Windows drive types offered as roots: `DRIVE_REMOVABLE` (2) and
+/// `DRIVE_FIXED` (3) from `GetDriveTypeW`; network, optical and RAM drives are not.
+pub const OFFERED_DRIVE_TYPES: [u32; 2] = [2, 3];
+
+/// Names the reference never lists on Windows (compared case-insensitively): system folders
+/// a chat should not be rooted in.
+pub const WINDOWS_SKIPPED_NAMES: &[&str] = &[
+    "$recycle.bin",
+    "documents and settings",
+    "program files",
+    "program files (x86)",
+    "programdata",
+    "recovery",
+    "system volume information",
+    "windows",
+];
+
+/// The OS families whose virtual roots differ (the reference's `darwin`, `linux`, `wsl2`,
+/// `windows`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostOs {
+    /// Native Linux (and the other Unixes, which follow its branch).
+    Linux,
+    /// A WSL2 distro: Linux whose `/proc/version` names Microsoft.
+    Wsl2,
+    /// macOS.
+    MacOs,
+    /// Windows.
+    Windows,
+}
+
+impl HostOs {
+    /// The OS this process runs on; on Linux, WSL2 is told by `/proc/version`.
+    #[must_use]
+    pub fn detect() -> Self {
+        if cfg!(target_os = "macos") {
+            Self::MacOs
+        } else if cfg!(windows) {
+            Self::Windows
+        } else {
+            // Read errors leave plain Linux: the WSL2 roots are only an addition.
+            let version = std::fs::read_to_string("/proc/version").unwrap_or_default();
+            Self::from_proc_version(&version)
+        }
+    }
+
+    /// Linux or WSL2 from the text of `/proc/version`: WSL kernels carry `microsoft` in
+    /// their release (`...-microsoft-standard-WSL2`), in either case.
+    #[must_use]
+    pub fn from_proc_version(text: &str) -> Self {
+        if text.to_ascii_lowercase().contains("microsoft") {
+            Self::Wsl2
+        } else {
+            Self::Linux
+        }
+    }
+
+    /// Roots that are never offered even when something is mounted there.
+    #[must_use]
+    pub const fn special_roots(self) -> &'static [&'static str] {
+        match self {
+            Self::Linux | Self::Wsl2 => &["/dev", "/proc", "/sys", "/run"],
+            Self::MacOs => &["/System", "/private"],
+            Self::Windows => &[],
+        }
+    }
+}
+
+/// A directory whose subdirectories are mounted volumes, offered as virtual roots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountParent {
+    /// The directory to list.
+    pub path: PathBuf,
+    /// Only one-letter names (WSL2's `/mnt/c`, `/mnt/d`: the Windows drives), not other
+    /// mounts that may live under `/mnt`.
+    pub drive_letters_only: bool,
+}
+
+impl MountParent {
+    fn any(path: PathBuf) -> Self {
+        Self {
+            path,
+            drive_letters_only: false,
+        }
+    }
+
+    /// Whether a subdirectory called `name` is offered.
+    #[must_use]
+    pub fn offers(&self, name: &str) -> bool {
+        !self.drive_letters_only || is_drive_letter(name)
+    }
+}
+
+/// Where the reference looks for mounted volumes: Linux the children of `/media/<user>` and
+/// `/run/media/<user>` (user = the home directory's name); WSL2 those and the one-letter
+/// directories under `/mnt`; macOS the children of `/Volumes`; Windows none (its roots are
+/// the drives, [`windows_drive_roots`]).
+#[must_use]
+pub fn mount_parents(os: HostOs, home: Option<&Path>) -> Vec<MountParent> {
+    let user = home.and_then(Path::file_name);
+    let removable = |user: &std::ffi::OsStr| {
+        [
+            MountParent::any(Path::new("/media").join(user)),
+            MountParent::any(Path::new("/run/media").join(user)),
+        ]
+    };
+    match os {
+        HostOs::Linux => user
+            .map(|user| removable(user).to_vec())
+            .unwrap_or_default(),
+        HostOs::Wsl2 => {
+            let mut parents = user
+                .map(|user| removable(user).to_vec())
+                .unwrap_or_default();
+            parents.push(MountParent {
+                path: PathBuf::from("/mnt"),
+                drive_letters_only: true,
+            });
+            parents
+        }
+        HostOs::MacOs => vec![MountParent::any(PathBuf::from("/Volumes"))],
+        HostOs::Windows => Vec::new(),
+    }
+}
+
+/// One ASCII letter: a drive's name under WSL2's `/mnt`.
+#[must_use]
+pub fn is_drive_letter(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!((chars.next(), chars.next()), (Some(letter), None) if letter.is_ascii_alphabetic())
+}
+
+/// The Windows drive roots offered, from each present drive's letter and its
+/// `GetDriveTypeW` code: removable and fixed drives only, as `C:\`, in letter order,
+/// each letter once. The enumeration itself is the Windows port's part.
+#[must_use]
+pub fn windows_drive_roots(drives: impl IntoIterator<Item = (char, u32)>) -> Vec<PathBuf> {
+    let mut letters: Vec<char> = drives
+        .into_iter()
+        .filter(|(letter, kind)| letter.is_ascii_alphabetic() && OFFERED_DRIVE_TYPES.contains(kind))
+        .map(|(letter, _)| letter.to_ascii_uppercase())
+        .collect();
+    letters.sort_unstable();
+    letters.dedup();
+    letters
+        .into_iter()
+        .map(|letter| PathBuf::from(format!("{letter}:\\")))
+        .collect()
+}
+
+/// Whether the reference skips a directory of this name when listing on Windows.
+#[must_use]
+pub fn skipped_on_windows(name: &str) -> bool {
+    let folded = name.to_lowercase();
+    WINDOWS_SKIPPED_NAMES.contains(&folded.as_str())
+}
+
+/// The key two roots are the same under: the reference's `normcase`, which folds case on
+/// Windows only.
+fn same_root_key(os: HostOs, path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if os == HostOs::Windows {
+        text.to_lowercase()
+    } else {
+        text.into_owned()
+    }
+}
 
 /// Why a directory cannot be browsed or attached.
 #[derive(Debug, thiserror::Error)]
@@ -180,7 +341,10 @@ pub fn list(open: &OpenDir) -> io::Result<Listing> {
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
-        if !clean_name(&name) || !accessible(&open.dir, &name) {
+        if !clean_name(&name)
+            || (cfg!(windows) && skipped_on_windows(&name))
+            || !accessible(&open.dir, &name)
+        {
             continue;
         }
         let Ok(child) = open.dir.open_dir(&name) else {
@@ -216,35 +380,34 @@ pub fn display_name(path: &Path) -> String {
     )
 }
 
-/// The virtual roots: the canonical home directory and mounted volumes (Linux: children of
-/// `/media/<user>` and `/run/media/<user>`; macOS: `/Volumes/*`), deduplicated, accessible,
-/// never a special root, at most [`MAX_ROOTS`].
+/// The virtual roots of this host: the canonical home directory and its mounted volumes
+/// ([`virtual_roots_on`] with [`HostOs::detect`]).
 #[must_use]
 pub fn virtual_roots(home: Option<&Path>) -> Vec<OpenDir> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(home) = home {
-        candidates.push(home.to_path_buf());
-        let user = home.file_name().map(|name| name.to_os_string());
-        let mounts: Vec<PathBuf> = if cfg!(target_os = "macos") {
-            vec![PathBuf::from("/Volumes")]
-        } else {
-            user.map(|user| {
-                vec![
-                    Path::new("/media").join(&user),
-                    Path::new("/run/media").join(&user),
-                ]
-            })
-            .unwrap_or_default()
-        };
-        for mount in mounts {
-            if let Ok(open) = open_canonical(&mount)
-                && let Ok(listing) = list(&open)
-            {
-                candidates.extend(listing.children.into_iter().map(|child| child.path));
-            }
+    virtual_roots_on(HostOs::detect(), home)
+}
+
+/// The virtual roots for `os`: the canonical home directory, then the volumes under its
+/// [`mount_parents`], deduplicated, accessible, never a special root, at most
+/// [`MAX_ROOTS`].
+#[must_use]
+pub fn virtual_roots_on(os: HostOs, home: Option<&Path>) -> Vec<OpenDir> {
+    let mut candidates: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
+    for parent in mount_parents(os, home) {
+        if let Ok(open) = open_canonical(&parent.path)
+            && let Ok(listing) = list(&open)
+        {
+            candidates.extend(
+                listing
+                    .children
+                    .into_iter()
+                    .filter(|child| parent.offers(&child.name))
+                    .map(|child| child.path),
+            );
         }
     }
     let mut roots: Vec<OpenDir> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
     for candidate in candidates {
         if roots.len() == MAX_ROOTS {
             break;
@@ -252,12 +415,15 @@ pub fn virtual_roots(home: Option<&Path>) -> Vec<OpenDir> {
         let Ok(open) = open_canonical(&candidate) else {
             continue;
         };
-        let special = SPECIAL_ROOTS
+        let special = os
+            .special_roots()
             .iter()
             .any(|special| open.path == Path::new(special));
-        if special || roots.iter().any(|root| root.path == open.path) {
+        let key = same_root_key(os, &open.path);
+        if special || seen.contains(&key) {
             continue;
         }
+        seen.push(key);
         roots.push(open);
     }
     roots
@@ -411,6 +577,114 @@ mod tests {
         );
         assert_eq!(display_name(Path::new("/")), "/");
         std::fs::remove_dir(home).unwrap();
+    }
+
+    #[test]
+    fn wsl2_is_told_by_proc_version() {
+        let wsl = "Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f) (gcc (GCC) 11.2.0) #1 SMP";
+        assert_eq!(HostOs::from_proc_version(wsl), HostOs::Wsl2);
+        assert_eq!(
+            HostOs::from_proc_version(
+                "Linux version 4.4.0-19041-Microsoft (Microsoft@Microsoft.com)"
+            ),
+            HostOs::Wsl2
+        );
+        assert_eq!(
+            HostOs::from_proc_version(
+                "Linux version 6.12.48+deb13-amd64 (debian-kernel@lists.debian.org)"
+            ),
+            HostOs::Linux
+        );
+        assert_eq!(HostOs::from_proc_version(""), HostOs::Linux);
+    }
+
+    #[test]
+    fn mount_parents_follow_the_reference_per_os() {
+        let home = Path::new("/home/alice");
+        let any = |path: &str| MountParent {
+            path: PathBuf::from(path),
+            drive_letters_only: false,
+        };
+        assert_eq!(
+            mount_parents(HostOs::Linux, Some(home)),
+            [any("/media/alice"), any("/run/media/alice")]
+        );
+        assert_eq!(
+            mount_parents(HostOs::Wsl2, Some(home)),
+            [
+                any("/media/alice"),
+                any("/run/media/alice"),
+                MountParent {
+                    path: PathBuf::from("/mnt"),
+                    drive_letters_only: true
+                }
+            ]
+        );
+        // Without a home there is no user for /media, but WSL2's drives are still there.
+        assert!(mount_parents(HostOs::Linux, None).is_empty());
+        assert_eq!(mount_parents(HostOs::Wsl2, None).len(), 1);
+        assert_eq!(mount_parents(HostOs::MacOs, None), [any("/Volumes")]);
+        assert!(mount_parents(HostOs::Windows, Some(home)).is_empty());
+
+        let mnt = &mount_parents(HostOs::Wsl2, None)[0];
+        for (name, offered) in [
+            ("c", true),
+            ("D", true),
+            ("wsl", false),
+            ("wslg", false),
+            ("cd", false),
+            ("", false),
+            ("1", false),
+            ("é", false),
+        ] {
+            assert_eq!(mnt.offers(name), offered, "{name:?}");
+        }
+        assert!(any("/media/alice").offers("USB STICK"));
+    }
+
+    #[test]
+    fn windows_offers_removable_and_fixed_drives_only() {
+        // GetDriveTypeW: 2 removable, 3 fixed, 4 remote, 5 CD-ROM, 6 RAM disk, 0/1 unknown.
+        let drives = [
+            ('D', 2),
+            ('c', 3),
+            ('Z', 4),
+            ('E', 5),
+            ('R', 6),
+            ('X', 1),
+            ('C', 3),
+            ('1', 3),
+        ];
+        assert_eq!(
+            windows_drive_roots(drives),
+            [PathBuf::from("C:\\"), PathBuf::from("D:\\")]
+        );
+        assert!(windows_drive_roots([]).is_empty());
+        for name in [
+            "Windows",
+            "Program Files (x86)",
+            "$Recycle.Bin",
+            "ProgramData",
+        ] {
+            assert!(skipped_on_windows(name), "{name}");
+        }
+        assert!(!skipped_on_windows("Projects"));
+        assert!(!skipped_on_windows("Windows Stuff"));
+    }
+
+    #[test]
+    fn special_roots_and_case_folding_differ_per_os() {
+        assert!(HostOs::Linux.special_roots().contains(&"/proc"));
+        assert!(HostOs::Wsl2.special_roots().contains(&"/run"));
+        assert_eq!(HostOs::MacOs.special_roots(), ["/System", "/private"]);
+        assert_eq!(
+            same_root_key(HostOs::Windows, Path::new("C:\\Users")),
+            same_root_key(HostOs::Windows, Path::new("c:\\users"))
+        );
+        assert_ne!(
+            same_root_key(HostOs::Linux, Path::new("/media/a/USB")),
+            same_root_key(HostOs::Linux, Path::new("/media/a/usb"))
+        );
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct DoctorInputs {
     pub session_id: Option<String>,
     /// The FILE_* jail root.
     pub allowed_root: PathBuf,
+    /// The home directory: control mode browses from it and the mounted volumes.
+    pub home: Option<PathBuf>,
     /// The live audit log.
     pub audit_log_path: PathBuf,
     /// The audit key file.
@@ -84,6 +86,7 @@ pub fn doctor(inputs: &DoctorInputs, out: &mut dyn Write) -> u8 {
     let checks = [
         mode(inputs),
         allowed_root(inputs),
+        virtual_roots(inputs),
         audit_log(&inputs.audit_log_path),
         audit_key(&inputs.audit_key_path),
         token(inputs),
@@ -126,6 +129,34 @@ fn mode(inputs: &DoctorInputs) -> Check {
         None => "persistent machine control".to_owned(),
     };
     Some((Level::Info, "mode", detail))
+}
+
+/// The reference's control-mode check: the folders the platform can browse from (the home
+/// directory and mounted volumes); none blocks, since no chat could pick a folder.
+fn virtual_roots(inputs: &DoctorInputs) -> Check {
+    /// Paths named in the line; the rest are counted.
+    const SHOWN: usize = 5;
+    const LABEL: &str = "virtual roots";
+    if inputs.session_id.is_some() {
+        return None;
+    }
+    let roots = local_core::browse::virtual_roots(inputs.home.as_deref());
+    if roots.is_empty() {
+        return Some((
+            Level::Fail,
+            LABEL,
+            "no folder to browse from: the home directory is missing or not readable, writable and searchable".to_owned(),
+        ));
+    }
+    let mut shown: Vec<String> = roots
+        .iter()
+        .take(SHOWN)
+        .map(|root| root.path.display().to_string())
+        .collect();
+    if roots.len() > SHOWN {
+        shown.push(format!("and {} more", roots.len() - SHOWN));
+    }
+    Some((Level::Ok, LABEL, shown.join(", ")))
 }
 
 fn allowed_root(inputs: &DoctorInputs) -> Check {
@@ -368,6 +399,7 @@ mod tests {
             os: Os::Linux,
             session_id: Some("s-1".to_owned()),
             allowed_root: dir.join("workspace/root"),
+            home: Some(dir.join("home")),
             audit_log_path: dir.join("state/audit.log"),
             audit_key_path: dir.join("state/audit-key"),
             token_in_env: false,
@@ -443,11 +475,23 @@ mod tests {
         assert!(out.contains("[WARN] token  "), "{out}");
         assert!(out.ends_with("1 blocking problem: fix it before starting the daemon\n"));
 
-        // Control mode does not use the allowed root.
+        // Control mode does not use the allowed root, but needs a folder to browse from.
         inputs.session_id = None;
         let (code, out) = run(&inputs);
-        assert_eq!(code, 0, "{out}");
+        assert_eq!(code, EXIT_BLOCKED, "{out}");
         assert!(out.contains("[INFO] allowed root  "), "{out}");
+        assert!(
+            out.contains("[FAIL] virtual roots  no folder to browse from"),
+            "{out}"
+        );
+        own_files::ensure_dir(&dir.join("home")).unwrap();
+        let (code, out) = run(&inputs);
+        assert_eq!(code, 0, "{out}");
+        let line = out
+            .lines()
+            .find(|line| line.starts_with("[OK  ] virtual roots  "))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(line.ends_with("/home"), "{out}");
     }
 
     #[cfg(unix)]

@@ -43,8 +43,18 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
                 "platform: {}",
                 status::redact_url(&config.platform_url)
             );
-            if let Some(root) = &config.allowed_root {
-                let _ = writeln!(out, "allowed root: {}", root.display());
+            // The reference's configured mode: control mode has no root of its own (each
+            // chat's session is jailed to the folder picked for it).
+            match &config.session_id {
+                Some(session) => {
+                    let _ = writeln!(out, "configured mode: legacy direct session {session}");
+                    if let Some(root) = &config.allowed_root {
+                        let _ = writeln!(out, "allowed root: {}", root.display());
+                    }
+                }
+                None => {
+                    let _ = writeln!(out, "configured mode: persistent machine control");
+                }
             }
             if let Ok(unit) = unit(cli, env) {
                 let _ = service::describe(&unit, out);
@@ -168,6 +178,7 @@ fn doctor_inputs(cli: &Cli, config: &ShimConfig, env: &impl Env) -> doctor::Doct
         os: service::Os::current(),
         session_id: config.session_id.clone(),
         allowed_root: config.allowed_root.clone().unwrap_or_default(),
+        home: config::home_dir(env),
         audit_log_path: config
             .audit_log_path
             .clone()

@@ -66,8 +66,12 @@ pub struct DaemonStatus {
     pub session_id: Option<String>,
     /// The platform URL, without user info, query or fragment.
     pub platform_url: String,
-    /// The jail root.
-    pub allowed_root: String,
+    /// The jail root of a legacy session; null in control mode, where each child session is
+    /// jailed to the folder its chat picked.
+    pub allowed_root: Option<String>,
+    /// Control mode: how many child sessions are live (absent for a legacy session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_sessions: Option<usize>,
     /// When the current state began, in epoch seconds.
     pub since: f64,
     /// The last connection or start-up error, if any; never secret-bearing text.
@@ -162,7 +166,18 @@ fn report_inner(
         None => writeln!(out, "  mode: {}", status.mode)?,
     }
     writeln!(out, "  platform: {}", status.platform_url)?;
-    writeln!(out, "  allowed root: {}", status.allowed_root)?;
+    match (&status.allowed_root, status.live_sessions) {
+        (Some(root), _) => writeln!(out, "  allowed root: {root}")?,
+        (None, live) => {
+            writeln!(
+                out,
+                "  allowed root: none (each session is jailed to the folder its chat picked)"
+            )?;
+            if let Some(live) = live {
+                writeln!(out, "  live sessions: {live}")?;
+            }
+        }
+    }
     writeln!(
         out,
         "  last error: {}",
@@ -241,7 +256,8 @@ mod tests {
             mode: "legacy".to_owned(),
             session_id: Some("s-1".to_owned()),
             platform_url: redact_url("wss://user:secret@platform.example/base?token=x"),
-            allowed_root: "/home/me/autogpt-workspace".to_owned(),
+            allowed_root: Some("/home/me/autogpt-workspace".to_owned()),
+            live_sessions: None,
             since: 1_712_345_678.5,
             last_error: Some("connection failed: refused".to_owned()),
             updated_at: 1_712_345_700.0,
@@ -313,6 +329,40 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("  last state: reconnecting since "), "{out}");
+    }
+
+    #[test]
+    fn control_mode_reports_no_root_and_its_live_sessions() {
+        let dir = TempDir::new("status-control");
+        let path = dir.join("status.json");
+        let mut control = status(std::process::id(), DaemonState::Connected);
+        control.mode = "control".to_owned();
+        control.session_id = None;
+        control.allowed_root = None;
+        control.live_sessions = Some(3);
+        write(&path, &control).unwrap();
+        let (code, out) = run(&path, |_| true);
+        assert_eq!(code, EXIT_RUNNING, "{out}");
+        assert!(out.contains("  mode: control\n"), "{out}");
+        assert!(
+            out.contains("  allowed root: none (each session is jailed to the folder its chat picked)\n  live sessions: 3\n"),
+            "{out}"
+        );
+        let written: serde_json::Value =
+            serde_json::from_slice(&own_files::read_capped(&path, STATUS_CAP).unwrap().unwrap())
+                .unwrap();
+        assert_eq!(written["allowed_root"], serde_json::Value::Null);
+        assert_eq!(written["live_sessions"], 3);
+
+        // A file an older build wrote (a string root, no count) still reads.
+        own_files::write_atomic(
+            &path,
+            br#"{"pid":1,"state":"connected","mode":"control","session_id":null,"platform_url":"wss://p","allowed_root":"/home/me","since":1.0,"last_error":null,"updated_at":1.0}"#,
+            0o600,
+        )
+        .unwrap();
+        let (_, out) = run(&path, |_| true);
+        assert!(out.contains("  allowed root: /home/me\n"), "{out}");
     }
 
     #[test]

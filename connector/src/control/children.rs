@@ -2,7 +2,7 @@
 //! attached folder, sharing the machine's command limits and audit chain
 //! (shim-reference-behaviour.md section 5, "Children").
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use local_core::jail::Jail;
@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::auth::Credentials;
-use crate::session::{Activity, Host, SessionConfig};
+use crate::session::{Activity, Host, MachineWork, SessionConfig};
 use crate::ws::{Backoff, DataConnection, Outcome, Shutdown, Token, run_data_connection};
 
 /// What a child is started from: the control connection's configuration, copied.
@@ -33,6 +33,8 @@ pub struct ChildTemplate {
 /// One live child runtime.
 #[derive(Debug)]
 pub struct Child {
+    /// The root it is jailed to.
+    pub root: PathBuf,
     /// The binding revision it serves.
     pub revision: u64,
     /// The fingerprint of the root it serves.
@@ -44,14 +46,20 @@ pub struct Child {
 }
 
 impl Child {
-    /// Starts a child for `session_id` jailed to `root` on `runtime`.
+    /// Starts a child for `session_id` jailed to `root` on `runtime`, its requests waiting
+    /// on the machine-wide `work` gate.
     ///
     /// # Errors
     /// The root cannot be opened as a jail.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site, each argument a distinct part of the child"
+    )]
     pub fn start(
         runtime: &Handle,
         template: &ChildTemplate,
         machine: &Host,
+        work: Option<MachineWork>,
         session_id: &str,
         root: &Path,
         revision: u64,
@@ -68,6 +76,7 @@ impl Child {
             hardware: machine.hardware,
             control: None,
             activity: Some(activity.clone()),
+            work,
         };
         let mut session = template.session.clone();
         session.session_id = session_id.to_owned();
@@ -82,6 +91,7 @@ impl Child {
         let (stop, shutdown) = Shutdown::new();
         let task = runtime.spawn(run_data_connection(connection, host, shutdown));
         Ok(Self {
+            root: root.to_path_buf(),
             revision,
             fingerprint,
             activity,

@@ -17,7 +17,9 @@ pub use browser::{
 pub use children::{Child, ChildTemplate};
 
 use std::collections::HashMap;
+use std::fmt;
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -35,7 +37,7 @@ use crate::protocol::{
     DirectoryListRequestPayload, ErrorCode, ErrorPayload, Message, RestoreSessionPayload,
     SessionActivatedPayload, SessionAttachedPayload, SessionRestoredPayload, unix_now,
 };
-use crate::session::{ControlPlane, Host};
+use crate::session::{ControlPlane, Host, MachineWork};
 use crate::ws::Outcome;
 
 /// At most this many child runtimes run at once.
@@ -59,6 +61,25 @@ pub struct ControlConfig {
     pub home: Option<PathBuf>,
     /// A child without a data request for this long is stopped.
     pub idle_timeout: Duration,
+    /// Told the number of live children whenever it may have changed (the status file).
+    pub on_live: Option<LiveObserver>,
+}
+
+/// Receives the number of live children.
+#[derive(Clone)]
+pub struct LiveObserver(Arc<dyn Fn(usize) + Send + Sync>);
+
+impl LiveObserver {
+    /// An observer calling `tell` with each new count.
+    pub fn new(tell: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(tell))
+    }
+}
+
+impl fmt::Debug for LiveObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LiveObserver")
+    }
 }
 
 /// A session's attached root.
@@ -76,6 +97,10 @@ struct State {
     bindings: HashMap<String, Binding>,
     children: HashMap<String, Child>,
     clock: u64,
+    /// The machine work gate of the current control connection, shared by its children.
+    work: Option<MachineWork>,
+    /// The live count last reported to the observer.
+    reported: Option<usize>,
 }
 
 impl State {
@@ -105,6 +130,9 @@ struct Inner {
     key: GrantKey,
     runtime: Handle,
     state: Mutex<State>,
+    /// Test seam: this many next child starts fail as if the root could not be opened.
+    #[cfg(test)]
+    failing_starts: std::sync::atomic::AtomicUsize,
 }
 
 /// The control plane; cheap to clone.
@@ -148,6 +176,8 @@ impl Control {
                 key,
                 runtime: Handle::current(),
                 state: Mutex::new(State::default()),
+                #[cfg(test)]
+                failing_starts: std::sync::atomic::AtomicUsize::new(0),
             }),
         };
         let period = REAP_INTERVAL.min(
@@ -165,11 +195,13 @@ impl Control {
     pub async fn stop_all(&self) {
         let stopping: Vec<JoinHandle<Outcome>> = {
             let mut state = self.inner.lock();
-            state
+            let stopping = state
                 .children
                 .drain()
                 .map(|(_, child)| child.stop())
-                .collect()
+                .collect();
+            self.inner.report(&mut state);
+            stopping
         };
         for task in stopping {
             let _ = tokio::time::timeout(Duration::from_secs(3), task).await;
@@ -178,12 +210,16 @@ impl Control {
 }
 
 impl ControlPlane for Control {
-    fn connected(&self) {
+    fn connected(&self, max_concurrent: NonZeroU32) {
         let mut state = self.inner.lock();
         state.browser.reset();
         for (_, child) in state.children.drain() {
             drop(child.stop());
         }
+        // The reference sizes the children's shared work semaphore by the control
+        // connection's negotiated max_concurrent; a new connection may negotiate another.
+        state.work = Some(MachineWork::new(max_concurrent));
+        self.inner.report(&mut state);
     }
 
     fn handle(&self, message: Message) -> Pin<Box<dyn Future<Output = Message> + Send>> {
@@ -217,6 +253,7 @@ impl Inner {
                 format!("{} is not a control request.", other.message_type()),
             )),
         };
+        self.report(&mut self.lock());
         reply.unwrap_or_else(error)
     }
 
@@ -334,14 +371,15 @@ impl Inner {
             );
             return Err(Refused::new(ErrorCode::RootGrantInvalid, CHANGED));
         }
-        if state.live_child(session_id).is_none() {
+        let started = state.live_child(session_id).is_none();
+        if started {
             self.start_child(&mut state, session_id, &binding)?;
         }
         let used = state.tick();
         if let Some(binding) = state.bindings.get_mut(session_id) {
             binding.used = used;
         }
-        self.audit_strict(
+        let audited = self.audit_strict(
             session_id,
             Entry::ok(
                 "ACTIVATE_SESSION",
@@ -351,7 +389,14 @@ impl Inner {
                     ("revision", json!(binding.revision)),
                 ]),
             ),
-        )?;
+        );
+        // An activation nobody could audit is undone: the child it started stops.
+        if let Err(refused) = audited {
+            if started && let Some(child) = state.children.remove(session_id) {
+                drop(child.stop());
+            }
+            return Err(refused);
+        }
         Ok(Message::SessionActivated(SessionActivatedPayload {
             session_id: session_id.clone(),
             allowed_root: root,
@@ -390,24 +435,50 @@ impl Inner {
         let keep = state.live_child(session_id).is_some_and(|child| {
             child.revision == binding.revision && child.fingerprint == binding.fingerprint
         });
-        if !keep {
-            if let Some(old) = state.children.remove(session_id) {
+        let previous_binding = state.bindings.get(session_id).cloned();
+        // A live child serving another binding is stopped first, as the reference does, so
+        // its slot counts for the new one.
+        let previous_child = if keep {
+            None
+        } else {
+            state.children.remove(session_id).map(|old| {
+                let replaced = Binding {
+                    root: old.root.clone(),
+                    fingerprint: old.fingerprint.clone(),
+                    revision: old.revision,
+                    used,
+                };
                 drop(old.stop());
+                replaced
+            })
+        };
+        let restored = (|| {
+            if !keep {
+                self.start_child(&mut state, session_id, &binding)?;
             }
-            self.start_child(&mut state, session_id, &binding)?;
+            bind(&mut state, session_id, binding);
+            self.audit_strict(
+                session_id,
+                Entry::ok(
+                    "RESTORE_SESSION",
+                    details([
+                        ("allowed_root", json!(claims.allowed_root)),
+                        ("fingerprint", json!(claims.fingerprint)),
+                        ("revision", json!(claims.revision)),
+                    ]),
+                ),
+            )
+        })();
+        if let Err(refused) = restored {
+            self.roll_back(
+                &mut state,
+                session_id,
+                keep,
+                previous_binding,
+                previous_child,
+            );
+            return Err(refused);
         }
-        bind(&mut state, session_id, binding);
-        self.audit_strict(
-            session_id,
-            Entry::ok(
-                "RESTORE_SESSION",
-                details([
-                    ("allowed_root", json!(claims.allowed_root)),
-                    ("fingerprint", json!(claims.fingerprint)),
-                    ("revision", json!(claims.revision)),
-                ]),
-            ),
-        )?;
         Ok(Message::SessionRestored(SessionRestoredPayload {
             session_id: session_id.clone(),
             allowed_root: claims.allowed_root,
@@ -446,6 +517,51 @@ impl Inner {
             ok: true,
             pid: None,
         })
+    }
+
+    /// Undoes a failed RESTORE_SESSION (the reference: "roll back and try to restart the
+    /// previous child"): stops the child it started, puts the earlier binding back (or
+    /// forgets the new one) and restarts the child it replaced, if any.
+    fn roll_back(
+        &self,
+        state: &mut State,
+        session_id: &str,
+        kept: bool,
+        previous_binding: Option<Binding>,
+        previous_child: Option<Binding>,
+    ) {
+        if !kept && let Some(started) = state.children.remove(session_id) {
+            drop(started.stop());
+        }
+        match previous_binding {
+            Some(binding) => {
+                state.bindings.insert(session_id.to_owned(), binding);
+            }
+            None => {
+                state.bindings.remove(session_id);
+            }
+        }
+        if let Some(previous) = previous_child
+            && self.start_child(state, session_id, &previous).is_err()
+        {
+            tracing::warn!(
+                session_id = %session_id,
+                "a failed restore could not restart the session's previous child"
+            );
+        }
+    }
+
+    /// Tells the observer the live count when it changed since the last report; finished
+    /// children (a fatal close ends one by itself) are forgotten first.
+    fn report(&self, state: &mut State) {
+        state.children.retain(|_, child| child.is_live());
+        let live = state.children.len();
+        if state.reported != Some(live) {
+            state.reported = Some(live);
+            if let Some(observer) = &self.config.on_live {
+                (observer.0)(live);
+            }
+        }
     }
 
     /// Verifies a grant's signature and bindings, then its folder against the filesystem.
@@ -492,10 +608,23 @@ impl Inner {
                 Some(json!({ "max_live_sessions": MAX_LIVE_CHILDREN })),
             ));
         }
+        #[cfg(test)]
+        if self
+            .failing_starts
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok()
+        {
+            return Err(Refused::new(ErrorCode::RootGrantInvalid, CHANGED));
+        }
         let child = Child::start(
             &self.runtime,
             &self.config.template,
             &self.machine,
+            state.work.clone(),
             session_id,
             &binding.root,
             binding.revision,
@@ -608,6 +737,7 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
                 })
                 .collect()
         };
+        inner.report(&mut inner.lock());
         for (session_id, idle, child) in stale {
             let audit = inner.machine.audit.for_session(&session_id);
             audit
@@ -627,7 +757,117 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
+    use local_core::jail::Jail;
+
     use super::*;
+    use crate::protocol::{Arch, Platform};
+    use crate::session::SessionConfig;
+    use crate::ws::Backoff;
+
+    const MACHINE: &str = "machine-unit";
+    const SESSION: &str = "chat-1";
+
+    /// A control plane whose children dial a listener that never answers, so they stay live.
+    async fn plane(listener: &tokio::net::TcpListener) -> Control {
+        let endpoint = format!("ws://{}/ws/local-executor", listener.local_addr().unwrap());
+        let config = ControlConfig {
+            template: ChildTemplate {
+                endpoint,
+                token: None,
+                oauth: None,
+                backoff: Backoff::default(),
+                session: SessionConfig::new("", MACHINE, "0.0.0", Platform::Linux, Arch::X86_64),
+            },
+            machine_id: MACHINE.to_owned(),
+            home: None,
+            idle_timeout: Duration::from_secs(600),
+            on_live: None,
+        };
+        let host = Host::new(Arc::new(Jail::open(&std::env::temp_dir()).unwrap()));
+        let control = Control::new(config, host, GrantKey::derive(&[7; 32]));
+        control.connected(NonZeroU32::new(2).unwrap());
+        control
+    }
+
+    fn folder(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("control-{tag}-{}", local_core::secret::new_id()));
+        #[allow(clippy::disallowed_methods, reason = "test set-up")]
+        std::fs::create_dir_all(&dir).unwrap();
+        #[allow(clippy::disallowed_methods, reason = "test set-up")]
+        std::fs::canonicalize(dir).unwrap()
+    }
+
+    fn grant(inner: &Inner, root: &Path, revision: u64) -> String {
+        let open = browse::open_strict(root).unwrap();
+        let fingerprint = browse::fingerprint(&open.path, &open.identity);
+        inner.sign(SESSION, &root.to_string_lossy(), &fingerprint, revision)
+    }
+
+    fn restore(inner: &Inner, root_grant: String) -> Result<Message, Refused> {
+        inner.restore(&RestoreSessionPayload {
+            session_id: SESSION.to_owned(),
+            root_grant,
+        })
+    }
+
+    fn served(inner: &Inner) -> Option<(PathBuf, u64)> {
+        let state = inner.lock();
+        state
+            .live_child(SESSION)
+            .map(|child| (child.root.clone(), child.revision))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_restore_rolls_back_and_restarts_the_previous_child() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let control = plane(&listener).await;
+        let inner = &control.inner;
+        let (first, second) = (folder("first"), folder("second"));
+        assert!(restore(inner, grant(inner, &first, 1)).is_ok());
+        assert_eq!(served(inner), Some((first.clone(), 1)));
+
+        // Replacing the live child with another binding fails when the new child starts:
+        // the earlier binding comes back and its child runs again.
+        inner.failing_starts.store(1, Ordering::SeqCst);
+        let refused = restore(inner, grant(inner, &second, 2)).err().unwrap();
+        assert_eq!(refused.0, ErrorCode::RootGrantInvalid);
+        assert_eq!(served(inner), Some((first.clone(), 1)));
+        assert_eq!(inner.lock().bindings[SESSION].revision, 1);
+        assert_eq!(inner.lock().bindings[SESSION].root, first);
+
+        // Without the fault the same grant replaces it.
+        assert!(restore(inner, grant(inner, &second, 2)).is_ok());
+        assert_eq!(served(inner), Some((second.clone(), 2)));
+
+        // A failure with no child to restart forgets the binding it would have made.
+        control.inner.lock().children.clear();
+        inner.lock().bindings.clear();
+        inner.failing_starts.store(1, Ordering::SeqCst);
+        assert!(restore(inner, grant(inner, &first, 3)).is_err());
+        assert!(inner.lock().bindings.is_empty());
+        assert_eq!(served(inner), None);
+        control.stop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn children_get_the_work_gate_of_the_current_control_connection() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let control = plane(&listener).await;
+        assert_eq!(
+            control.inner.lock().work.as_ref().map(MachineWork::size),
+            Some(2)
+        );
+        // A reconnect negotiates again and sizes a new gate.
+        control.connected(NonZeroU32::new(5).unwrap());
+        assert_eq!(
+            control.inner.lock().work.as_ref().map(MachineWork::size),
+            Some(5)
+        );
+        control.stop_all().await;
+    }
 
     fn binding(used: u64) -> Binding {
         Binding {

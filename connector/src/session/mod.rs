@@ -20,6 +20,7 @@ use std::fmt;
 use std::future::Future;
 use std::num::NonZeroU32;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,7 @@ use local_core::exec::CommandLimiter;
 use local_core::files::FileLimits;
 use local_core::jail::Jail;
 use serde_json::json;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{self, JoinError, JoinSet};
 
 use crate::audit::{Auditor, Entry, Expected, details};
@@ -194,9 +195,10 @@ impl SessionEnd {
 /// The machine control plane that a control connection serves (`crate::control`): the
 /// session loop admits and counts its requests like any other and hands them over.
 pub trait ControlPlane: fmt::Debug + Send + Sync {
-    /// A control connection was established: every reference of an earlier one dies and
-    /// every child runtime stops.
-    fn connected(&self);
+    /// A control connection was established with this negotiated `max_concurrent`: every
+    /// reference of an earlier one dies, every child runtime stops, and the children started
+    /// from now on share a machine-wide work gate of that size.
+    fn connected(&self, max_concurrent: NonZeroU32);
     /// Answers one control request (DIRECTORY_LIST_REQUEST, ATTACH/ACTIVATE/RESTORE/DETACH).
     fn handle(&self, message: Message) -> Pin<Box<dyn Future<Output = Message> + Send>>;
 }
@@ -227,6 +229,49 @@ impl Activity {
     }
 }
 
+/// The machine-wide work gate every control-mode child shares (the reference's "machine work
+/// semaphore", sized by the control connection's negotiated `max_concurrent`): an admitted
+/// data request waits here for a permit before it runs, and is never refused by it; each
+/// child's own `max_concurrent` admission still applies on top.
+#[derive(Debug, Clone)]
+pub struct MachineWork {
+    permits: Arc<Semaphore>,
+    size: u32,
+}
+
+impl MachineWork {
+    /// A gate letting `size` requests run at once across every child.
+    pub fn new(size: NonZeroU32) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(
+                usize::try_from(size.get()).unwrap_or(usize::MAX),
+            )),
+            size: size.get(),
+        }
+    }
+
+    /// How many requests may run at once.
+    pub const fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// Waits for a permit; `queued` counts this request while it waits (also when the wait
+    /// is cancelled, the guard gives the count back).
+    async fn enter(&self, queued: &Arc<AtomicU32>) -> Option<OwnedSemaphorePermit> {
+        struct Waiting<'a>(&'a AtomicU32);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        queued.fetch_add(1, Ordering::Relaxed);
+        let _waiting = Waiting(queued);
+        // The semaphore is never closed, so this only fails if that changes; running
+        // without a permit would then be the wrong failure, so the request is refused.
+        Arc::clone(&self.permits).acquire_owned().await.ok()
+    }
+}
+
 /// What every connection of this machine shares: the jail, the one audit chain and the
 /// machine-wide command limits.
 #[derive(Debug, Clone)]
@@ -246,6 +291,8 @@ pub struct Host {
     pub control: Option<Arc<dyn ControlPlane>>,
     /// Set on a control-mode child: touched by every data request.
     pub activity: Option<Activity>,
+    /// Set on a control-mode child: the machine-wide work gate its requests wait on.
+    pub work: Option<MachineWork>,
 }
 
 impl Host {
@@ -263,6 +310,7 @@ impl Host {
             hardware: false,
             control: None,
             activity: None,
+            work: None,
         }
     }
 
@@ -344,7 +392,7 @@ where
             Err(end) => return end,
         };
     if let Some(plane) = &host.control {
-        plane.connected();
+        plane.connected(established.max_concurrent);
     }
     // Streamed partial replies (LLM chunks) come back through here, tagged with their id.
     let (chunk_tx, mut chunk_rx) = mpsc::unbounded_channel::<(String, Message)>();
@@ -363,6 +411,7 @@ where
         tasks: JoinSet::new(),
         requests: HashMap::new(),
         chunks: chunk_tx,
+        queued: Arc::new(AtomicU32::new(0)),
     };
     let periodic = !config.status_interval.is_zero();
     let period = if periodic {
@@ -748,11 +797,25 @@ struct Dispatch {
     requests: HashMap<task::Id, String>,
     /// Where streaming tasks send their partial replies.
     chunks: mpsc::UnboundedSender<(String, Message)>,
+    /// Admitted tasks still waiting on the machine work gate (children only).
+    queued: Arc<AtomicU32>,
 }
 
+/// A capability's immediate refusal: the reply and its audit record.
+type Refusal = Box<(Message, Entry)>;
+/// A capability's admission check, run when the request may start.
+type Admission<Op> = Box<dyn FnOnce() -> Result<Op, Refusal> + Send>;
+
 impl Dispatch {
+    /// Admitted requests, running or waiting on the machine gate: what `max_concurrent`
+    /// bounds.
     fn in_flight(&self) -> u32 {
         u32::try_from(self.tasks.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Admitted requests waiting on the machine work gate.
+    fn waiting(&self) -> u32 {
+        self.queued.load(Ordering::Relaxed).min(self.in_flight())
     }
 
     /// Free slots: the `pending_capacity` of the next frame.
@@ -781,11 +844,13 @@ impl Dispatch {
     }
 
     fn status(&self) -> Envelope {
+        // Requests beyond max_concurrent are refused, never queued; only a child's admitted
+        // requests can wait, on the machine work gate, and those are its queue.
+        let waiting = self.waiting();
         let payload = StatusPayload {
-            in_flight: self.in_flight(),
+            in_flight: self.in_flight() - waiting,
             max_concurrent: self.max_concurrent.get(),
-            // Requests are admitted or refused, never queued.
-            queue_depth: 0,
+            queue_depth: waiting,
             audit_log_bytes: self.host.audit.log_bytes(),
             uptime_seconds: self.started.elapsed().as_secs_f64(),
         };
@@ -873,14 +938,15 @@ impl Dispatch {
         let task = match message {
             message if control_message => self.control_task(message),
             Message::ExecuteCommand(payload) => {
-                match ShellOp::admit(payload, &self.host.commands) {
-                    Ok(op) => self.shell_task(id.clone(), op),
+                let commands = self.host.commands.clone();
+                match self.admission(move || ShellOp::admit(payload, &commands)) {
+                    Ok(admit) => self.shell_task(id.clone(), admit),
                     Err(refused) => return self.refuse(id, *refused),
                 }
             }
             Message::LocalLlmCompletion(payload) => {
-                let admitted = match &self.host.llm {
-                    Some(llm) => LlmOp::admit(payload, llm),
+                let admitted = match self.host.llm.clone() {
+                    Some(llm) => self.admission(move || LlmOp::admit(payload, &llm)),
                     // Unreachable: HELLO advertises local_llm only with a backend.
                     None => {
                         return Inbound::Reply(self.error(
@@ -892,7 +958,7 @@ impl Dispatch {
                     }
                 };
                 match admitted {
-                    Ok(op) => self.llm_task(id.clone(), op),
+                    Ok(admit) => self.llm_task(id.clone(), admit),
                     Err(refused) => return self.refuse(id, *refused),
                 }
             }
@@ -941,11 +1007,43 @@ impl Dispatch {
             .id()
     }
 
-    fn llm_task(&mut self, request_id: String, op: LlmOp) -> task::Id {
+    /// When a request's own limits are checked. A connection without a machine gate checks
+    /// them at once (an immediate refusal). A child checks them once its machine permit is
+    /// granted, as the reference does, so a request waiting on the gate holds no command or
+    /// model slot another child could use.
+    fn admission<Op: Send + 'static>(
+        &self,
+        admit: impl FnOnce() -> Result<Op, Refusal> + Send + 'static,
+    ) -> Result<Admission<Op>, Refusal> {
+        if self.host.work.is_some() {
+            Ok(Box::new(admit))
+        } else {
+            let op = admit()?;
+            Ok(Box::new(move || Ok(op)))
+        }
+    }
+
+    /// The machine work gate of this connection (children only) and the waiting count.
+    fn gate(&self) -> Gate {
+        Gate {
+            work: self.host.work.clone(),
+            queued: Arc::clone(&self.queued),
+        }
+    }
+
+    fn llm_task(&mut self, request_id: String, admit: Admission<LlmOp>) -> task::Id {
         let audit = self.host.audit.clone();
         let chunks = self.chunks.clone();
+        let gate = self.gate();
         self.tasks
             .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let op = match admitted(admit, &audit, &request_id).await {
+                    Ok(op) => op,
+                    Err(reply) => return reply,
+                };
                 // Aborting this task drops the backend call with it.
                 let (message, entry) = op.run(request_id.clone(), chunks).await;
                 audit.record_async(Some(request_id), entry).await;
@@ -957,12 +1055,19 @@ impl Dispatch {
     fn file_task(&mut self, request_id: String, op: FileOp) -> task::Id {
         let host = self.host.clone();
         let limits = self.limits;
-        let gate = self.hooks.file_gate.clone();
-        // Announced as the frame is admitted, so frames that arrived together share an fsync.
-        let expected = host.audit.expect();
+        let test_gate = self.hooks.file_gate.clone();
+        let gate = self.gate();
+        // Announced as the frame is admitted, so frames that arrived together share an fsync;
+        // a child's request is announced once it leaves the machine gate instead, so a long
+        // wait there does not hold every group commit for its record.
+        let early = gate.work.is_none().then(|| host.audit.expect());
         self.tasks
             .spawn(async move {
-                let _permit = match &gate {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let expected = early.unwrap_or_else(|| host.audit.expect());
+                let _permit = match &test_gate {
                     Some(gate) => gate.acquire().await.ok(),
                     None => None,
                 };
@@ -979,11 +1084,19 @@ impl Dispatch {
             .id()
     }
 
-    fn shell_task(&mut self, request_id: String, op: ShellOp) -> task::Id {
+    fn shell_task(&mut self, request_id: String, admit: Admission<ShellOp>) -> task::Id {
         let host = self.host.clone();
         let limits = self.shell_limits;
+        let gate = self.gate();
         self.tasks
             .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let op = match admitted(admit, &host.audit, &request_id).await {
+                    Ok(op) => op,
+                    Err(reply) => return reply,
+                };
                 // Aborting this task drops the command's future, which kills its process group.
                 let (message, entry) = op.run(&host.jail, limits).await;
                 host.audit.record_async(Some(request_id), entry).await;
@@ -1007,6 +1120,40 @@ impl Dispatch {
         let reply = self.reply(id, message);
         let status = was_saturated.then(|| self.status());
         (reply, status)
+    }
+}
+
+/// Runs a deferred admission check; a refusal is audited and becomes the task's reply.
+async fn admitted<Op>(
+    admit: Admission<Op>,
+    audit: &Auditor,
+    request_id: &str,
+) -> Result<Op, Message> {
+    match admit() {
+        Ok(op) => Ok(op),
+        Err(refused) => {
+            let (reply, entry) = *refused;
+            audit.record_async(Some(request_id.to_owned()), entry).await;
+            Err(reply)
+        }
+    }
+}
+
+/// A request task's way through the machine work gate.
+struct Gate {
+    work: Option<MachineWork>,
+    queued: Arc<AtomicU32>,
+}
+
+impl Gate {
+    /// `Some` when the request may run: at once without a gate, else once a permit is
+    /// granted (the permit inside is held until the task ends). `None` only if the gate
+    /// was closed, which nothing does.
+    async fn enter(self) -> Option<Option<OwnedSemaphorePermit>> {
+        match &self.work {
+            None => Some(None),
+            Some(work) => work.enter(&self.queued).await.map(Some),
+        }
     }
 }
 

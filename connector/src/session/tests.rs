@@ -728,6 +728,49 @@ async fn over_the_cap_is_refused_and_the_freeing_reply_is_followed_by_status() {
 }
 
 #[tokio::test]
+async fn a_childs_requests_wait_on_the_machine_gate_and_status_shows_them_queued() {
+    let mut local = config();
+    local.status_interval = Duration::from_millis(20);
+    let gate = Arc::new(Semaphore::new(0));
+    let work = MachineWork::new(NonZeroU32::new(1).unwrap());
+    let mut platform = start_host(
+        local,
+        Hooks {
+            file_gate: Some(Arc::clone(&gate)),
+        },
+        None,
+        |mut host| {
+            host.work = Some(work);
+            host
+        },
+    );
+    platform.handshake(|_| {}).await;
+    // One request holds the machine's only permit (then waits on the test gate); the
+    // second is admitted and waits for the permit instead of being refused.
+    platform.request("FILE_LIST", "first", &json!({"path": "."}));
+    platform.request("FILE_LIST", "second", &json!({"path": "."}));
+    let status = loop {
+        let frame = platform.recv_json().await;
+        assert_eq!(frame["type"], "STATUS", "nothing is answered yet: {frame}");
+        if frame["payload"]["queue_depth"] == 1 {
+            break frame;
+        }
+    };
+    assert_eq!(status["payload"]["in_flight"], 1, "{status}");
+    assert_eq!(status["pending_capacity"], 2, "{status}");
+    gate.add_permits(2);
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        let frame = platform.recv_json().await;
+        if frame["type"] != "STATUS" {
+            assert_eq!(frame["type"], "FILE_LIST_RESPONSE", "{frame}");
+            answered.push(frame["id"].as_str().unwrap().to_owned());
+        }
+    }
+    assert_eq!(answered, ["first", "second"]);
+}
+
+#[tokio::test]
 async fn status_without_saturation_only_comes_from_the_timer() {
     let mut local = config();
     local.status_interval = Duration::from_millis(20);
@@ -1073,7 +1116,7 @@ struct CountingPlane {
 }
 
 impl ControlPlane for CountingPlane {
-    fn connected(&self) {
+    fn connected(&self, _max_concurrent: NonZeroU32) {
         self.connected
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }

@@ -14,7 +14,17 @@ const MACHINE: &str = "machine-e2e-1";
 
 /// Starts the shim in control mode with the test token and machine id and `env`.
 fn spawn_control(home: &Path, platform: &Platform, env: &[(&str, &str)]) -> Shim {
-    let args = platform.control_args("INFO", &[]);
+    spawn_control_with(home, platform, &[], env)
+}
+
+/// [`spawn_control`] with `extra` arguments after `start`.
+fn spawn_control_with(
+    home: &Path,
+    platform: &Platform,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Shim {
+    let args = platform.control_args("INFO", extra);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut all = vec![
         ("AUTOGPT_SHIM_TOKEN", TOKEN),
@@ -476,17 +486,12 @@ async fn references_die_on_reconnect_and_the_ninth_child_is_refused() {
 
     let mut children = Vec::new();
     for i in 0..8 {
-        let session = format!("s-{i}");
-        control.attach(&home, &session, &format!("chat{i}")).await;
-        let reply = control
-            .call(
-                "ACTIVATE_SESSION",
-                &format!("act-{i}"),
-                json!({"session_id": session, "revision": 1}),
-            )
-            .await;
-        assert_eq!(reply["type"], "SESSION_ACTIVATED", "{reply}");
-        children.push(platform.child(&session, &["files"]).await.0);
+        let (session, name) = (format!("s-{i}"), format!("chat{i}"));
+        children.push(
+            control
+                .activate(&platform, &home, &session, &name, &["files"])
+                .await,
+        );
     }
     control.attach(&home, "s-8", "chat8").await;
     let ninth = control
@@ -595,4 +600,111 @@ async fn a_control_ack_without_the_browse_grant_or_connection_id_stops_the_daemo
                 .await
         );
     }
+}
+
+/// The most commands running at once, from the `start NS` / `end NS` lines they logged.
+fn max_overlap(log: &str) -> usize {
+    let mut events: Vec<(u128, i32)> = log
+        .lines()
+        .map(|line| {
+            let (kind, at) = line.split_once(' ').unwrap();
+            let delta = if kind == "start" { 1 } else { -1 };
+            (at.trim().parse().unwrap(), delta)
+        })
+        .collect();
+    // At the same instant an end comes before a start.
+    events.sort_unstable();
+    let (mut running, mut most) = (0_i32, 0_i32);
+    for (_, delta) in events {
+        running += delta;
+        most = most.max(running);
+    }
+    usize::try_from(most).unwrap()
+}
+
+#[tokio::test]
+async fn children_share_a_machine_work_gate_sized_by_the_control_ack_and_status_counts_them() {
+    const GATE: usize = 2;
+    const CHILDREN: usize = 3;
+    const PER_CHILD: usize = 2;
+    let home = fresh_dir("shim-gate");
+    for i in 0..CHILDREN {
+        std::fs::create_dir_all(home.join(format!("chat{i}"))).unwrap();
+    }
+    let log = home.join("gate.log");
+    let platform = Platform::bind().await;
+    let _shim = spawn_control_with(&home, &platform, &["--enable-shell"], &[]);
+    let (mut control, _) = platform
+        .control(|ack| ack["payload"]["max_concurrent"] = json!(GATE))
+        .await;
+
+    // The status file: control mode has no root of its own, and no session is live yet.
+    let (code, out, _) = run_shim(&home, &["status"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("mode: control"), "{out}");
+    assert!(out.contains("allowed root: none"), "{out}");
+    assert!(
+        out.contains("configured mode: persistent machine control"),
+        "{out}"
+    );
+    assert!(!out.contains("allowed root: /"), "{out}");
+    assert!(out.contains("live sessions: 0"), "{out}");
+
+    let mut children = Vec::new();
+    for i in 0..CHILDREN {
+        let (session, name) = (format!("g-{i}"), format!("chat{i}"));
+        let grants = ["files", "shell"];
+        children.push(
+            control
+                .activate(&platform, &home, &session, &name, &grants)
+                .await,
+        );
+    }
+    let (_, out, _) = run_shim(&home, &["status"]);
+    assert!(out.contains(&format!("live sessions: {CHILDREN}")), "{out}");
+
+    // Each child pipelines commands within its own max_concurrent (4); across children only
+    // GATE may run at once, and the rest wait instead of being refused.
+    let command = format!(
+        "echo start $(date +%s%N) >> '{0}'; sleep 0.4; echo end $(date +%s%N) >> '{0}'",
+        log.display()
+    );
+    let started = std::time::Instant::now();
+    for (i, child) in children.iter_mut().enumerate() {
+        for j in 0..PER_CHILD {
+            child
+                .request(
+                    "EXECUTE_COMMAND",
+                    &format!("c{i}-{j}"),
+                    json!({"command": command, "timeout_seconds": 20}),
+                )
+                .await;
+        }
+    }
+    for child in &mut children {
+        for _ in 0..PER_CHILD {
+            let reply = child.recv().await;
+            assert_eq!(reply["type"], "COMMAND_RESULT", "{reply}");
+            assert_eq!(reply["payload"]["exit_code"], 0, "{reply}");
+        }
+    }
+    let total = CHILDREN * PER_CHILD;
+    // ceil(6 / 2) rounds of 0.4 s at least.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(400 * (total / GATE) as u64 - 50),
+        "{:?}",
+        started.elapsed()
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2 * total, "{text}");
+    assert_eq!(max_overlap(&text), GATE, "{text}");
+
+    control
+        .call("DETACH_SESSION", "detach", json!({"session_id": "g-0"}))
+        .await;
+    let (_, out, _) = run_shim(&home, &["status"]);
+    assert!(
+        out.contains(&format!("live sessions: {}", CHILDREN - 1)),
+        "{out}"
+    );
 }
