@@ -2,8 +2,8 @@
 //! top-level children by title, then walked over D-Bus.
 //!
 //! Toolkits built on AccessKit (egui) only register once the session's accessibility flag is
-//! on, a second or so after it is set; so the flag is switched on first and the frame is
-//! looked for until the deadline.
+//! on, a second or so after it is set, and a fresh session's registry may not answer at
+//! once; so the flag is switched on first and the frame is looked for until the deadline.
 
 use std::time::{Duration, Instant};
 
@@ -31,12 +31,16 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
         .map_err(unavailable)?;
     let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
     let bus = connection.connection();
+    // A fresh session starts the registry on demand, and it may not answer for a moment;
+    // a toolkit registers its window a second or so after the flag is set.
     let frame = loop {
-        if let Some(frame) = find_frame(&connection, target).await? {
-            break frame;
-        }
+        let failure = match find_frame(&connection, target).await {
+            Ok(Some(frame)) => break frame,
+            Ok(None) => A11yError::WindowNotFound,
+            Err(e) => e,
+        };
         if Instant::now() + REGISTRATION_POLL >= collector.deadline() {
-            return Err(A11yError::WindowNotFound);
+            return Err(failure);
         }
         tokio::time::sleep(REGISTRATION_POLL).await;
     };

@@ -4,17 +4,15 @@
 
 use std::{
     fs::File,
-    io::{BufRead, BufReader},
     net::{SocketAddr, TcpListener},
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
-    sync::mpsc,
     time::{Duration, Instant},
 };
 
 use e2e::platform::WAIT;
 
-use super::support::{Req, temp_dir};
+use super::support::{Req, stdout_lines, temp_dir};
 
 /// A port nothing listens on (released at once; the launcher binds it moments later).
 fn free_port() -> u16 {
@@ -127,15 +125,7 @@ impl Launcher {
             stderr,
             api_pid: None,
         };
-        let (sender, receiver) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let receiver = stdout_lines(stdout);
         let mut lines = Vec::new();
         let deadline = Instant::now() + WAIT;
         while lines.len() < 4 {
@@ -359,8 +349,32 @@ async fn a_busy_port_is_refused_and_its_holder_keeps_it() {
 #[tokio::test]
 async fn without_the_desktop_client_start_refuses_before_serving() {
     let home = temp_dir("launcher-desktop");
+    // The launcher and the API alone, without the desktop client that the build puts next to
+    // them (hard links: the binaries are large and on the same file system).
+    let alone = home.join("bin");
+    std::fs::create_dir(&alone).unwrap();
+    for name in ["msguide", "msguide-api"] {
+        let from = e2e::platform::binary(name);
+        let to = alone.join(from.file_name().unwrap());
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
     let port = free_port();
-    let (status, stdout, stderr) = run(&home, &["start", "--port", &port.to_string()], &[]);
+    let output = Command::new(alone.join(e2e::platform::binary("msguide").file_name().unwrap()))
+        .args(["start", "--port", &port.to_string()])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (status, stdout, stderr) = (
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
     assert!(!status.success());
     assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
     assert!(stderr.contains("msguide-desktop"), "{stderr}");

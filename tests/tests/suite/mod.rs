@@ -13,6 +13,7 @@ mod connector_llm;
 mod connector_shell;
 mod contracts;
 mod desktop;
+mod desktop_client;
 mod guidance;
 mod launcher;
 mod llm_client;

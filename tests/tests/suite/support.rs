@@ -531,3 +531,18 @@ pub(crate) fn padded_png(width: u32, height: u32, total: usize, fill: &str) -> V
     assert_eq!(png.len(), total);
     png
 }
+
+/// A child's stdout as lines, read on a thread so a test can wait for one with a deadline.
+pub(crate) fn stdout_lines(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}

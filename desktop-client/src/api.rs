@@ -1,0 +1,341 @@
+//! The HTTP client of the local API: loopback `http` only, the launch's bearer token, no
+//! redirects, proxies or cookies, a bounded response, and no automatic retry.
+//!
+//! The session is created lazily and reused until it is within [`SESSION_MARGIN`] of expiry;
+//! any failed request drops it, so the next request starts a fresh one.
+
+use std::{
+    net::{IpAddr, Ipv4Addr},
+    time::{Duration, Instant},
+};
+
+use reqwest::{StatusCode, Url};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+use crate::wire::{GuidanceIn, GuidanceRequest, ObservationOut, Session};
+
+/// Where the launcher tells us the API is.
+pub const API_URL_VAR: &str = "MSGUIDE_API_URL";
+/// The launch's bearer token.
+pub const TOKEN_VAR: &str = "MSGUIDE_LOCAL_TOKEN";
+/// The launcher's default address, used when `MSGUIDE_API_URL` is unset.
+pub const DEFAULT_API_URL: &str = "http://127.0.0.1:8765";
+/// Per-request limit: above the API's own provider budget (52 s), below a minute.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(55);
+/// Largest response body read.
+pub const MAX_RESPONSE_BYTES: usize = 512 * 1024;
+/// A session this close to expiry is replaced rather than used.
+pub const SESSION_MARGIN: Duration = Duration::from_secs(5);
+
+/// Why a request did not produce an answer. Shown to the user as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(
+        "MSGUIDE_LOCAL_TOKEN is not set: start the client with `msguide start`, which passes it"
+    )]
+    NoToken,
+    #[error("MSGUIDE_API_URL must be http:// on a loopback address with no path: {0}")]
+    BadUrl(String),
+    #[error("the local service could not be reached: {0}")]
+    Unreachable(String),
+    #[error("Local service returned HTTP {status}: {detail}. No automatic retry.")]
+    Http { status: u16, detail: String },
+    #[error("the local service's answer is larger than {MAX_RESPONSE_BYTES} bytes")]
+    TooLarge,
+    #[error("the local service's answer is not what the API promises: {0}")]
+    BadAnswer(String),
+}
+
+impl ApiError {
+    /// The stable code of the failure.
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::NoToken => "no_token",
+            Self::BadUrl(_) => "bad_url",
+            Self::Unreachable(_) => "unreachable",
+            Self::Http { .. } => "http_status",
+            Self::TooLarge => "answer_too_large",
+            Self::BadAnswer(_) => "bad_answer",
+        }
+    }
+}
+
+/// The base URL the client talks to: `http`, a loopback IP or `localhost` (pinned to
+/// 127.0.0.1), a port, and nothing else.
+///
+/// # Errors
+/// [`ApiError::BadUrl`] for anything else.
+pub fn base_url(raw: &str) -> Result<Url, ApiError> {
+    let bad = || ApiError::BadUrl(raw.to_owned());
+    let mut url = Url::parse(raw).map_err(|_| bad())?;
+    let plain = url.scheme() == "http"
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && matches!(url.path(), "" | "/");
+    if !plain {
+        return Err(bad());
+    }
+    let host = url.host_str().ok_or_else(bad)?;
+    let loopback = if host.eq_ignore_ascii_case("localhost") {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        let ip: IpAddr = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .map_err(|_| bad())?;
+        if !ip.is_loopback() {
+            return Err(bad());
+        }
+        ip
+    };
+    url.set_ip_host(loopback).map_err(|()| bad())?;
+    Ok(url)
+}
+
+/// A client of one API, holding at most one session.
+pub struct ApiClient {
+    http: reqwest::Client,
+    base: Url,
+    token: String,
+    session: Option<(String, OffsetDateTime)>,
+}
+
+impl std::fmt::Debug for ApiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiClient")
+            .field("base", &self.base.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiClient {
+    /// A client configured from `MSGUIDE_API_URL` and `MSGUIDE_LOCAL_TOKEN`.
+    ///
+    /// # Errors
+    /// [`ApiError::NoToken`] or [`ApiError::BadUrl`].
+    pub fn from_env() -> Result<Self, ApiError> {
+        let url = std::env::var(API_URL_VAR).unwrap_or_else(|_| DEFAULT_API_URL.to_owned());
+        let token = std::env::var(TOKEN_VAR)
+            .ok()
+            .filter(|t| !t.is_empty())
+            .ok_or(ApiError::NoToken)?;
+        Self::new(&url, token)
+    }
+
+    /// A client of the API at `url` using `token`.
+    ///
+    /// # Errors
+    /// [`ApiError::BadUrl`], or [`ApiError::Unreachable`] if no HTTP client can be built.
+    pub fn new(url: &str, token: String) -> Result<Self, ApiError> {
+        let base = base_url(url)?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+        Ok(Self {
+            http,
+            base,
+            token,
+            session: None,
+        })
+    }
+
+    /// `GET /health`'s round trip time: the baseline the guidance round trip is compared with.
+    ///
+    /// # Errors
+    /// [`ApiError`] when the service does not answer 200.
+    pub async fn health(&self) -> Result<Duration, ApiError> {
+        let started = Instant::now();
+        let response = self
+            .http
+            .get(self.url("/health"))
+            .send()
+            .await
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+        read_json(response).await?;
+        Ok(started.elapsed())
+    }
+
+    /// One guidance round trip for `observation`, with `consent` as the user gave it. Returns
+    /// the answer both parsed and as received.
+    ///
+    /// # Errors
+    /// [`ApiError`], shown as it is; the session is dropped so the next call starts afresh.
+    pub async fn guide(
+        &mut self,
+        prompt: &str,
+        observation: &ObservationOut,
+    ) -> Result<(GuidanceIn, serde_json::Value), ApiError> {
+        let result = self.guide_once(prompt, observation).await;
+        if result.is_err() {
+            self.session = None;
+        }
+        result
+    }
+
+    async fn guide_once(
+        &mut self,
+        prompt: &str,
+        observation: &ObservationOut,
+    ) -> Result<(GuidanceIn, serde_json::Value), ApiError> {
+        let session_id = self.session().await?;
+        let body = GuidanceRequest {
+            session_id: &session_id,
+            prompt,
+            consent: true,
+            observation,
+        };
+        let response = self
+            .http
+            .post(self.url("/v1/guidance"))
+            .bearer_auth(&self.token)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+        let raw = read_json(response).await?;
+        let parsed =
+            serde_json::from_value(raw.clone()).map_err(|e| ApiError::BadAnswer(e.to_string()))?;
+        Ok((parsed, raw))
+    }
+
+    /// Creates the session now if there is none, so a later round trip measures guidance only.
+    ///
+    /// # Errors
+    /// [`ApiError`] from `POST /v1/sessions`.
+    pub async fn ensure_session(&mut self) -> Result<(), ApiError> {
+        let result = self.session().await.map(drop);
+        if result.is_err() {
+            self.session = None;
+        }
+        result
+    }
+
+    /// The current session id, creating a session when there is none or it is about to expire.
+    async fn session(&mut self) -> Result<String, ApiError> {
+        let margin = time::Duration::try_from(SESSION_MARGIN).unwrap_or(time::Duration::ZERO);
+        if let Some((id, expires)) = &self.session
+            && OffsetDateTime::now_utc() + margin < *expires
+        {
+            return Ok(id.clone());
+        }
+        let response = self
+            .http
+            .post(self.url("/v1/sessions"))
+            .bearer_auth(&self.token)
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+        let session: Session = serde_json::from_value(read_json(response).await?)
+            .map_err(|e| ApiError::BadAnswer(e.to_string()))?;
+        let expires = OffsetDateTime::parse(&session.expires_at, &Rfc3339)
+            .map_err(|e| ApiError::BadAnswer(e.to_string()))?;
+        self.session = Some((session.session_id.clone(), expires));
+        Ok(session.session_id)
+    }
+
+    fn url(&self, path: &str) -> Url {
+        let mut url = self.base.clone();
+        url.set_path(path);
+        url
+    }
+}
+
+/// The body of a 2xx answer as JSON, at most [`MAX_RESPONSE_BYTES`]; any other status becomes
+/// [`ApiError::Http`] with the API's `detail` as it came.
+async fn read_json(mut response: reqwest::Response) -> Result<serde_json::Value, ApiError> {
+    let status = response.status();
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ApiError::Unreachable(e.to_string()))?
+    {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(ApiError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    if !status.is_success() {
+        return Err(ApiError::Http {
+            status: status.as_u16(),
+            detail: detail(status, &body),
+        });
+    }
+    serde_json::from_slice(&body).map_err(|e| ApiError::BadAnswer(e.to_string()))
+}
+
+/// The API's `detail`: a string as it is, a validation list as compact JSON.
+fn detail(status: StatusCode, body: &[u8]) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    match parsed.as_ref().and_then(|v| v.get("detail")) {
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => status.canonical_reason().unwrap_or("no detail").to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_loopback_http_is_accepted() {
+        for good in [
+            "http://127.0.0.1:8765",
+            "http://127.0.0.1:8765/",
+            "http://localhost:9000",
+            "http://[::1]:8765",
+        ] {
+            assert!(base_url(good).is_ok(), "{good}");
+        }
+        assert_eq!(
+            base_url("http://LocalHost:9000").unwrap().as_str(),
+            "http://127.0.0.1:9000/"
+        );
+        for bad in [
+            "https://127.0.0.1:8765",
+            "http://10.0.0.1:8765",
+            "http://example.com",
+            "http://127.0.0.1:8765/api",
+            "http://127.0.0.1:8765/?q=1",
+            "http://127.0.0.1:8765/#f",
+            "http://user:pw@127.0.0.1:8765",
+            "127.0.0.1:8765",
+        ] {
+            assert!(base_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_detail_is_shown_as_the_api_wrote_it() {
+        assert_eq!(
+            detail(StatusCode::GONE, br#"{"detail":"Resource expired"}"#),
+            "Resource expired"
+        );
+        assert_eq!(
+            detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                br#"{"detail":[{"type":"missing"}]}"#
+            ),
+            r#"[{"type":"missing"}]"#
+        );
+        assert_eq!(detail(StatusCode::BAD_GATEWAY, b"<html>"), "Bad Gateway");
+        let shown = ApiError::Http {
+            status: 401,
+            detail: "Unauthorized".to_owned(),
+        }
+        .to_string();
+        assert_eq!(
+            shown,
+            "Local service returned HTTP 401: Unauthorized. No automatic retry."
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! `msguide-demo`: the "MSGuide Demo" window the demo provider knows, a four-stage build
+//! troubleshooting workflow drawn with egui so AccessKit exposes its widgets to AT-SPI and
+//! UI Automation. Each stage change is printed as `stage <n>` for scripts.
+
+use std::process::ExitCode;
+
+use eframe::egui;
+use local_core::guidance::demo::DEMO_APPLICATION;
+
+/// The stages: the text on screen and the button that moves on (none on the last).
+const STAGES: [(&str, Option<&str>); 4] = [
+    ("Build overview", Some("View logs")),
+    ("Build failed: exit code 1", Some("Open troubleshooting")),
+    (
+        "Check compiler errors and missing dependencies",
+        Some("Mark resolved"),
+    ),
+    ("Issue resolved", None),
+];
+
+#[derive(Default)]
+struct Demo {
+    stage: usize,
+}
+
+impl eframe::App for Demo {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        egui::CentralPanel::default().show(ui, |ui| {
+            let (text, button) = STAGES[self.stage];
+            ui.heading(text);
+            ui.add_space(24.0);
+            if let Some(button) = button
+                && ui.button(button).clicked()
+            {
+                self.stage += 1;
+                println!("stage {}", self.stage);
+            }
+        });
+    }
+}
+
+fn main() -> ExitCode {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title(DEMO_APPLICATION)
+            .with_inner_size([480.0, 240.0]),
+        ..Default::default()
+    };
+    println!("stage 0");
+    match eframe::run_native(
+        DEMO_APPLICATION,
+        options,
+        Box::new(|_| Ok(Box::new(Demo::default()))),
+    ) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("msguide-demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

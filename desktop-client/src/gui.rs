@@ -1,0 +1,450 @@
+//! The guidance window: pick a window, type a request, capture and review exactly what would
+//! be sent, consent, send, read the instruction, and see the target outlined on screen.
+//!
+//! Work (window listing, capture, the HTTP round trip) runs one job at a time on a worker
+//! thread, so the window stays responsive; every upload needs a fresh tick of the consent box,
+//! "Check next step" captures afresh and never resends, and API errors are shown as they
+//! are, with no retry. A drawn outline is checked again twice a second and removed once the
+//! capture is 60 s old or the window moved, changed or closed.
+
+use std::{
+    process::ExitCode,
+    sync::mpsc::{self, Receiver, Sender},
+    time::{Duration, Instant},
+};
+
+use eframe::egui::{
+    self, Color32, ColorImage, Stroke, StrokeKind, TextureHandle, TextureOptions, ViewportBuilder,
+    ViewportId,
+};
+use local_core::{
+    a11y::{Budget, ScreenRect},
+    observe::{self, WindowInfo, WindowObservation},
+};
+use time::OffsetDateTime;
+
+use crate::{
+    api::ApiClient,
+    checks::check_before_drawing,
+    wire::{GuidanceIn, ObservationOut},
+};
+
+/// The client's own window title.
+pub const WINDOW_TITLE: &str = "MSGuide";
+/// How often a drawn outline is checked again (age, window position and title).
+const RECHECK: Duration = Duration::from_millis(500);
+/// The outline's colour and width, as the original draws it.
+const OUTLINE: Stroke = Stroke {
+    width: 3.0,
+    color: Color32::from_rgb(0, 255, 255),
+};
+
+enum Job {
+    ListWindows,
+    Capture {
+        title: String,
+        share_pixels: bool,
+    },
+    Send {
+        capture: Box<WindowObservation>,
+        prompt: String,
+    },
+}
+
+enum Done {
+    Windows(Result<Vec<WindowInfo>, String>),
+    Captured(Result<Box<WindowObservation>, String>),
+    Answered(Result<Box<(GuidanceIn, Option<WindowInfo>)>, String>),
+}
+
+/// Runs jobs in order until the window closes (the sender drops).
+fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = done.send(Done::Windows(Err(format!("cannot start the worker: {e}"))));
+            return;
+        }
+    };
+    let mut client = ApiClient::from_env().map_err(|e| e.to_string());
+    while let Ok(job) = jobs.recv() {
+        let result = match job {
+            Job::ListWindows => Done::Windows(observe::windows().map_err(|e| e.to_string())),
+            Job::Capture {
+                title,
+                share_pixels,
+            } => Done::Captured(runtime.block_on(async {
+                let window = observe::find_window(&title).map_err(|e| e.to_string())?;
+                observe::observe(&window, share_pixels, Budget::default())
+                    .await
+                    .map(Box::new)
+                    .map_err(|e| e.to_string())
+            })),
+            Job::Send { capture, prompt } => Done::Answered(match client.as_mut() {
+                Err(e) => Err(e.clone()),
+                Ok(client) => runtime.block_on(async {
+                    let body = ObservationOut::from(&capture.observation);
+                    let (answer, _) = client
+                        .guide(&prompt, &body)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    // Where the window is now, for the before-drawing checks.
+                    let window_now = observe::windows()
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .find(|w| w.id == capture.window.id);
+                    Ok(Box::new((answer, window_now)))
+                }),
+            }),
+        };
+        if done.send(result).is_err() {
+            return;
+        }
+        ctx.request_repaint();
+    }
+}
+
+struct Client {
+    jobs: Sender<Job>,
+    done: Receiver<Done>,
+    busy: bool,
+    windows: Vec<WindowInfo>,
+    selected: Option<String>,
+    prompt: String,
+    share_pixels: bool,
+    capture: Option<Box<WindowObservation>>,
+    preview: Option<TextureHandle>,
+    consent: bool,
+    answer: Option<GuidanceIn>,
+    /// Why the target is not outlined, when it is not.
+    refusal: Option<String>,
+    error: Option<String>,
+    outline: Option<ScreenRect>,
+    /// When the drawn outline was last checked.
+    checked_at: Instant,
+}
+
+impl Client {
+    fn new(ctx: &egui::Context, selected: Option<String>, prompt: String) -> Self {
+        let (jobs, job_rx) = mpsc::channel();
+        let (done_tx, done) = mpsc::channel();
+        let worker_ctx = ctx.clone();
+        std::thread::spawn(move || worker(&job_rx, &done_tx, &worker_ctx));
+        let mut client = Self {
+            jobs,
+            done,
+            busy: false,
+            windows: Vec::new(),
+            selected,
+            prompt,
+            share_pixels: false,
+            capture: None,
+            preview: None,
+            consent: false,
+            answer: None,
+            refusal: None,
+            error: None,
+            outline: None,
+            checked_at: Instant::now(),
+        };
+        client.start(Job::ListWindows);
+        client
+    }
+
+    fn start(&mut self, job: Job) {
+        self.error = None;
+        self.busy = self.jobs.send(job).is_ok();
+        if !self.busy {
+            self.error = Some("the worker stopped".to_owned());
+        }
+    }
+
+    /// A fresh capture for review: the previous one, its answer and its outline are dropped.
+    fn capture_for_review(&mut self, title: String) {
+        self.capture = None;
+        self.preview = None;
+        self.consent = false;
+        self.answer = None;
+        self.refusal = None;
+        self.outline = None;
+        self.start(Job::Capture {
+            title,
+            share_pixels: self.share_pixels,
+        });
+    }
+
+    fn receive(&mut self, ctx: &egui::Context) {
+        while let Ok(done) = self.done.try_recv() {
+            self.busy = false;
+            match done {
+                Done::Windows(Ok(windows)) => {
+                    self.windows = windows
+                        .into_iter()
+                        .filter(|w| w.title != WINDOW_TITLE)
+                        .collect();
+                }
+                Done::Captured(Ok(capture)) => {
+                    self.preview = capture.observation.image.as_ref().and_then(|png| {
+                        let rgba = image::load_from_memory(&png.bytes).ok()?.to_rgba8();
+                        let size = [rgba.width() as usize, rgba.height() as usize];
+                        let image = ColorImage::from_rgba_unmultiplied(size, rgba.as_raw());
+                        Some(ctx.load_texture("preview", image, TextureOptions::default()))
+                    });
+                    self.capture = Some(capture);
+                }
+                Done::Answered(Ok(answered)) => {
+                    let (answer, window_now) = *answered;
+                    if let Some(capture) = &self.capture {
+                        let checked = check_before_drawing(
+                            capture,
+                            &answer,
+                            window_now.as_ref(),
+                            OffsetDateTime::now_utc(),
+                        );
+                        match checked {
+                            Ok(rect) => {
+                                self.outline = Some(rect);
+                                self.checked_at = Instant::now();
+                            }
+                            Err(refusal) => self.refusal = Some(refusal.to_string()),
+                        }
+                    }
+                    self.answer = Some(answer);
+                }
+                Done::Windows(Err(e)) | Done::Captured(Err(e)) | Done::Answered(Err(e)) => {
+                    self.error = Some(e);
+                }
+            }
+        }
+    }
+
+    fn review(&mut self, ui: &mut egui::Ui) {
+        let Some(capture) = &self.capture else { return };
+        let o = &capture.observation;
+        ui.separator();
+        ui.strong("Exactly this will be sent:");
+        ui.label(format!("Application: {}", o.application));
+        ui.label(format!(
+            "Window: {}×{} px, captured at {}, {} elements{}",
+            o.width,
+            o.height,
+            o.captured_at.time(),
+            o.elements.len(),
+            if o.automation_complete {
+                ""
+            } else {
+                " (walk cut short)"
+            }
+        ));
+        egui::ScrollArea::vertical()
+            .max_height(160.0)
+            .show(ui, |ui| {
+                for e in &o.elements {
+                    let [x, y, w, h] = e.bounds.to_array();
+                    ui.monospace(format!(
+                        "{:<10} {:<40} [{x:.3}, {y:.3}, {w:.3}, {h:.3}]",
+                        e.role, e.label
+                    ));
+                }
+            });
+        match &self.preview {
+            Some(texture) => {
+                let size = texture.size_vec2();
+                let scale = (400.0 / size.x).min(1.0);
+                ui.add(egui::Image::new(egui::load::SizedTexture::new(
+                    texture.id(),
+                    size * scale,
+                )));
+            }
+            None => {
+                ui.label("No pixels: only the element list above is shared.");
+            }
+        }
+        ui.label(format!("Request: {}", self.prompt));
+        ui.checkbox(
+            &mut self.consent,
+            "I consent to sending this snapshot and my request to the local MSGuide service",
+        );
+        let can_send = self.consent && !self.busy && !self.prompt.trim().is_empty();
+        if ui
+            .add_enabled(can_send, egui::Button::new("Send"))
+            .clicked()
+        {
+            self.consent = false;
+            self.answer = None;
+            self.refusal = None;
+            self.outline = None;
+            let capture = capture.clone();
+            let prompt = self.prompt.clone();
+            self.start(Job::Send { capture, prompt });
+        }
+    }
+
+    fn answer(&mut self, ui: &mut egui::Ui) {
+        let Some(answer) = &self.answer else { return };
+        ui.separator();
+        ui.strong(format!("{} ({})", answer.instruction, answer.status));
+        if let Some(refusal) = &self.refusal {
+            ui.colored_label(Color32::YELLOW, format!("Not outlined: {refusal}"));
+        }
+        let title = self.capture.as_ref().map(|c| c.window.title.clone());
+        if let Some(title) = title
+            && ui
+                .add_enabled(!self.busy, egui::Button::new("Check next step"))
+                .clicked()
+        {
+            self.capture_for_review(title);
+        }
+    }
+
+    /// Checks a drawn outline again: it goes away, with the reason shown, once the capture is
+    /// 60 s old or the window moved, changed or closed.
+    fn recheck(&mut self, ctx: &egui::Context) {
+        if self.outline.is_none() {
+            return;
+        }
+        ctx.request_repaint_after(RECHECK);
+        if self.checked_at.elapsed() < RECHECK {
+            return;
+        }
+        self.checked_at = Instant::now();
+        let (Some(capture), Some(answer)) = (&self.capture, &self.answer) else {
+            return;
+        };
+        let window_now = match observe::windows() {
+            Ok(windows) => windows.into_iter().find(|w| w.id == capture.window.id),
+            Err(e) => {
+                self.outline = None;
+                self.refusal = Some(e.to_string());
+                return;
+            }
+        };
+        let checked = check_before_drawing(
+            capture,
+            answer,
+            window_now.as_ref(),
+            OffsetDateTime::now_utc(),
+        );
+        if let Err(refusal) = checked {
+            self.outline = None;
+            self.refusal = Some(refusal.to_string());
+        }
+    }
+
+    /// The always-on-top, click-through, undecorated outline around the target.
+    fn outline(&self, ctx: &egui::Context) {
+        let Some(rect) = self.outline else { return };
+        let points = ctx.pixels_per_point();
+        // Three pixels of margin so the border sits around the element, not on it.
+        let margin = 3.0;
+        let builder = ViewportBuilder::default()
+            .with_title("MSGuide outline")
+            .with_decorations(false)
+            .with_transparent(true)
+            .with_always_on_top()
+            .with_mouse_passthrough(true)
+            .with_taskbar(false)
+            .with_active(false)
+            .with_resizable(false)
+            // Unmanaged on X11: a window manager's frame would keep taking the clicks that the
+            // empty input shape lets through, and could move the outline off the target.
+            .with_override_redirect(true)
+            .with_window_type(egui::X11WindowType::Notification)
+            .with_position([
+                (rect.x as f32 - margin) / points,
+                (rect.y as f32 - margin) / points,
+            ])
+            .with_inner_size([
+                (rect.width as f32 + 2.0 * margin) / points,
+                (rect.height as f32 + 2.0 * margin) / points,
+            ]);
+        ctx.show_viewport_immediate(ViewportId::from_hash_of("outline"), builder, |ui, _| {
+            let area = ui.max_rect();
+            ui.painter()
+                .rect_stroke(area.shrink(1.5), 4.0, OUTLINE, StrokeKind::Inside);
+        });
+    }
+}
+
+impl eframe::App for Client {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let ctx = ui.ctx().clone();
+        self.receive(&ctx);
+        egui::CentralPanel::default().show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.label("Window:");
+                egui::ComboBox::from_id_salt("window")
+                    .selected_text(
+                        self.selected
+                            .clone()
+                            .unwrap_or_else(|| "pick one".to_owned()),
+                    )
+                    .show_ui(ui, |ui| {
+                        for w in &self.windows {
+                            ui.selectable_value(
+                                &mut self.selected,
+                                Some(w.title.clone()),
+                                &w.title,
+                            );
+                        }
+                    });
+                if ui
+                    .add_enabled(!self.busy, egui::Button::new("Refresh"))
+                    .clicked()
+                {
+                    self.start(Job::ListWindows);
+                }
+            });
+            ui.label("Request:");
+            ui.text_edit_multiline(&mut self.prompt);
+            ui.checkbox(
+                &mut self.share_pixels,
+                "Share the window's pixels too (off by default)",
+            );
+            let can_capture = !self.busy && self.selected.is_some();
+            if ui
+                .add_enabled(can_capture, egui::Button::new("Capture / review"))
+                .clicked()
+                && let Some(title) = self.selected.clone()
+            {
+                self.capture_for_review(title);
+            }
+            if self.busy {
+                ui.spinner();
+            }
+            if let Some(error) = &self.error {
+                ui.colored_label(Color32::RED, error);
+            }
+            self.review(ui);
+            self.answer(ui);
+        });
+        self.recheck(&ctx);
+        self.outline(&ctx);
+    }
+}
+
+/// Opens the window, with a window preselected and the request prefilled when given, and
+/// runs until it is closed. Nothing is captured or sent until the user asks.
+pub fn run(selected: Option<String>, prompt: String) -> ExitCode {
+    let options = eframe::NativeOptions {
+        viewport: ViewportBuilder::default()
+            .with_title(WINDOW_TITLE)
+            .with_inner_size([640.0, 720.0]),
+        ..Default::default()
+    };
+    let result = eframe::run_native(
+        WINDOW_TITLE,
+        options,
+        Box::new(|cc| Ok(Box::new(Client::new(&cc.egui_ctx, selected, prompt)))),
+    );
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("msguide-desktop: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The desktop guidance client: it observes one window, shows exactly what would be sent,
+//! sends it to the local API only after the user consents, and outlines the target.
+//!
+//! # Layout
+//! - [`api`]: the HTTP client of the local API (the only way out of this process).
+//! - [`wire`]: the JSON of `/v1/sessions` and `/v1/guidance`.
+//! - [`checks`]: what must hold before an outline is drawn.
+//! - [`cli`]: the scriptable `observe` and `guide` commands.
+//! - [`gui`]: the guidance window and the outline.
+//!
+//! Capture itself (`local_core::observe`, `local_core::a11y`) lives in `core`, so the
+//! connector can reuse it.
+
+pub mod api;
+pub mod checks;
+pub mod cli;
+pub mod gui;
+pub mod wire;

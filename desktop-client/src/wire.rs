@@ -1,0 +1,121 @@
+//! The JSON the desktop client exchanges with the local API (`/v1/sessions`, `/v1/guidance`),
+//! spelled as API.md and the API's contracts spell it.
+
+use local_core::guidance::model::{Element, Observation};
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+
+/// One element as the API takes it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElementOut {
+    pub role: String,
+    pub label: String,
+    #[serde(rename = "box")]
+    pub bounds: [f64; 4],
+    pub confidence: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_offscreen: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_selected: Option<bool>,
+}
+
+impl From<&Element> for ElementOut {
+    fn from(e: &Element) -> Self {
+        Self {
+            role: e.role.clone(),
+            label: e.label.clone(),
+            bounds: e.bounds.to_array(),
+            confidence: e.confidence,
+            is_enabled: e.is_enabled,
+            is_offscreen: e.is_offscreen,
+            is_selected: e.is_selected,
+        }
+    }
+}
+
+/// An observation as the API takes it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservationOut {
+    pub id: String,
+    pub window_id: String,
+    pub application: String,
+    pub captured_at: String,
+    pub width: u32,
+    pub height: u32,
+    pub ocr_text: String,
+    pub elements: Vec<ElementOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_base64: Option<String>,
+    pub automation_complete: bool,
+}
+
+impl From<&Observation> for ObservationOut {
+    fn from(o: &Observation) -> Self {
+        Self {
+            id: o.id.clone(),
+            window_id: o.window_id.clone(),
+            application: o.application.clone(),
+            // RFC 3339 always carries the offset the API requires; formatting a UTC time
+            // cannot fail, and an empty string would be refused by the API, not sent wrongly.
+            captured_at: o.captured_at.format(&Rfc3339).unwrap_or_default(),
+            width: o.width,
+            height: o.height,
+            ocr_text: o.ocr_text.clone(),
+            elements: o.elements.iter().map(ElementOut::from).collect(),
+            image_base64: o.image.as_ref().map(|png| png.base64.clone()),
+            automation_complete: o.automation_complete,
+        }
+    }
+}
+
+/// `POST /v1/guidance`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidanceRequest<'a> {
+    pub session_id: &'a str,
+    pub prompt: &'a str,
+    pub consent: bool,
+    pub observation: &'a ObservationOut,
+}
+
+/// `POST /v1/sessions`' answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub session_id: String,
+    pub expires_at: String,
+}
+
+/// The target a guidance answer points at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetIn {
+    pub label: String,
+    #[serde(rename = "box")]
+    pub bounds: [f64; 4],
+    pub confidence: f64,
+    #[serde(default)]
+    pub is_enabled: Option<bool>,
+    #[serde(default)]
+    pub is_offscreen: Option<bool>,
+}
+
+/// `POST /v1/guidance`'s answer; unknown fields are kept out of the way, not refused, so a
+/// newer API's additions do not break the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidanceIn {
+    pub instruction: String,
+    pub status: String,
+    pub target: Option<TargetIn>,
+    pub mode: String,
+    pub correlation_id: String,
+    pub observation_id: String,
+    pub window_id: String,
+    #[serde(default)]
+    pub remaining_work: Option<String>,
+}

@@ -1,0 +1,574 @@
+//! The desktop client on a real window: `msguide start --headless` serves the API, the egui
+//! "MSGuide Demo" window runs on a private Xvfb + openbox + session bus, and for each stage
+//! `msguide-desktop observe` and `guide` capture it over AT-SPI and ask the API; the target's
+//! box, placed with the window's geometry as `xwininfo` reports it, is clicked with real
+//! XTEST input (xdotool) and the demo moves on. Withheld consent sends nothing; pixels go
+//! only when shared. The guidance window itself is driven with real clicks, and `msguide start`
+//! opens it and closes it with the API.
+
+use std::{
+    fs::File,
+    net::{SocketAddr, TcpListener},
+    path::Path,
+    process::{Child, Command, Output, Stdio},
+    sync::mpsc::Receiver,
+    time::{Duration, Instant},
+};
+
+use e2e::{
+    display::{Desktop, require},
+    platform::{WAIT, binary},
+};
+use serde_json::Value;
+
+use super::support::{Req, stdout_lines, temp_dir};
+
+const DEMO: &str = "MSGuide Demo";
+const PROMPT: &str = "My build is broken, what next?";
+
+/// The four stages: the text the demo shows and the button the demo provider points at.
+const STAGES: [(&str, Option<&str>); 4] = [
+    ("Build overview", Some("View logs")),
+    ("Build failed: exit code 1", Some("Open troubleshooting")),
+    (
+        "Check compiler errors and missing dependencies",
+        Some("Mark resolved"),
+    ),
+    ("Issue resolved", None),
+];
+
+/// The next line from `lines` that satisfies `wanted`, or a failure naming `what`.
+fn wait_for_line(lines: &Receiver<String>, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if wanted(&line) => return line,
+            Ok(_) => {}
+            Err(_) => panic!("no {what} within {WAIT:?}"),
+        }
+    }
+}
+
+/// A headless launcher serving the API on a free port; stopped with SIGTERM (which stops
+/// its API too) when dropped.
+struct Api {
+    launcher: Child,
+    addr: SocketAddr,
+    token: String,
+}
+
+impl Api {
+    fn start(home: &Path) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut launcher = Command::new(binary("msguide"))
+            .args(["start", "--headless", "--port", &port.to_string()])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("MSGUIDE_ENABLE_AUDIT", "true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(home.join("launcher.stderr")).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = stdout_lines(launcher.stdout.take().unwrap());
+        let line = wait_for_line(&stdout, "token line from the launcher", |l| {
+            l.trim().starts_with("export MSGUIDE_LOCAL_TOKEN=")
+        });
+        let token = line
+            .trim()
+            .trim_start_matches("export MSGUIDE_LOCAL_TOKEN=")
+            .to_owned();
+        Self {
+            launcher,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            token,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many events the API's audit holds.
+    async fn audit_count(&self) -> u64 {
+        let resp = Req::new(self.addr, "GET", "/admin/audit-log")
+            .bearer(&self.token)
+            .send()
+            .await;
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        resp.json()["count"].as_u64().unwrap()
+    }
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.launcher.id().to_string()])
+            .status();
+        let deadline = Instant::now() + WAIT;
+        while matches!(self.launcher.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.launcher.kill();
+        let _ = self.launcher.wait();
+    }
+}
+
+/// A program on the desktop, killed when dropped.
+struct Running {
+    child: Child,
+    stdout: Receiver<String>,
+}
+
+impl Running {
+    fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = stdout_lines(child.stdout.take().unwrap());
+        Self { child, stdout }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `msguide-desktop` on `desktop`, pointed at `api`.
+fn client(desktop: &Desktop, api: &Api, args: &[&str]) -> Output {
+    desktop
+        .command(binary("msguide-desktop"))
+        .args(args)
+        .env("MSGUIDE_API_URL", api.url())
+        .env("MSGUIDE_LOCAL_TOKEN", &api.token)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `guide` on the demo window with consent and `extra` options: one real round trip.
+fn guide_with_consent(desktop: &Desktop, api: &Api, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "guide",
+        "--window-title",
+        DEMO,
+        "--prompt",
+        PROMPT,
+        "--consent",
+    ];
+    args.extend_from_slice(extra);
+    client(desktop, api, &args)
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "msguide-desktop failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// The number after `key` (like `captured `) in the tool's stderr.
+fn figure(stderr: &[u8], key: &str) -> u64 {
+    let text = String::from_utf8_lossy(stderr);
+    text.split(key)
+        .nth(1)
+        .and_then(|rest| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .find(|s| !s.is_empty())
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{key}` figure in {text}"))
+}
+
+/// A window's client area on screen, as the X server reports it; `None` while it does not
+/// exist.
+fn try_geometry(desktop: &Desktop, title: &str) -> Option<(i64, i64, i64, i64)> {
+    let out = desktop
+        .command("xwininfo")
+        .args(["-name", title])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| -> i64 {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in xwininfo's {text}"))
+    };
+    Some((
+        field("Absolute upper-left X:"),
+        field("Absolute upper-left Y:"),
+        field("Width:"),
+        field("Height:"),
+    ))
+}
+
+fn window_geometry(desktop: &Desktop, title: &str) -> (i64, i64, i64, i64) {
+    try_geometry(desktop, title).unwrap_or_else(|| panic!("no window {title:?}"))
+}
+
+/// The screen pixel at the centre of a normalised `[x, y, w, h]` box of the window `title`.
+fn centre(desktop: &Desktop, title: &str, bounds: &Value) -> (i64, i64) {
+    let (x, y, width, height) = window_geometry(desktop, title);
+    let b: Vec<f64> = (0..4).map(|i| bounds[i].as_f64().unwrap()).collect();
+    (
+        x + ((b[0] + b[2] / 2.0) * width as f64).round() as i64,
+        y + ((b[1] + b[3] / 2.0) * height as f64).round() as i64,
+    )
+}
+
+/// A real left click (XTEST) at `(x, y)`.
+fn click(desktop: &Desktop, (x, y): (i64, i64)) {
+    let clicked = desktop
+        .command("xdotool")
+        .args(["mousemove", &x.to_string(), &y.to_string(), "click", "1"])
+        .status()
+        .unwrap();
+    assert!(clicked.success());
+}
+
+/// The element labelled `label` in a fresh observation of the window `title`, waiting for it
+/// to appear.
+fn element(desktop: &Desktop, title: &str, label: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let observation = wait_for_window(desktop, title);
+        let found = observation["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["label"] == label)
+            .cloned();
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {label:?} in {title:?}: {observation}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until `msguide-desktop observe` sees the window titled `title`: the app prints
+/// before it maps, the window manager lists it a moment later, and its accessibility tree
+/// comes after that. Observing needs no API.
+fn wait_for_window(desktop: &Desktop, title: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let out = desktop
+            .command(binary("msguide-desktop"))
+            .args(["observe", "--window-title", title])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return json_of(&out);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no window {title:?} within {WAIT:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A private desktop with the API and the demo window at its first stage. Fields drop in
+/// order: the demo, the API, then the display.
+struct Scene {
+    demo: Running,
+    api: Api,
+    desktop: Desktop,
+}
+
+impl Scene {
+    fn start(tag: &str) -> Self {
+        let desktop = Desktop::start();
+        let api = Api::start(&temp_dir(tag));
+        let demo = Running::start(desktop.command(binary("msguide-demo")));
+        wait_for_line(&demo.stdout, "first stage of the demo", |l| l == "stage 0");
+        wait_for_window(&desktop, DEMO);
+        Self { demo, api, desktop }
+    }
+}
+
+fn median(mut values: Vec<u64>) -> u64 {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_demo_workflow_completes_by_clicking_each_outlined_target() {
+    require("xdotool", "xdotool");
+    let Scene { desktop, api, demo } = &Scene::start("desktop-client");
+
+    let (mut capture_ms, mut guidance_us, mut health_us) = (Vec::new(), Vec::new(), Vec::new());
+    for (stage, (text, button)) in STAGES.iter().enumerate() {
+        // What would be sent: the demo's elements, boxes inside the window.
+        let observed = client(desktop, api, &["observe", "--window-title", DEMO]);
+        let observation = json_of(&observed);
+        capture_ms.push(figure(&observed.stderr, "elements in "));
+        assert_eq!(observation["application"], DEMO);
+        assert_eq!(observation["automationComplete"], true);
+        assert!(
+            observation.get("imageBase64").is_none(),
+            "no pixels unless shared"
+        );
+        let ocr = observation["ocrText"].as_str().unwrap();
+        assert!(ocr.contains(text), "stage {stage}: {ocr}");
+
+        let guided = guide_with_consent(desktop, api, &[]);
+        let guidance = json_of(&guided);
+        guidance_us.push(figure(&guided.stderr, "guidance round trip "));
+        health_us.push(figure(&guided.stderr, "health round trip "));
+        assert_eq!(guidance["mode"], "demo");
+        let Some(label) = button else {
+            assert_eq!(guidance["status"], "completed", "{guidance}");
+            assert!(guidance["target"].is_null());
+            break;
+        };
+        assert_eq!(guidance["status"], "next_step", "{guidance}");
+        let target = &guidance["target"];
+        assert_eq!(target["label"], *label);
+
+        // The centre of the target's box, placed with the X server's own geometry of the
+        // window, is where the client's outline is and where the button is.
+        let (cx, cy) = centre(desktop, DEMO, &target["box"]);
+        let outline = String::from_utf8_lossy(&guided.stderr).into_owned();
+        assert!(
+            outline.contains("outline at"),
+            "the checks refused: {outline}"
+        );
+        let ox = figure(&guided.stderr, "outline at x=") as i64;
+        let oy = figure(&guided.stderr, " y=") as i64;
+        let ow = figure(&guided.stderr, "width=") as i64;
+        let oh = figure(&guided.stderr, "height=") as i64;
+        assert!(
+            (ox..ox + ow).contains(&cx) && (oy..oy + oh).contains(&cy),
+            "{outline}"
+        );
+
+        click(desktop, (cx, cy));
+        let next = format!("stage {}", stage + 1);
+        wait_for_line(&demo.stdout, &next, |l| l == next);
+    }
+    // One audit event per session and per guidance round trip: all came from this API.
+    assert!(api.audit_count().await >= 8);
+
+    eprintln!(
+        "figures (debug build): capture of the demo's elements median {} ms {capture_ms:?}; guidance round trip median {} us {guidance_us:?}; /health round trip median {} us {health_us:?}",
+        median(capture_ms.clone()),
+        median(guidance_us.clone()),
+        median(health_us.clone()),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_consent_nothing_reaches_the_api_and_pixels_only_when_shared() {
+    let Scene { desktop, api, .. } = &Scene::start("desktop-consent");
+    // The launcher's readiness check made a session; that is the baseline.
+    let before = api.audit_count().await;
+
+    let refused = client(
+        desktop,
+        api,
+        &["guide", "--window-title", DEMO, "--prompt", PROMPT],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(refused.stdout.is_empty());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("nothing was sent"), "{message}");
+    assert!(message.contains("--consent"), "{message}");
+    assert_eq!(api.audit_count().await, before, "no request arrived");
+
+    // The same command with consent does reach it, so the count above could have moved.
+    let sent = guide_with_consent(desktop, api, &[]);
+    assert_eq!(json_of(&sent)["status"], "next_step");
+    assert_eq!(
+        api.audit_count().await,
+        before + 2,
+        "a session and a guidance"
+    );
+
+    // Pixels only when asked for: the window's PNG, which the API's sanitiser accepts.
+    let observed = client(
+        desktop,
+        api,
+        &["observe", "--window-title", DEMO, "--share-pixels"],
+    );
+    let image = json_of(&observed)["imageBase64"].as_str().unwrap().len();
+    assert!(image > 0 && image <= 2_666_668, "{image} base64 characters");
+    let with_pixels = guide_with_consent(desktop, api, &["--share-pixels"]);
+    assert_eq!(json_of(&with_pixels)["status"], "next_step");
+}
+
+const CONSENT: &str =
+    "I consent to sending this snapshot and my request to the local MSGuide service";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_window_sends_only_after_consent_and_outlines_a_click_through_target() {
+    require("xdotool", "xdotool");
+    let Scene { desktop, api, demo } = &Scene::start("desktop-outline");
+    let _gui = Running::start({
+        let mut command = desktop.command(binary("msguide-desktop"));
+        command
+            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+            .env("MSGUIDE_API_URL", api.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+        command
+    });
+    let before = api.audit_count().await;
+    let press = |label: &str| {
+        let found = element(desktop, "MSGuide", label);
+        assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
+        click(desktop, centre(desktop, "MSGuide", &found["box"]));
+    };
+
+    // Review first: the element list that will be sent, and Send waits for consent.
+    press("Capture / review");
+    let send = element(desktop, "MSGuide", "Send");
+    assert_eq!(send["isEnabled"], false, "Send before consent");
+    element(desktop, "MSGuide", "Application: MSGuide Demo");
+    assert_eq!(
+        api.audit_count().await,
+        before,
+        "capture alone sends nothing"
+    );
+
+    press(CONSENT);
+    press("Send");
+    element(
+        desktop,
+        "MSGuide",
+        "Demo: select View logs yourself, then check the screen again. (next_step)",
+    );
+    assert_eq!(
+        api.audit_count().await,
+        before + 2,
+        "a session and a guidance"
+    );
+
+    // The outline surrounds the demo's button by three pixels on every side.
+    let deadline = Instant::now() + WAIT;
+    let outline = loop {
+        if let Some(geometry) = try_geometry(desktop, "MSGuide outline") {
+            break geometry;
+        }
+        assert!(Instant::now() < deadline, "no outline window");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let button = element(desktop, DEMO, "View logs");
+    let (bx, by) = centre(desktop, DEMO, &button["box"]);
+    let (ox, oy, ow, oh) = outline;
+    assert!(
+        (ox + 3..ox + ow - 3).contains(&bx) && (oy + 3..oy + oh - 3).contains(&by),
+        "outline {outline:?} is not around the button's centre ({bx}, {by})"
+    );
+
+    // The outline lies over the button and lets the click through to it.
+    click(desktop, (bx, by));
+    wait_for_line(&demo.stdout, "stage 1", |l| l == "stage 1");
+
+    // Once the window moves, the outline no longer marks the target: it goes, and says why.
+    let moved = desktop
+        .command("xdotool")
+        .args([
+            "search",
+            "--name",
+            "^MSGuide Demo$",
+            "windowmove",
+            "1200",
+            "600",
+        ])
+        .status()
+        .unwrap();
+    assert!(moved.success());
+    element(
+        desktop,
+        "MSGuide",
+        "Not outlined: the window moved or was resized since the capture",
+    );
+    assert_eq!(try_geometry(desktop, "MSGuide outline"), None);
+
+    // Check next step: a fresh capture for review, the outline gone, consent asked again.
+    press("Check next step");
+    element(desktop, "MSGuide", "Application: MSGuide Demo");
+    let send = element(desktop, "MSGuide", "Send");
+    assert_eq!(send["isEnabled"], false, "consent is per upload");
+    assert_eq!(try_geometry(desktop, "MSGuide outline"), None);
+    assert_eq!(api.audit_count().await, before + 2, "nothing resent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn msguide_start_opens_the_window_and_sigterm_closes_it_with_the_api() {
+    let desktop = Desktop::start();
+    let home = temp_dir("desktop-launcher");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut launcher = desktop
+        .command(binary("msguide"))
+        .args(["start", "--port", &port.to_string()])
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(home.join("launcher.stderr")).unwrap())
+        .spawn()
+        .unwrap();
+
+    // The launcher opens the window once the API is ready.
+    let observation = wait_for_window(&desktop, "MSGuide");
+    let text = observation["ocrText"].as_str().unwrap();
+    assert!(text.contains("Capture / review"), "{text}");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "the API serves"
+    );
+
+    let _ = Command::new("kill")
+        .args(["-TERM", &launcher.id().to_string()])
+        .status();
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = launcher.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the launcher did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = std::fs::read_to_string(home.join("launcher.stderr")).unwrap();
+    assert!(stderr.contains("msguide: stopped"), "{status}: {stderr}");
+    assert_eq!(try_geometry(&desktop, "MSGuide"), None, "the window closed");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the API stopped"
+    );
+}
