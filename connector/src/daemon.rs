@@ -28,8 +28,9 @@ use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
 use crate::control::{ChildTemplate, Control, ControlConfig, LiveObserver};
 use crate::protocol::{Arch, Capability, Platform, close_code};
-use crate::session::{ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
+use crate::session::{Computer, ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
+use local_core::desktop::clipboard::Policy as ClipboardPolicy;
 use local_core::root_grant::GrantKey;
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
@@ -154,6 +155,13 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         session.advertised.push(Capability::Shell);
     }
     host.hardware = settings.enable_hardware;
+    if settings.enable_computer_use {
+        let clipboard = settings.enable_clipboard.then_some(ClipboardPolicy {
+            read_foreign: settings.enable_clipboard_read_foreign,
+        });
+        host = host.with_computer(Computer::new(clipboard));
+        session.advertised.push(Capability::ComputerUse);
+    }
     if settings.enable_local_llm {
         let backend = BackendConfig {
             kind: settings.local_llm_backend,

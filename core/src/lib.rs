@@ -11,7 +11,8 @@
 //! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
 //! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
 //! - `a11y`, `observe` (feature `desktop`): budgeted accessibility capture of one window, and
-//!   the observation a desktop client sends.
+//!   the observation a desktop client sends; `desktop` (same feature): computer use, i.e.
+//!   screenshots, synthetic input, windows, apps, the clipboard and the session probe.
 
 #[cfg(feature = "desktop")]
 pub mod a11y;
@@ -21,6 +22,8 @@ pub mod audit;
 pub mod audit_chain;
 pub mod browse;
 pub mod clock;
+#[cfg(feature = "desktop")]
+pub mod desktop;
 pub mod diagnostics;
 pub mod error;
 pub mod exec;

@@ -2,7 +2,7 @@
 //! to the window), the element names as `ocrText`, and its pixels only when the user allowed
 //! pixel sharing.
 //!
-//! The window list and window pixels come from xcap, used only in this file. Capture never
+//! The window list and window pixels come from [`crate::desktop`]. Capture never
 //! looks beyond the chosen window: no desktop capture, no other window's elements.
 
 use image::{ImageEncoder, RgbaImage, codecs::png, imageops::FilterType};
@@ -96,19 +96,26 @@ impl ObserveError {
 /// [`ObserveError::WindowList`] when the window system cannot list windows (on X11 this
 /// needs an EWMH window manager).
 pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
-    let all = xcap::Window::all().map_err(|e| ObserveError::WindowList(e.to_string()))?;
+    let all =
+        crate::desktop::windows::all().map_err(|e| ObserveError::WindowList(e.to_string()))?;
     Ok(all
-        .iter()
+        .into_iter()
         .filter_map(|w| {
-            let title = w.title().ok().filter(|t| !t.trim().is_empty())?;
-            let width = i32::try_from(w.width().ok()?).ok()?;
-            let height = i32::try_from(w.height().ok()?).ok()?;
+            let title = Some(w.title).filter(|t| !t.trim().is_empty())?;
+            let side = |v: u64| i32::try_from(v).ok();
+            let x = i32::try_from(w.bounds.x).ok()?;
+            let y = i32::try_from(w.bounds.y).ok()?;
             Some(WindowInfo {
-                id: w.id().ok()?,
-                pid: w.pid().ok(),
+                id: w.id,
+                pid: w.pid,
                 title,
-                bounds: ScreenRect::from_extents(w.x().ok()?, w.y().ok()?, width, height)?,
-                minimized: w.is_minimized().unwrap_or(false),
+                bounds: ScreenRect::from_extents(
+                    x,
+                    y,
+                    side(w.bounds.width)?,
+                    side(w.bounds.height)?,
+                )?,
+                minimized: w.minimized,
             })
         })
         .collect())
@@ -265,15 +272,9 @@ fn ocr_text(elements: &[Element]) -> String {
 /// The window's pixels as a sanitised PNG: longest side at most [`MAX_SIDE`], at most
 /// [`MAX_PNG_BYTES`], shrunk by [`SHRINK_STEP`] until it fits.
 fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
-    let all = xcap::Window::all().map_err(|e| ObserveError::WindowList(e.to_string()))?;
-    let window = all
-        .iter()
-        .find(|w| w.id().is_ok_and(|wid| wid == id))
-        .ok_or(ObserveError::NoSuchWindow)?;
-    let image = window
-        .capture_image()
+    let capture = crate::desktop::screen::capture(crate::desktop::screen::Source::Window(id))
         .map_err(|e| ObserveError::Pixels(e.to_string()))?;
-    fit_png(&image)
+    fit_png(&capture.image)
 }
 
 /// Scales and encodes `image` until it fits the API's image limits.

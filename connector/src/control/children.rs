@@ -73,6 +73,7 @@ impl Child {
             // Clones share the machine-wide counters.
             commands: machine.commands.clone(),
             llm: machine.llm.clone(),
+            computer: machine.computer.clone(),
             hardware: machine.hardware,
             control: None,
             activity: Some(activity.clone()),

@@ -467,6 +467,81 @@ pub struct PermissionsCheckResponsePayload {
 
 impl Payload for PermissionsCheckResponsePayload {}
 
+/// Elements an A11Y_SNAPSHOT_REQUEST may ask for at most.
+pub const MAX_A11Y_ELEMENTS: u32 = 500;
+/// Deepest walk an A11Y_SNAPSHOT_REQUEST may ask for.
+pub const MAX_A11Y_DEPTH: u32 = 64;
+/// Longest deadline an A11Y_SNAPSHOT_REQUEST may ask for.
+pub const MAX_A11Y_DEADLINE_MS: u64 = 10_000;
+
+/// `A11Y_SNAPSHOT_REQUEST` (platform → shim), an additive 1.x extension advertised as the
+/// fine feature `a11y.snapshot`: the accessibility elements of one listed window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct A11ySnapshotRequestPayload {
+    /// From WINDOW_LIST_RESPONSE.
+    pub window_id: String,
+    /// Most elements returned, 1 to 500 (default 200).
+    #[serde(default = "default_a11y_elements")]
+    pub max_elements: u32,
+    /// Deepest level walked below the window, 1 to 64 (default 32).
+    #[serde(default = "default_a11y_depth")]
+    pub max_depth: u32,
+    /// Wall-clock budget of the walk in ms, 1 to 10000 (default 2000).
+    #[serde(default = "default_a11y_deadline")]
+    pub deadline_ms: u64,
+}
+
+const fn default_a11y_elements() -> u32 {
+    200
+}
+const fn default_a11y_depth() -> u32 {
+    32
+}
+const fn default_a11y_deadline() -> u64 {
+    2000
+}
+
+impl Payload for A11ySnapshotRequestPayload {
+    fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_A11Y_ELEMENTS).contains(&self.max_elements) {
+            return Err(format!("max_elements must be 1 to {MAX_A11Y_ELEMENTS}"));
+        }
+        if !(1..=MAX_A11Y_DEPTH).contains(&self.max_depth) {
+            return Err(format!("max_depth must be 1 to {MAX_A11Y_DEPTH}"));
+        }
+        if !(1..=MAX_A11Y_DEADLINE_MS).contains(&self.deadline_ms) {
+            return Err(format!("deadline_ms must be 1 to {MAX_A11Y_DEADLINE_MS}"));
+        }
+        Ok(())
+    }
+}
+
+/// One element of A11Y_SNAPSHOT_RESPONSE.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct A11yElement {
+    /// Lower-case UI Automation control type name (`button`, `edit`, `text`, ...).
+    pub role: String,
+    /// The accessible name.
+    pub label: String,
+    /// `[x1, y1, x2, y2]` in display-global pixels, like INPUT_ACTION coordinates.
+    #[serde(rename = "box")]
+    pub bounds: Rect,
+    /// The states that hold: `enabled`, `focusable`, `focused`, `checked`, `selected`,
+    /// `expanded`, `read_only`.
+    pub states: Vec<String>,
+}
+
+/// `A11Y_SNAPSHOT_RESPONSE` (shim → platform).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct A11ySnapshotResponsePayload {
+    /// Named, showing elements in document order; password fields are never included.
+    pub elements: Vec<A11yElement>,
+    /// A budget cut the walk short.
+    pub truncated: bool,
+}
+
+impl Payload for A11ySnapshotResponsePayload {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,8 @@ use super::common::{
     AckPayload, EmptyPayload, ErrorPayload, PreviewPayload, SessionRevokedPayload, StatusPayload,
 };
 use super::computer_use::{
-    AppLaunchPayload, AppListRequestPayload, AppListResponsePayload, ClipboardReadPayload,
+    A11ySnapshotRequestPayload, A11ySnapshotResponsePayload, AppLaunchPayload,
+    AppListRequestPayload, AppListResponsePayload, ClipboardReadPayload,
     ClipboardReadResponsePayload, ClipboardWritePayload, CursorPositionResponsePayload,
     DisplayInfoResponsePayload, InputActionPayload, PermissionsCheckRequestPayload,
     PermissionsCheckResponsePayload, ScreenshotRequestPayload, ScreenshotResponsePayload,
@@ -254,6 +255,10 @@ catalogue! {
     PermissionsCheckRequest = "PERMISSIONS_CHECK_REQUEST", PermissionsCheckRequestPayload, PlatformToShim, Some(Capability::ComputerUse);
     /// Permission states.
     PermissionsCheckResponse = "PERMISSIONS_CHECK_RESPONSE", PermissionsCheckResponsePayload, ShimToPlatform, Some(Capability::ComputerUse);
+    /// Additive 1.x extension (feature `a11y.snapshot`): one window's accessibility elements.
+    A11ySnapshotRequest = "A11Y_SNAPSHOT_REQUEST", A11ySnapshotRequestPayload, PlatformToShim, Some(Capability::ComputerUse);
+    /// The elements, display-global boxes.
+    A11ySnapshotResponse = "A11Y_SNAPSHOT_RESPONSE", A11ySnapshotResponsePayload, ShimToPlatform, Some(Capability::ComputerUse);
 
     /// Design preview: ask the local user for recording consent.
     RequestRecordingConsent = "REQUEST_RECORDING_CONSENT", PreviewPayload, PlatformToShim, Some(Capability::Recording);
@@ -348,6 +353,9 @@ mod tests {
         "CLIPBOARD_WRITE",
         "PERMISSIONS_CHECK_REQUEST",
         "PERMISSIONS_CHECK_RESPONSE",
+        // Beyond PROTOCOL.md: the additive accessibility snapshot (docs/computer-use.md).
+        "A11Y_SNAPSHOT_REQUEST",
+        "A11Y_SNAPSHOT_RESPONSE",
         "REQUEST_RECORDING_CONSENT",
         "RECORDING_CONSENT_RESULT",
         "START_RECORDING",

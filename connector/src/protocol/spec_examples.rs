@@ -435,6 +435,8 @@ const PROSE_EXAMPLES: &[&str] = &[
     r#"{"type":"CLIPBOARD_WRITE","id":"r","ts":1.0,"payload":{"format":"text","content":"hi"}}"#,
     r#"{"type":"PERMISSIONS_CHECK_REQUEST","id":"p","ts":1.0,"payload":{"permissions":["accessibility","screen_recording"]}}"#,
     r#"{"type":"PERMISSIONS_CHECK_RESPONSE","id":"p","ts":1.0,"pending_capacity":4,"payload":{"permissions":{"accessibility":"granted","input_monitoring":"not_applicable","screen_recording":"denied"}}}"#,
+    r#"{"type":"A11Y_SNAPSHOT_REQUEST","id":"a","ts":1.0,"payload":{"window_id":"win_1","max_elements":50,"max_depth":16,"deadline_ms":1500}}"#,
+    r#"{"type":"A11Y_SNAPSHOT_RESPONSE","id":"a","ts":1.0,"pending_capacity":4,"payload":{"elements":[{"role":"button","label":"Save","box":[10,20,90,44],"states":["enabled","focusable"]}],"truncated":false}}"#,
     r#"{"type":"ERROR","id":"e","ts":1.0,"pending_capacity":0,"payload":{"code":"SHIM_OVERLOADED","message":"The local executor is at its concurrent request limit.","fatal":false,"details":{"max_concurrent":4}}}"#,
     r#"{"type":"SESSION_REVOKED","id":"s","ts":1.0,"payload":{"reason":"maintenance_window"}}"#,
     r#"{"type":"REQUEST_RECORDING_CONSENT","id":"rc","ts":1.0,"payload":{"mode":"co_pilot"}}"#,

@@ -9,10 +9,12 @@
 //! All outbound frames are written by the loop alone; request tasks hand their reply
 //! message back through a [`JoinSet`], so there is one writer and no lock around the sink.
 
+mod computer;
 mod files;
 mod llm;
 mod shell;
 
+pub use computer::Computer;
 pub use llm::LocalLlm;
 
 use std::collections::HashMap;
@@ -40,6 +42,7 @@ use crate::protocol::{
     SessionRevokedPayload, StatusPayload, close_code, negotiate, parse_frame, unix_now,
     version_mismatch_close_reason,
 };
+use computer::ComputerOp;
 use files::{FileOp, error_message};
 use llm::LlmOp;
 use shell::{ShellLimits, ShellOp};
@@ -50,8 +53,12 @@ pub const DEFAULT_STATUS_INTERVAL: Duration = Duration::from_secs(30);
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Capabilities this build can serve on a data connection. HELLO advertises only these, so
 /// the platform can never grant something the loop would have to refuse after the gate.
-pub const SERVABLE_CAPABILITIES: &[Capability] =
-    &[Capability::Files, Capability::Shell, Capability::LocalLlm];
+pub const SERVABLE_CAPABILITIES: &[Capability] = &[
+    Capability::Files,
+    Capability::Shell,
+    Capability::ComputerUse,
+    Capability::LocalLlm,
+];
 
 /// The reference's `max_concurrent_commands`.
 pub const DEFAULT_MAX_CONCURRENT_COMMANDS: usize = 10;
@@ -284,6 +291,8 @@ pub struct Host {
     pub commands: CommandLimiter,
     /// The local model backend, when the operator enabled it.
     pub llm: Option<LocalLlm>,
+    /// Computer use, when the operator enabled it.
+    pub computer: Option<Computer>,
     /// Whether HELLO lists serial ports, USB devices and GPIO chips (`enable_hardware`).
     pub hardware: bool,
     /// Set on the control connection: HELLO advertises `directory_browse` with a null root,
@@ -307,6 +316,7 @@ impl Host {
                 DEFAULT_MAX_COMMANDS_PER_MINUTE,
             ),
             llm: None,
+            computer: None,
             hardware: false,
             control: None,
             activity: None,
@@ -318,6 +328,13 @@ impl Host {
     #[must_use]
     pub fn with_llm(mut self, llm: LocalLlm) -> Self {
         self.llm = Some(llm);
+        self
+    }
+
+    /// The same host, serving computer use through `computer`.
+    #[must_use]
+    pub fn with_computer(mut self, computer: Computer) -> Self {
+        self.computer = Some(computer);
         self
     }
 
@@ -377,7 +394,16 @@ where
     };
     // Listed afresh at every HELLO: devices come and go between connections.
     let (devices, hardware_caps) = local_core::hardware::list_all_async(host.hardware).await;
+    // Probed afresh at every HELLO (window ids die with it), off the async threads.
+    let desktop = match &host.computer {
+        Some(computer) if config.advertised.contains(&Capability::ComputerUse) => {
+            let computer = computer.clone();
+            task::spawn_blocking(move || computer.hello()).await.ok()
+        }
+        _ => None,
+    };
     let found = Found {
+        desktop,
         models,
         devices: devices.into_iter().map(wire_device).collect(),
         hardware: hardware_caps
@@ -677,8 +703,17 @@ fn hello_payload(
         display_name: config.display_name.clone(),
         platform: config.platform,
         arch: config.arch,
-        // No computer use in this build.
-        screen_resolution: None,
+        screen_resolution: found
+            .desktop
+            .as_ref()
+            .filter(|_| advertised.contains(&Capability::ComputerUse))
+            .and_then(|probe| probe.screen_resolution)
+            .map(|(w, h)| {
+                [
+                    u32::try_from(w).unwrap_or(u32::MAX),
+                    u32::try_from(h).unwrap_or(u32::MAX),
+                ]
+            }),
         capabilities: advertised.to_vec(),
         // The canonical root the jail enforces, not the configured spelling; null on the
         // control connection, which serves no files.
@@ -689,15 +724,30 @@ fn hello_payload(
             Vec::new()
         },
         hardware_devices: found.devices.clone(),
-        computer_use_features: Vec::new(),
-        computer_use_features_coarse: Vec::new(),
+        computer_use_features: computer_features(found, advertised, |p| &p.fine),
+        computer_use_features_coarse: computer_features(found, advertised, |p| &p.coarse),
         recording_channels: Vec::new(),
         recording_routes: Vec::new(),
     }
 }
 
+fn computer_features(
+    found: &Found,
+    advertised: &[Capability],
+    pick: impl Fn(&local_core::desktop::probe::Probe) -> &Vec<&'static str>,
+) -> Vec<String> {
+    match &found.desktop {
+        Some(probe) if advertised.contains(&Capability::ComputerUse) => {
+            pick(probe).iter().map(|f| (*f).to_owned()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// What this machine offers at HELLO time beyond the configuration.
 struct Found {
+    /// What computer use can do in this desktop session (`None`: not enabled).
+    desktop: Option<local_core::desktop::probe::Probe>,
     /// The local backend's models (empty: no `local_llm`).
     models: Vec<String>,
     /// Hardware for `hardware_devices`.
@@ -962,6 +1012,29 @@ impl Dispatch {
                     Err(refused) => return self.refuse(id, *refused),
                 }
             }
+            message if kind.required_capability() == Some(Capability::ComputerUse) => {
+                let Some(computer) = self.host.computer.clone() else {
+                    // Unreachable: HELLO advertises computer_use only with a desktop.
+                    return Inbound::Reply(self.error(
+                        id,
+                        ErrorCode::CapabilityNotGranted,
+                        "Computer use is not enabled".to_owned(),
+                        json!({ "required_capability": Capability::ComputerUse }),
+                    ));
+                };
+                let Some(op) = ComputerOp::from_message(message) else {
+                    return Inbound::Reply(self.error(
+                        id,
+                        ErrorCode::FeatureNotSupported,
+                        format!("{kind} is not a request."),
+                        json!({ "feature": kind.as_str(), "reason": "not a request" }),
+                    ));
+                };
+                if let Err(refused) = op.check_advertised(&computer) {
+                    return self.refuse(id, *refused);
+                }
+                self.computer_task(id.clone(), computer, op)
+            }
             message => match FileOp::from_message(message) {
                 Some(op) => self.file_task(id.clone(), op),
                 // Unreachable while HELLO advertises only servable capabilities; kept so a
@@ -1080,6 +1153,33 @@ impl Dispatch {
                     Ok(message) => message,
                     Err(_) => internal_error(),
                 }
+            })
+            .id()
+    }
+
+    fn computer_task(
+        &mut self,
+        request_id: String,
+        computer: Computer,
+        op: ComputerOp,
+    ) -> task::Id {
+        let audit = self.host.audit.clone();
+        let max_bytes = self.limits.max_read_bytes;
+        let gate = self.gate();
+        self.tasks
+            .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let Some(_turn) = computer.turn().await else {
+                    return internal_error();
+                };
+                let run = move || op.run(&computer, max_bytes);
+                let Ok((message, entry)) = task::spawn_blocking(run).await else {
+                    return internal_error();
+                };
+                audit.record_async(Some(request_id), entry).await;
+                message
             })
             .id()
     }

@@ -1,0 +1,434 @@
+//! Displays and screenshots: every monitor's place in the virtual desktop, pixels of one
+//! monitor, all of them stitched, a display-global region or one window, encoded as JPEG or PNG.
+
+use image::{ImageEncoder, RgbaImage, codecs::png};
+
+use super::{DesktopError, Rect};
+
+/// One monitor. Index 0 is the primary (the first one listed when none says it is primary,
+/// as on Xvfb, which has no RandR primary).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Display {
+    pub index: usize,
+    pub primary: bool,
+    /// Where it sits in display-global physical pixels.
+    pub rect: Rect,
+    /// Physical pixels per logical pixel.
+    pub scale: f64,
+    /// The OS's own identifier of the monitor.
+    pub os_id: u32,
+}
+
+impl Display {
+    /// The size in logical pixels.
+    #[must_use]
+    pub fn logical_size(&self) -> (u64, u64) {
+        let logical = |side: u64| {
+            // Monitor sides are far below 2^52, so these conversions are exact.
+            (side as f64 / self.scale).round() as u64
+        };
+        (logical(self.rect.width), logical(self.rect.height))
+    }
+}
+
+/// Every connected monitor, primary first.
+///
+/// # Errors
+/// [`DesktopError::Failed`] when the window system cannot be asked.
+pub fn displays() -> Result<Vec<Display>, DesktopError> {
+    Ok(order(
+        monitors()?
+            .into_iter()
+            .map(|(display, _)| display)
+            .collect(),
+    ))
+}
+
+fn monitors() -> Result<Vec<(Display, xcap::Monitor)>, DesktopError> {
+    let mut all = Vec::new();
+    for monitor in xcap::Monitor::all()? {
+        let rect = Rect {
+            x: i64::from(monitor.x()?),
+            y: i64::from(monitor.y()?),
+            width: u64::from(monitor.width()?),
+            height: u64::from(monitor.height()?),
+        };
+        let scale = f64::from(monitor.scale_factor().unwrap_or(1.0));
+        let display = Display {
+            index: 0,
+            primary: monitor.is_primary().unwrap_or(false),
+            rect,
+            scale: if scale.is_finite() && scale > 0.0 {
+                scale
+            } else {
+                1.0
+            },
+            os_id: monitor.id()?,
+        };
+        all.push((display, monitor));
+    }
+    let order = order(all.iter().map(|(d, _)| d.clone()).collect());
+    // Re-pair each ordered display with its monitor by OS id.
+    Ok(order
+        .into_iter()
+        .filter_map(|display| {
+            let at = all.iter().position(|(d, _)| d.os_id == display.os_id)?;
+            let (_, monitor) = all.swap_remove(at);
+            Some((display, monitor))
+        })
+        .collect())
+}
+
+/// Primary first (the first listed when none is), then the rest in the OS's order, indexed.
+fn order(mut displays: Vec<Display>) -> Vec<Display> {
+    let primary = displays.iter().position(|d| d.primary).unwrap_or(0);
+    if primary < displays.len() {
+        let first = displays.remove(primary);
+        displays.insert(0, first);
+    }
+    for (index, display) in displays.iter_mut().enumerate() {
+        display.index = index;
+        display.primary = index == 0;
+    }
+    displays
+}
+
+/// The index of the display holding `(x, y)`, if one does.
+#[must_use]
+pub fn display_at(displays: &[Display], x: i64, y: i64) -> Option<usize> {
+    displays.iter().position(|d| d.rect.contains(x, y))
+}
+
+/// Checks that `(x, y)` lies on some display.
+///
+/// # Errors
+/// [`DesktopError::OutOfBounds`] with every display's rectangle.
+pub fn check_point(displays: &[Display], [x, y]: [i64; 2]) -> Result<(), DesktopError> {
+    if display_at(displays, x, y).is_some() {
+        Ok(())
+    } else {
+        Err(DesktopError::OutOfBounds {
+            coordinate: [x, y],
+            displays: displays.iter().map(|d| (d.index, d.rect)).collect(),
+        })
+    }
+}
+
+/// What to capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// One monitor by index (an index past the last falls back to the primary, as the
+    /// reference does); `-1` stitches every monitor into one image of the virtual desktop.
+    Monitor(i32),
+    /// A display-global rectangle, clipped to the displays it overlaps.
+    Region([i64; 4]),
+    /// One window by its OS id.
+    Window(u32),
+}
+
+/// A captured image and where it came from.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    pub image: RgbaImage,
+    /// The image's top-left in display-global pixels.
+    pub origin: [i64; 2],
+    /// The monitor captured (for a region or a window: the one holding its top-left), `-1`
+    /// for all of them.
+    pub monitor: i32,
+    /// That monitor's scale.
+    pub scale: f64,
+    /// That monitor's OS id.
+    pub os_id: u32,
+}
+
+/// Captures `source`.
+///
+/// # Errors
+/// [`DesktopError::NotSupported`] for a region outside every display, [`DesktopError::WindowStale`]
+/// never (callers resolve window ids first), [`DesktopError::Failed`] when capture fails.
+pub fn capture(source: Source) -> Result<Capture, DesktopError> {
+    let monitors = monitors()?;
+    let Some((primary, _)) = monitors.first() else {
+        return Err(DesktopError::unsupported(
+            "screenshot",
+            "no display is connected",
+        ));
+    };
+    let summary = |index: usize| {
+        let (display, _) = &monitors[index];
+        (
+            i32::try_from(index).unwrap_or(0),
+            display.scale,
+            display.os_id,
+        )
+    };
+    match source {
+        Source::Monitor(-1) => {
+            let all = monitors
+                .iter()
+                .map(|(d, _)| d.rect)
+                .reduce(|a, b| a.union(&b))
+                .unwrap_or(primary.rect);
+            let image = stitch(&monitors, all)?;
+            Ok(Capture {
+                image,
+                origin: [all.x, all.y],
+                monitor: -1,
+                scale: primary.scale,
+                os_id: primary.os_id,
+            })
+        }
+        Source::Monitor(index) => {
+            let index = usize::try_from(index)
+                .ok()
+                .filter(|i| *i < monitors.len())
+                .unwrap_or(0);
+            let (display, monitor) = &monitors[index];
+            let (monitor_index, scale, os_id) = summary(index);
+            Ok(Capture {
+                image: monitor.capture_image()?,
+                origin: [display.rect.x, display.rect.y],
+                monitor: monitor_index,
+                scale,
+                os_id,
+            })
+        }
+        Source::Region(corners) => {
+            let outside = || {
+                DesktopError::unsupported(
+                    "screenshot.region",
+                    "the region lies outside every display",
+                )
+            };
+            let wanted = Rect::from_corners(corners).ok_or_else(outside)?;
+            if !monitors
+                .iter()
+                .any(|(d, _)| d.rect.intersect(&wanted).is_some())
+            {
+                return Err(outside());
+            }
+            let image = stitch(&monitors, wanted)?;
+            let (monitor, scale, os_id) = monitors
+                .iter()
+                .position(|(d, _)| d.rect.intersect(&wanted).is_some())
+                .map_or((0, primary.scale, primary.os_id), summary);
+            Ok(Capture {
+                image,
+                origin: [wanted.x, wanted.y],
+                monitor,
+                scale,
+                os_id,
+            })
+        }
+        Source::Window(id) => {
+            let window = xcap::Window::all()?
+                .into_iter()
+                .find(|w| w.id().ok() == Some(id))
+                .ok_or_else(|| {
+                    DesktopError::Failed("the window closed during capture".to_owned())
+                })?;
+            let origin = [i64::from(window.x()?), i64::from(window.y()?)];
+            let image = window.capture_image()?;
+            let displays: Vec<Display> = monitors.iter().map(|(d, _)| d.clone()).collect();
+            let (monitor, scale, os_id) = display_at(&displays, origin[0], origin[1])
+                .map_or((0, primary.scale, primary.os_id), summary);
+            Ok(Capture {
+                image,
+                origin,
+                monitor,
+                scale,
+                os_id,
+            })
+        }
+    }
+}
+
+/// The pixels of `wanted` (display-global), taken from every monitor it overlaps; parts no
+/// monitor covers stay black.
+fn stitch(monitors: &[(Display, xcap::Monitor)], wanted: Rect) -> Result<RgbaImage, DesktopError> {
+    let mut parts = Vec::new();
+    for (display, monitor) in monitors {
+        let Some(overlap) = display.rect.intersect(&wanted) else {
+            continue;
+        };
+        let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
+        let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let pixels = monitor.capture_region(
+            offset(overlap.x, display.rect.x),
+            offset(overlap.y, display.rect.y),
+            side(overlap.width),
+            side(overlap.height),
+        )?;
+        parts.push(([overlap.x, overlap.y], pixels));
+    }
+    compose(&parts, wanted)
+}
+
+/// Lays `parts` (each with its display-global top-left) onto one canvas covering `canvas`.
+///
+/// # Errors
+/// [`DesktopError::TooLarge`] when the canvas would not fit in memory sensibly.
+pub fn compose(parts: &[([i64; 2], RgbaImage)], canvas: Rect) -> Result<RgbaImage, DesktopError> {
+    const MAX_PIXELS: u64 = 1 << 28;
+    let pixels = canvas.width.saturating_mul(canvas.height);
+    let (Ok(width), Ok(height)) = (u32::try_from(canvas.width), u32::try_from(canvas.height))
+    else {
+        return Err(DesktopError::TooLarge {
+            size: pixels.saturating_mul(4),
+            limit: MAX_PIXELS * 4,
+        });
+    };
+    if pixels > MAX_PIXELS {
+        return Err(DesktopError::TooLarge {
+            size: pixels.saturating_mul(4),
+            limit: MAX_PIXELS * 4,
+        });
+    }
+    let mut out = RgbaImage::from_pixel(width, height, image::Rgba([0, 0, 0, 255]));
+    for ([x, y], part) in parts {
+        image::imageops::replace(&mut out, part, x - canvas.x, y - canvas.y);
+    }
+    Ok(out)
+}
+
+/// How to encode a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Baseline JPEG at a quality of 1-100.
+    Jpeg { quality: u8 },
+    /// PNG with fast compression (screen content compresses well even so).
+    Png,
+}
+
+impl Encoding {
+    /// The MIME type of the encoded bytes.
+    #[must_use]
+    pub const fn mime_type(self) -> &'static str {
+        match self {
+            Self::Jpeg { .. } => "image/jpeg",
+            Self::Png => "image/png",
+        }
+    }
+}
+
+/// Encodes `image`.
+///
+/// # Errors
+/// [`DesktopError::NotSupported`] for a JPEG wider or taller than 65,535 pixels,
+/// [`DesktopError::Failed`] when the encoder fails.
+pub fn encode(image: &RgbaImage, encoding: Encoding) -> Result<Vec<u8>, DesktopError> {
+    let mut out = Vec::new();
+    match encoding {
+        Encoding::Jpeg { quality } => {
+            let side = |v: u32| u16::try_from(v).ok();
+            let (Some(width), Some(height)) = (side(image.width()), side(image.height())) else {
+                return Err(DesktopError::unsupported(
+                    "screenshot",
+                    "JPEG images are limited to 65535 pixels a side; ask for PNG",
+                ));
+            };
+            jpeg_encoder::Encoder::new(&mut out, quality.clamp(1, 100))
+                .encode(image.as_raw(), width, height, jpeg_encoder::ColorType::Rgba)
+                .map_err(|e| DesktopError::Failed(e.to_string()))?;
+        }
+        Encoding::Png => {
+            png::PngEncoder::new_with_quality(
+                &mut out,
+                png::CompressionType::Fast,
+                png::FilterType::Adaptive,
+            )
+            .write_image(
+                image.as_raw(),
+                image.width(),
+                image.height(),
+                image::ExtendedColorType::Rgba8,
+            )
+            .map_err(|e| DesktopError::Failed(e.to_string()))?;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn display(os_id: u32, primary: bool, corners: [i64; 4]) -> Display {
+        Display {
+            index: 9,
+            primary,
+            rect: Rect::from_corners(corners).unwrap(),
+            scale: 1.0,
+            os_id,
+        }
+    }
+
+    #[test]
+    fn the_primary_comes_first_and_indices_follow() {
+        let ordered = order(vec![
+            display(7, false, [0, 0, 1280, 1024]),
+            display(8, true, [1280, 0, 3200, 1080]),
+        ]);
+        assert_eq!(
+            ordered
+                .iter()
+                .map(|d| (d.index, d.os_id, d.primary))
+                .collect::<Vec<_>>(),
+            [(0, 8, true), (1, 7, false)]
+        );
+        // Xvfb names no primary: the first listed becomes index 0.
+        let none = order(vec![
+            display(3, false, [0, 0, 10, 10]),
+            display(4, false, [10, 0, 20, 10]),
+        ]);
+        assert_eq!((none[0].os_id, none[0].primary), (3, true));
+    }
+
+    #[test]
+    fn points_are_checked_against_the_union_of_displays() {
+        let displays = order(vec![
+            display(1, true, [0, 0, 1920, 1080]),
+            display(2, false, [1920, 0, 3200, 1024]),
+        ]);
+        assert!(check_point(&displays, [3199, 1023]).is_ok());
+        assert!(check_point(&displays, [0, 1079]).is_ok());
+        // Below the second, shorter display: in the bounding box, on no display.
+        let err = check_point(&displays, [2000, 1050]).unwrap_err();
+        assert_eq!(err.code(), "INPUT_OUT_OF_BOUNDS");
+        assert_eq!(
+            err.details().unwrap()["displays"][1]["origin"],
+            serde_json::json!([1920, 0])
+        );
+        assert!(check_point(&displays, [3200, 0]).is_err());
+        assert!(check_point(&displays, [-1, 0]).is_err());
+    }
+
+    #[test]
+    fn parts_land_at_their_offsets_and_gaps_stay_black() {
+        let red = RgbaImage::from_pixel(2, 2, image::Rgba([255, 0, 0, 255]));
+        let blue = RgbaImage::from_pixel(2, 1, image::Rgba([0, 0, 255, 255]));
+        let canvas = Rect::from_corners([0, 0, 4, 2]).unwrap();
+        let out = compose(&[([0, 0], red), ([2, 0], blue)], canvas).unwrap();
+        assert_eq!(out.dimensions(), (4, 2));
+        assert_eq!(out.get_pixel(1, 1).0, [255, 0, 0, 255]);
+        assert_eq!(out.get_pixel(3, 0).0, [0, 0, 255, 255]);
+        assert_eq!(out.get_pixel(3, 1).0, [0, 0, 0, 255]);
+    }
+
+    #[test]
+    fn both_encodings_decode_to_the_same_size() {
+        let image = RgbaImage::from_fn(300, 200, |x, y| image::Rgba([x as u8, y as u8, 90, 255]));
+        let jpeg = encode(&image, Encoding::Jpeg { quality: 75 }).unwrap();
+        assert_eq!(&jpeg[..2], &[0xFF, 0xD8]);
+        let png_bytes = encode(&image, Encoding::Png).unwrap();
+        let decoded =
+            image::load_from_memory_with_format(&png_bytes, image::ImageFormat::Png).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (300, 200));
+        assert_eq!(decoded.to_rgba8().get_pixel(10, 20).0, [10, 20, 90, 255]);
+        // JPEG's own header carries the size: SOF0 after the markers.
+        let sof = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        let height = u16::from_be_bytes([jpeg[sof + 5], jpeg[sof + 6]]);
+        let width = u16::from_be_bytes([jpeg[sof + 7], jpeg[sof + 8]]);
+        assert_eq!((width, height), (300, 200));
+    }
+}

@@ -1,0 +1,278 @@
+//! Top-level windows: the list (xcap), shim-minted `win_<uuid>` ids bound to a fingerprint of
+//! the window they name, and focusing one (EWMH `_NET_ACTIVE_WINDOW` on X11, UI Automation
+//! on Windows).
+//!
+//! An id is only as good as its fingerprint: when the window is gone, or its OS id now
+//! belongs to a window of another process or application, the id is dropped and the caller
+//! told to list again (`WINDOW_STALE`), never pointed at the wrong window.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use uuid::Uuid;
+
+use super::{DesktopError, Rect};
+
+/// One top-level window as the window system reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeWindow {
+    /// The window system's id (an X11 window id, a Windows HWND).
+    pub id: u32,
+    pub pid: Option<u32>,
+    /// The application (X11 `WM_CLASS`, the process name elsewhere).
+    pub app_name: String,
+    pub title: String,
+    pub bounds: Rect,
+    pub minimized: bool,
+    pub maximized: bool,
+    pub focused: bool,
+}
+
+/// Every top-level window the window system lists, in its stacking order.
+///
+/// # Errors
+/// [`DesktopError::NotSupported`] (`window.list`) when it cannot list windows (X11 needs an
+/// EWMH window manager for this).
+pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
+    let all =
+        xcap::Window::all().map_err(|e| DesktopError::unsupported("window.list", e.to_string()))?;
+    Ok(all
+        .iter()
+        .filter_map(|w| {
+            Some(NativeWindow {
+                id: w.id().ok()?,
+                pid: w.pid().ok(),
+                app_name: w.app_name().unwrap_or_default(),
+                title: w.title().unwrap_or_default(),
+                bounds: Rect {
+                    x: i64::from(w.x().ok()?),
+                    y: i64::from(w.y().ok()?),
+                    width: u64::from(w.width().ok()?),
+                    height: u64::from(w.height().ok()?),
+                },
+                minimized: w.is_minimized().unwrap_or(false),
+                maximized: w.is_maximized().unwrap_or(false),
+                focused: w.is_focused().unwrap_or(false),
+            })
+        })
+        .collect())
+}
+
+/// What must still hold for an id to name the same window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    id: u32,
+    pid: Option<u32>,
+    app_name: String,
+}
+
+impl Fingerprint {
+    fn of(window: &NativeWindow) -> Self {
+        Self {
+            id: window.id,
+            pid: window.pid,
+            app_name: window.app_name.clone(),
+        }
+    }
+}
+
+/// The ids minted by the last listing. Cloning shares them.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    ids: Arc<Mutex<HashMap<String, Fingerprint>>>,
+}
+
+impl Registry {
+    /// Forgets every id (at each HELLO: ids never outlive a connection's handshake).
+    pub fn clear(&self) {
+        self.ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Replaces every id with fresh ones for `windows`, in order.
+    pub fn mint(&self, windows: &[NativeWindow]) -> Vec<String> {
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        ids.clear();
+        windows
+            .iter()
+            .map(|window| {
+                let id = format!("win_{}", Uuid::new_v4());
+                ids.insert(id.clone(), Fingerprint::of(window));
+                id
+            })
+            .collect()
+    }
+
+    /// The live window `window_id` names, checked against its fingerprint in `live`.
+    ///
+    /// # Errors
+    /// [`DesktopError::WindowStale`] when the id is unknown, the window is gone or its OS id
+    /// now belongs to something else; the id is forgotten then.
+    pub fn resolve(
+        &self,
+        window_id: &str,
+        live: &[NativeWindow],
+    ) -> Result<NativeWindow, DesktopError> {
+        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = ids.get(window_id).and_then(|fingerprint| {
+            live.iter()
+                .find(|w| w.id == fingerprint.id)
+                .filter(|w| Fingerprint::of(w) == *fingerprint)
+                .cloned()
+        });
+        found.ok_or_else(|| {
+            ids.remove(window_id);
+            DesktopError::WindowStale {
+                window_id: window_id.to_owned(),
+            }
+        })
+    }
+}
+
+/// Gives `window` the input focus; with `raise`, also activates it above the others.
+///
+/// # Errors
+/// [`DesktopError::Failed`] when the window system refuses, [`DesktopError::NotSupported`]
+/// where focusing is not implemented.
+pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
+    platform::focus(window.id, raise)
+}
+
+#[cfg(all(unix, not(target_os = "macos")))]
+mod platform {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ClientMessageEvent, ConnectionExt as _, EventMask, InputFocus};
+
+    use super::DesktopError;
+
+    /// EWMH's source indication for a pager or a tool acting for the user: window managers
+    /// honour these without focus-stealing prevention.
+    const SOURCE_PAGER: u32 = 2;
+
+    pub(super) fn focus(window: u32, raise: bool) -> Result<(), DesktopError> {
+        let failed = |e: &dyn std::fmt::Display| DesktopError::Failed(e.to_string());
+        let (conn, screen) = x11rb::connect(None).map_err(|e| failed(&e))?;
+        let root = conn
+            .setup()
+            .roots
+            .get(screen)
+            .map(|s| s.root)
+            .ok_or_else(|| DesktopError::Failed("the X screen is missing".to_owned()))?;
+        if raise {
+            let active = conn
+                .intern_atom(false, b"_NET_ACTIVE_WINDOW")
+                .map_err(|e| failed(&e))?
+                .reply()
+                .map_err(|e| failed(&e))?
+                .atom;
+            let event = ClientMessageEvent::new(
+                32,
+                window,
+                active,
+                [SOURCE_PAGER, x11rb::CURRENT_TIME, 0, 0, 0],
+            );
+            conn.send_event(
+                false,
+                root,
+                EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
+                event,
+            )
+            .map_err(|e| failed(&e))?;
+        } else {
+            conn.set_input_focus(InputFocus::PARENT, window, x11rb::CURRENT_TIME)
+                .map_err(|e| failed(&e))?;
+        }
+        // A round trip, so the request has reached the server before the ACK goes out.
+        conn.get_input_focus()
+            .map_err(|e| failed(&e))?
+            .reply()
+            .map_err(|e| failed(&e))?;
+        Ok(())
+    }
+}
+
+#[cfg(windows)]
+mod platform {
+    use super::DesktopError;
+
+    pub(super) fn focus(window: u32, _raise: bool) -> Result<(), DesktopError> {
+        let failed = |e: uiautomation::Error| DesktopError::Failed(e.to_string());
+        let automation = uiautomation::UIAutomation::new().map_err(failed)?;
+        let handle = uiautomation::types::Handle::from(isize::try_from(window).unwrap_or_default());
+        automation
+            .element_from_handle(handle)
+            .map_err(failed)?
+            .set_focus()
+            .map_err(failed)
+    }
+}
+
+#[cfg(target_os = "macos")]
+mod platform {
+    use super::DesktopError;
+
+    pub(super) fn focus(_window: u32, _raise: bool) -> Result<(), DesktopError> {
+        Err(DesktopError::unsupported(
+            "window.focus",
+            "focusing a window is not implemented on macOS",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(id: u32, pid: u32, app: &str) -> NativeWindow {
+        NativeWindow {
+            id,
+            pid: Some(pid),
+            app_name: app.to_owned(),
+            title: "t".to_owned(),
+            bounds: Rect::from_corners([0, 0, 10, 10]).unwrap(),
+            minimized: false,
+            maximized: false,
+            focused: false,
+        }
+    }
+
+    #[test]
+    fn ids_are_fresh_per_listing_and_die_with_their_window() {
+        let registry = Registry::default();
+        let live = vec![
+            window(0x40_0001, 10, "gedit"),
+            window(0x40_0002, 11, "xterm"),
+        ];
+        let first = registry.mint(&live);
+        assert!(
+            first
+                .iter()
+                .all(|id| id.starts_with("win_") && id.len() == 40)
+        );
+        assert_eq!(registry.resolve(&first[1], &live).unwrap().id, 0x40_0002);
+
+        // A new listing re-mints: the old ids are gone.
+        let second = registry.mint(&live);
+        assert_ne!(first, second);
+        assert_eq!(
+            registry.resolve(&first[0], &live).unwrap_err().code(),
+            "WINDOW_STALE"
+        );
+
+        // The OS id re-used by another process: stale, and forgotten.
+        let reused = vec![
+            window(0x40_0001, 99, "gedit"),
+            window(0x40_0002, 11, "xterm"),
+        ];
+        assert!(registry.resolve(&second[0], &reused).is_err());
+        assert!(registry.resolve(&second[0], &live).is_err());
+        // Gone altogether.
+        assert!(registry.resolve(&second[1], &[]).is_err());
+
+        let third = registry.mint(&live);
+        registry.clear();
+        assert!(registry.resolve(&third[0], &live).is_err());
+    }
+}
