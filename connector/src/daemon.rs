@@ -51,23 +51,13 @@ pub struct Prepared {
     places: Places,
 }
 
-/// Checks and opens what `start` needs: refuses what this build cannot do, opens the jail,
+/// Checks and opens what `start` needs: opens the jail,
 /// the audit key and chain, and writes SHIM_START. Nothing here touches the network.
 ///
 /// # Errors
 /// A [`Refusal`] (exit 78) with one line naming what is wrong.
 pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal> {
     let settings = &config.config;
-    for (enabled, what) in [
-        (settings.enable_computer_use, "computer use"),
-        (settings.enable_clipboard, "the clipboard"),
-    ] {
-        if enabled {
-            return Err(preflight(format!(
-                "{what} is not available in this build yet; start without enabling it"
-            )));
-        }
-    }
     let home = config::home_dir(env);
     let jail = match (&config.session_id, &home) {
         (Some(_), _) => Jail::open(&config.allowed_root).map_err(|_| {

@@ -19,6 +19,8 @@ pub const MAX_WAIT: Duration = Duration::from_millis(5000);
 pub const MAX_DRAG_POINTS: usize = 100;
 /// Scroll clicks when the request names no amount.
 pub const DEFAULT_SCROLL_CLICKS: i32 = 3;
+/// Pause between the points of a drag path (at most [`MAX_DRAG_POINTS`] of them).
+const DRAG_STEP: Duration = Duration::from_millis(8);
 /// Gap between the clicks of a triple click (the reference's X11 timing).
 const TRIPLE_CLICK_GAP: Duration = Duration::from_millis(50);
 /// How long a pasted text stays on the clipboard before the previous content comes back:
@@ -267,7 +269,12 @@ fn run(
             };
             move_to(enigo, *first)?;
             enigo.button(mouse(*button), Direction::Press)?;
-            let moved = rest.iter().try_for_each(|point| move_to(enigo, *point));
+            let moved = rest.iter().try_for_each(|point| {
+                // Applications sample the pointer per frame; a path walked at once would
+                // reach them as a jump from the first point to the last.
+                sleep(DRAG_STEP);
+                move_to(enigo, *point)
+            });
             // Released whatever happened, so no button is left stuck down.
             let released = enigo.button(mouse(*button), Direction::Release);
             moved.and(released)

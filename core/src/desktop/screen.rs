@@ -120,7 +120,8 @@ pub enum Source {
     /// One monitor by index (an index past the last falls back to the primary, as the
     /// reference does); `-1` stitches every monitor into one image of the virtual desktop.
     Monitor(i32),
-    /// A display-global rectangle, clipped to the displays it overlaps.
+    /// A display-global rectangle, clipped to the displays it overlaps (the capture's origin
+    /// is then the clipped top-left).
     Region([i64; 4]),
     /// One window by its OS id.
     Window(u32),
@@ -200,17 +201,17 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
                     "the region lies outside every display",
                 )
             };
-            let wanted = Rect::from_corners(corners).ok_or_else(outside)?;
-            if !monitors
+            let requested = Rect::from_corners(corners).ok_or_else(outside)?;
+            // Clipped to the displays it overlaps: no black margin for the part off-screen.
+            let wanted = monitors
                 .iter()
-                .any(|(d, _)| d.rect.intersect(&wanted).is_some())
-            {
-                return Err(outside());
-            }
+                .filter_map(|(d, _)| d.rect.intersect(&requested))
+                .reduce(|a, b| a.union(&b))
+                .ok_or_else(outside)?;
             let image = stitch(&monitors, wanted)?;
             let (monitor, scale, os_id) = monitors
                 .iter()
-                .position(|(d, _)| d.rect.intersect(&wanted).is_some())
+                .position(|(d, _)| d.rect.contains(wanted.x, wanted.y))
                 .map_or((0, primary.scale, primary.os_id), summary);
             Ok(Capture {
                 image,

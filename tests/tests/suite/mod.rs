@@ -7,6 +7,7 @@ mod boundary;
 mod connector;
 mod connector_auth;
 mod connector_cli;
+mod connector_computer;
 mod connector_control;
 mod connector_files;
 mod connector_llm;

@@ -1,0 +1,750 @@
+//! Computer use through the real `autogpt-shim` binary on a private X desktop (Xvfb 1920×1080,
+//! openbox, a session bus): screenshots checked pixel by pixel against a red GTK window, input
+//! checked by what that window reports it received (and by xdotool), windows, apps, the
+//! clipboard (checked with xclip), permissions and the accessibility snapshot.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use e2e::display::{Desktop, require};
+use e2e::platform::{Conn, Platform, Shim, error_code};
+use e2e::witness::Witness;
+use serde_json::{Value, json};
+
+use super::connector::{audit_records, home_and_root, spawn_env};
+
+/// Starts the shim with computer use (and `extra` flags) on `desktop`.
+fn shim_on(desktop: &Desktop, platform: &Platform, tag: &str, extra: &[&str]) -> Shim {
+    let (home, root) = home_and_root(tag);
+    let mut args = vec!["--enable-computer-use"];
+    args.extend_from_slice(extra);
+    let env = desktop.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    spawn_env(&home, platform, &root, &args, &env)
+}
+
+fn decode_png(reply: &Value) -> (u32, u32, Vec<u8>) {
+    assert_eq!(reply["type"], "SCREENSHOT_RESPONSE", "{reply}");
+    assert_eq!(reply["payload"]["mime_type"], "image/png");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(reply["payload"]["image_base64"].as_str().unwrap())
+        .unwrap();
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgba);
+    pixels.truncate(info.buffer_size());
+    (info.width, info.height, pixels)
+}
+
+fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
+    let at = usize::try_from((y * i64::from(width) + x) * 4).unwrap();
+    pixels[at..at + 4].try_into().unwrap()
+}
+
+/// The size a baseline JPEG declares in its SOF0 segment.
+fn jpeg_size(reply: &Value) -> (u16, u16) {
+    assert_eq!(reply["payload"]["mime_type"], "image/jpeg", "{reply}");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(reply["payload"]["image_base64"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(&bytes[..2], &[0xFF, 0xD8]);
+    let sof = bytes.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+    let height = u16::from_be_bytes([bytes[sof + 5], bytes[sof + 6]]);
+    let width = u16::from_be_bytes([bytes[sof + 7], bytes[sof + 8]]);
+    (width, height)
+}
+
+/// The listed window titled `title`.
+async fn listed_window(conn: &mut Conn, title: &str) -> Value {
+    let list = conn.call("WINDOW_LIST_REQUEST", "wl", json!({})).await;
+    assert_eq!(list["type"], "WINDOW_LIST_RESPONSE", "{list}");
+    list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["title"] == title)
+        .cloned()
+        .unwrap_or_else(|| panic!("{title} not listed: {list}"))
+}
+
+async fn act(conn: &mut Conn, id: &str, payload: Value) -> Value {
+    conn.call("INPUT_ACTION", id, payload).await
+}
+
+fn assert_ack(reply: &Value) {
+    assert_eq!(reply["type"], "ACK", "{reply}");
+}
+
+#[tokio::test]
+async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
+    let desktop = Desktop::start();
+    let witness = Witness::start(&desktop, "Witness A");
+    let platform = Platform::bind().await;
+    let shim = shim_on(&desktop, &platform, "cu-shot", &[]);
+    let (mut conn, hello) = platform.session(&["files", "computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["capabilities"], json!(["files", "computer_use"]));
+    assert_eq!(payload["screen_resolution"], json!([1920, 1080]));
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["screenshot", "input", "windows", "apps", "permissions"]),
+        "no clipboard bucket unless the clipboard is enabled"
+    );
+    let fine = payload["computer_use_features"].as_array().unwrap();
+    for feature in [
+        "screenshot.region",
+        "input.drag.path",
+        "window.focus",
+        "a11y.snapshot",
+    ] {
+        assert!(
+            fine.contains(&json!(feature)),
+            "{feature} missing: {fine:?}"
+        );
+    }
+    assert!(!fine.contains(&json!("clipboard.read")));
+
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"],
+        json!([{"index": 0, "primary": true, "physical_size": [1920, 1080],
+                "logical_size": [1920, 1080], "scale": 1.0, "origin": [0, 0]}])
+    );
+
+    // 1: the whole primary monitor, PNG; the witness's red area is where it says it is.
+    let full = conn
+        .call("SCREENSHOT_REQUEST", "s1", json!({"format": "png"}))
+        .await;
+    let (width, height, pixels) = decode_png(&full);
+    assert_eq!((width, height), (1920, 1080));
+    assert_eq!(pixel(&pixels, width, witness.centre()), [255, 0, 0, 255]);
+    assert_eq!(full["payload"]["monitor"], 0);
+    assert_eq!(full["payload"]["meta"]["origin"], json!([0, 0]));
+    assert_eq!(full["payload"]["logical_size"], json!([1920, 1080]));
+    assert_eq!(full["payload"]["display_scale"], 1.0);
+
+    // 2: JPEG by default.
+    let jpeg = conn.call("SCREENSHOT_REQUEST", "s2", json!({})).await;
+    assert_eq!(jpeg_size(&jpeg), (1920, 1080));
+
+    // 3: a display-global region inside the red area: every pixel red, origin echoed.
+    let [cx, cy] = witness.centre();
+    let region = json!([cx - 50, cy - 25, cx + 50, cy + 25]);
+    let part = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s3",
+            json!({"format": "png", "region": region}),
+        )
+        .await;
+    let (w, h, pixels) = decode_png(&part);
+    assert_eq!((w, h), (100, 50));
+    assert!(pixels.chunks(4).all(|p| p == [255, 0, 0, 255]));
+    assert_eq!(part["payload"]["region"], region);
+    assert_eq!(part["payload"]["meta"]["origin"], json!([cx - 50, cy - 25]));
+
+    // 4: clipped to the screen; 5: wholly outside it.
+    let edge = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s4",
+            json!({"format": "png", "region": [1900, 1060, 2000, 1100]}),
+        )
+        .await;
+    let (w, h, _) = decode_png(&edge);
+    assert_eq!((w, h), (20, 20));
+    assert_eq!(edge["payload"]["meta"]["origin"], json!([1900, 1060]));
+    let outside = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s5",
+            json!({"region": [3000, 3000, 3100, 3100]}),
+        )
+        .await;
+    assert_eq!(error_code(&outside), "FEATURE_NOT_SUPPORTED");
+    assert_eq!(
+        outside["payload"]["details"]["feature"],
+        "screenshot.region"
+    );
+
+    // 6: one window by its listed id, at its own size.
+    let window = listed_window(&mut conn, "Witness A").await;
+    let bounds: Vec<i64> = serde_json::from_value(window["bounds"].clone()).unwrap();
+    let shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s6",
+            json!({"format": "png", "window_id": window["window_id"]}),
+        )
+        .await;
+    let (w, h, _) = decode_png(&shot);
+    assert_eq!(
+        (i64::from(w), i64::from(h)),
+        (bounds[2] - bounds[0], bounds[3] - bounds[1])
+    );
+    assert_eq!(
+        shot["payload"]["meta"]["origin"],
+        json!([bounds[0], bounds[1]])
+    );
+
+    // 7: every monitor stitched (one here).
+    let all = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s7",
+            json!({"format": "png", "monitor": -1}),
+        )
+        .await;
+    assert_eq!(decode_png(&all).0, 1920);
+    assert_eq!(all["payload"]["monitor"], -1);
+
+    // 8-10 use up the minute's ten; the eleventh is refused.
+    for id in ["s8", "s9", "s10"] {
+        let small = conn
+            .call("SCREENSHOT_REQUEST", id, json!({"region": [0, 0, 8, 8]}))
+            .await;
+        assert_eq!(small["type"], "SCREENSHOT_RESPONSE", "{small}");
+    }
+    let refused = conn.call("SCREENSHOT_REQUEST", "s11", json!({})).await;
+    assert_eq!(error_code(&refused), "SHIM_OVERLOADED");
+
+    // The clipboard was not enabled: refused before any backend call.
+    let clip = conn.call("CLIPBOARD_READ", "c", json!({})).await;
+    assert_eq!(error_code(&clip), "FEATURE_NOT_SUPPORTED");
+    assert_eq!(clip["payload"]["details"]["feature"], "clipboard.read");
+
+    let records = audit_records(&shim);
+    let first = records
+        .iter()
+        .find(|r| r["op"] == "SCREENSHOT_REQUEST" && r["request_id"] == "s1")
+        .expect("audited");
+    assert_eq!(first["details"]["width"], 1920);
+    assert!(first["details"]["image_bytes_returned"].as_u64().unwrap() > 0);
+    drop(witness);
+}
+
+#[tokio::test]
+async fn input_reaches_a_real_window_as_sent_and_out_of_bounds_input_sends_nothing() {
+    require("xdotool", "xdotool");
+    let desktop = Desktop::start();
+    let mut witness = Witness::start(&desktop, "Witness B");
+    let platform = Platform::bind().await;
+    let shim = shim_on(&desktop, &platform, "cu-input", &[]);
+    let (mut conn, _) = platform
+        .session(&["files", "computer_use"], |ack| {
+            ack["payload"]["max_file_size_bytes"] = json!(4096);
+        })
+        .await;
+    let window = listed_window(&mut conn, "Witness B").await;
+    assert_ack(
+        &conn
+            .call(
+                "WINDOW_FOCUS",
+                "f",
+                json!({"window_id": window["window_id"]}),
+            )
+            .await,
+    );
+    let [cx, cy] = witness.centre();
+    let at = |v: &Value| [v["x"].as_i64().unwrap(), v["y"].as_i64().unwrap()];
+
+    for (action, button) in [("left_click", 1), ("right_click", 3), ("middle_click", 2)] {
+        assert_ack(
+            &act(
+                &mut conn,
+                action,
+                json!({"action": action, "coordinate": [cx, cy]}),
+            )
+            .await,
+        );
+        let press = witness.expect("press", |_| true);
+        assert_eq!(
+            (press["button"].as_i64(), at(&press)),
+            (Some(button), [cx, cy]),
+            "{action}"
+        );
+        witness.expect("release", |r| r["button"] == button);
+    }
+    assert_ack(
+        &act(
+            &mut conn,
+            "dbl",
+            json!({"action": "double_click", "coordinate": [cx, cy]}),
+        )
+        .await,
+    );
+    witness.expect("press", |p| p["count"] == 2);
+    assert_ack(
+        &act(
+            &mut conn,
+            "tpl",
+            json!({"action": "triple_click", "coordinate": [cx + 1, cy]}),
+        )
+        .await,
+    );
+    witness.expect("press", |p| p["count"] == 3);
+    let held = act(
+        &mut conn,
+        "mod",
+        json!({"action": "left_click", "coordinate": [cx - 40, cy], "modifiers": ["shift", "ctrl"]}),
+    )
+    .await;
+    assert_ack(&held);
+    let press = witness.expect("press", |p| at(p) == [cx - 40, cy]);
+    assert_eq!(press["modifiers"], json!(["shift", "ctrl"]));
+
+    // The pointer goes where it was sent, by the shim's account and by xdotool's.
+    assert_ack(
+        &act(
+            &mut conn,
+            "mv",
+            json!({"action": "mouse_move", "coordinate": [cx + 10, cy + 5]}),
+        )
+        .await,
+    );
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "cp", json!({})).await;
+    assert_eq!(
+        (
+            cursor["payload"]["x"].as_i64(),
+            cursor["payload"]["y"].as_i64(),
+            cursor["payload"]["monitor"].as_i64()
+        ),
+        (Some(cx + 10), Some(cy + 5), Some(0))
+    );
+    let located = desktop
+        .command("xdotool")
+        .arg("getmouselocation")
+        .output()
+        .unwrap();
+    let located = String::from_utf8_lossy(&located.stdout);
+    assert!(
+        located.starts_with(&format!("x:{} y:{} ", cx + 10, cy + 5)),
+        "{located}"
+    );
+
+    // Press, move, release; then a drag along a path.
+    let (p1, p2) = ([cx - 100, cy - 50], [cx + 100, cy + 60]);
+    assert_ack(
+        &act(
+            &mut conn,
+            "down",
+            json!({"action": "mouse_down", "coordinate": p1}),
+        )
+        .await,
+    );
+    assert_ack(
+        &act(
+            &mut conn,
+            "mv2",
+            json!({"action": "mouse_move", "coordinate": p2}),
+        )
+        .await,
+    );
+    assert_ack(
+        &act(
+            &mut conn,
+            "up",
+            json!({"action": "mouse_up", "coordinate": p2}),
+        )
+        .await,
+    );
+    assert_eq!(at(&witness.expect("press", |_| true)), p1);
+    witness.expect("motion", |_| true);
+    assert_eq!(at(&witness.expect("release", |_| true)), p2);
+    let path = json!([p2, [cx, cy], [cx - 120, cy + 10]]);
+    assert_ack(&act(&mut conn, "drag", json!({"action": "drag", "path": path})).await);
+    assert_eq!(at(&witness.expect("press", |_| true)), p2);
+    // GTK may merge motion events within a frame: some motion, then the release at the end.
+    witness.expect("motion", |_| true);
+    assert_eq!(
+        at(&witness.expect("release", |_| true)),
+        [cx - 120, cy + 10]
+    );
+
+    // Scrolling by clicks, by amount, and sideways.
+    for (payload, direction, steps) in [
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "direction": "down", "clicks": 3}),
+            "down",
+            3,
+        ),
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "scroll_direction": "up", "scroll_amount": 2}),
+            "up",
+            2,
+        ),
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "scroll_direction": "left", "clicks": 1}),
+            "left",
+            1,
+        ),
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "direction": "right", "clicks": 1}),
+            "right",
+            1,
+        ),
+    ] {
+        assert_ack(&act(&mut conn, "sc", payload).await);
+        for _ in 0..steps {
+            witness.expect("scroll", |s| s["direction"] == direction);
+        }
+    }
+
+    // Typing, non-ASCII included, lands in the focused entry exactly.
+    let text = "héllo wörld ✓";
+    assert_ack(&act(&mut conn, "type", json!({"action": "type", "text": text})).await);
+    witness.expect("text", |t| t["text"] == text);
+    // A chord selects everything; a key deletes it.
+    assert_ack(&act(&mut conn, "all", json!({"action": "key", "key": "ctrl+a"})).await);
+    let chord = witness.expect("key", |k| k["name"] == "a");
+    assert_eq!(chord["modifiers"], json!(["ctrl"]));
+    assert_ack(
+        &act(
+            &mut conn,
+            "del",
+            json!({"action": "key", "key": "BackSpace"}),
+        )
+        .await,
+    );
+    witness.expect("text", |t| t["text"] == "");
+
+    // A held key stays down for its duration (X server timestamps, in ms).
+    let started = Instant::now();
+    assert_ack(
+        &act(
+            &mut conn,
+            "hold",
+            json!({"action": "hold_key", "key": "shift", "duration_ms": 400}),
+        )
+        .await,
+    );
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    let down = witness.expect("key", |k| k["name"] == "Shift_L");
+    let up = witness.expect("key_release", |k| k["name"] == "Shift_L");
+    assert!(up["time"].as_i64().unwrap() - down["time"].as_i64().unwrap() >= 350);
+
+    // One operation at a time: a cursor query sent during a wait is answered after it.
+    conn.request(
+        "INPUT_ACTION",
+        "wait",
+        json!({"action": "wait", "duration_ms": 500}),
+    )
+    .await;
+    conn.request("CURSOR_POSITION_REQUEST", "after", json!({}))
+        .await;
+    assert_eq!(conn.recv().await["id"], "wait");
+    assert_eq!(conn.recv().await["id"], "after");
+
+    // Out of bounds: refused with the display rects, and nothing reaches the window.
+    drop(witness.drain(Duration::from_millis(300)));
+    let oob = act(
+        &mut conn,
+        "oob",
+        json!({"action": "left_click", "coordinate": [5000, 10]}),
+    )
+    .await;
+    assert_eq!(error_code(&oob), "INPUT_OUT_OF_BOUNDS");
+    assert_eq!(
+        oob["payload"]["details"],
+        json!({"requested_coordinate": [5000, 10],
+               "displays": [{"index": 0, "origin": [0, 0], "size": [1920, 1080]}]})
+    );
+    let half = act(
+        &mut conn,
+        "oob2",
+        json!({"action": "drag", "path": [[cx, cy], [1920, 0]]}),
+    )
+    .await;
+    assert_eq!(error_code(&half), "INPUT_OUT_OF_BOUNDS");
+    let missing = act(&mut conn, "nocoord", json!({"action": "left_click"})).await;
+    assert_eq!(error_code(&missing), "FEATURE_NOT_SUPPORTED");
+    let unknown = act(
+        &mut conn,
+        "badkey",
+        json!({"action": "key", "key": "ctrl+hyperspace"}),
+    )
+    .await;
+    assert_eq!(error_code(&unknown), "FEATURE_NOT_SUPPORTED");
+    let seen = witness.drain(Duration::from_millis(500));
+    assert!(
+        !seen.iter().any(|e| e["event"] == "press"),
+        "refused input arrived: {seen:?}"
+    );
+
+    // Screenshots over the negotiated 4096 bytes are refused before base64; small ones pass.
+    let big = conn
+        .call("SCREENSHOT_REQUEST", "big", json!({"format": "png"}))
+        .await;
+    assert_eq!(error_code(&big), "FILE_TOO_LARGE");
+    assert_eq!(big["payload"]["details"]["limit"], 4096);
+    let small = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "small",
+            json!({"format": "png", "region": [cx, cy, cx + 8, cy + 8]}),
+        )
+        .await;
+    assert_eq!(decode_png(&small).0, 8);
+
+    // The audit has the typed text's length, never the text.
+    let log = std::fs::read_to_string(shim.audit_log()).unwrap();
+    assert!(!log.contains("héllo") && !log.contains("wörld"));
+    let typed = audit_records(&shim)
+        .into_iter()
+        .find(|r| r["request_id"] == "type")
+        .unwrap();
+    assert_eq!(typed["details"]["text_length"], 13);
+    assert_eq!(typed["details"]["action"], "type");
+}
+
+fn xclip_out(desktop: &Desktop) -> String {
+    let out = desktop
+        .command("xclip")
+        .args(["-o", "-selection", "clipboard"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn windows_apps_clipboard_permissions_and_the_accessibility_snapshot() {
+    require("xclip", "xclip");
+    let desktop = Desktop::start();
+    let mut witness = Witness::start(&desktop, "Witness C");
+    let other = Witness::start(&desktop, "Other C");
+    let platform = Platform::bind().await;
+    let shim = shim_on(&desktop, &platform, "cu-win", &["--enable-clipboard"]);
+    let (mut conn, hello) = platform
+        .session(&["files", "computer_use"], |ack| {
+            ack["payload"]["max_file_size_bytes"] = json!(4096);
+        })
+        .await;
+    let coarse = &hello["payload"]["computer_use_features_coarse"];
+    assert_eq!(
+        coarse,
+        &json!([
+            "screenshot",
+            "input",
+            "windows",
+            "apps",
+            "clipboard",
+            "permissions"
+        ])
+    );
+
+    // Windows: listed with their pids and bounds; focus moves to the one asked for.
+    let mine = listed_window(&mut conn, "Witness C").await;
+    assert_eq!(mine["pid"], witness.pid);
+    assert!(mine["window_id"].as_str().unwrap().starts_with("win_"));
+    let bounds: Vec<i64> = serde_json::from_value(mine["bounds"].clone()).unwrap();
+    assert!(bounds[0] <= witness.area[0] && bounds[2] >= witness.area[0] + witness.area[2]);
+    let theirs = listed_window(&mut conn, "Other C").await;
+    assert_eq!(theirs["pid"], other.pid);
+    // The first listing's ids died with the second listing.
+    let focus = conn
+        .call(
+            "WINDOW_FOCUS",
+            "f1",
+            json!({"window_id": mine["window_id"], "raise": true}),
+        )
+        .await;
+    assert_eq!(error_code(&focus), "WINDOW_STALE");
+    assert_eq!(
+        focus["payload"]["details"],
+        json!({"window_id": mine["window_id"], "hint": "re-list windows"})
+    );
+    assert_ack(
+        &conn
+            .call(
+                "WINDOW_FOCUS",
+                "f2",
+                json!({"window_id": theirs["window_id"], "raise": true}),
+            )
+            .await,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let active = desktop
+            .command("xdotool")
+            .args(["getactivewindow", "getwindowname"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&active.stdout).trim() == "Other C" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "focus did not move to Other C");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        listed_window(&mut conn, "Other C").await["is_focused"],
+        true
+    );
+    // A window that closed: its id is stale.
+    let gone = listed_window(&mut conn, "Other C").await;
+    drop(other);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stale = conn
+        .call(
+            "WINDOW_FOCUS",
+            "f3",
+            json!({"window_id": gone["window_id"]}),
+        )
+        .await;
+    assert_eq!(error_code(&stale), "WINDOW_STALE");
+
+    // Apps: the witness is listed; a launched program's pid comes back and is real.
+    let apps = conn.call("APP_LIST_REQUEST", "al", json!({})).await;
+    let app = apps["payload"]["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["pid"] == witness.pid)
+        .cloned()
+        .expect("the witness is listed");
+    assert_eq!(app["window_count"], 1);
+    let launched = conn
+        .call(
+            "APP_LAUNCH",
+            "la",
+            json!({"executable_path": "/bin/sleep", "args": ["30"]}),
+        )
+        .await;
+    assert_ack(&launched);
+    let pid = launched["payload"]["pid"].as_u64().unwrap();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm.trim(), "sleep");
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+
+    let permissions = conn.call("PERMISSIONS_CHECK_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        permissions["payload"]["permissions"],
+        json!({"accessibility": "granted", "input_monitoring": "granted", "screen_recording": "granted"})
+    );
+
+    // Clipboard, writeback only: nothing of ours yet, then our own write, then someone else's.
+    let concealed = conn
+        .call("CLIPBOARD_READ", "r1", json!({"format": "text"}))
+        .await;
+    assert_eq!(error_code(&concealed), "CLIPBOARD_CONCEALED");
+    assert_eq!(concealed["payload"]["details"]["reason"], "writeback_only");
+    let text = "clip ✓ text";
+    assert_ack(
+        &conn
+            .call("CLIPBOARD_WRITE", "w1", json!({"content": text}))
+            .await,
+    );
+    assert_eq!(xclip_out(&desktop), text, "xclip sees the write");
+    let back = conn.call("CLIPBOARD_READ", "r2", json!({})).await;
+    assert_eq!(
+        back["payload"],
+        json!({"format": "text", "content": text, "size_bytes": text.len()})
+    );
+    let mut xclip = desktop
+        .command("xclip")
+        .args(["-i", "-selection", "clipboard"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut xclip.stdin.take().unwrap(), b"someone else").unwrap();
+    xclip.wait().unwrap();
+    let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
+    assert_eq!(error_code(&overwritten), "CLIPBOARD_CONCEALED");
+    assert_eq!(
+        overwritten["payload"]["details"]["reason"],
+        "writeback_overwritten"
+    );
+    // The size limit, at its boundary, before the clipboard is touched.
+    let over = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "w2",
+            json!({"content": "x".repeat(4097)}),
+        )
+        .await;
+    assert_eq!(error_code(&over), "FILE_TOO_LARGE");
+    assert_eq!(xclip_out(&desktop), "someone else");
+    assert_ack(
+        &conn
+            .call(
+                "CLIPBOARD_WRITE",
+                "w3",
+                json!({"content": "y".repeat(4096)}),
+            )
+            .await,
+    );
+    let image = conn
+        .call("CLIPBOARD_READ", "r4", json!({"format": "image"}))
+        .await;
+    assert_eq!(error_code(&image), "FEATURE_NOT_SUPPORTED");
+
+    // Paste-typing goes through the clipboard and puts the previous content back.
+    assert_ack(
+        &conn
+            .call("CLIPBOARD_WRITE", "w4", json!({"content": "keep me"}))
+            .await,
+    );
+    let mine = listed_window(&mut conn, "Witness C").await;
+    assert_ack(
+        &conn
+            .call(
+                "WINDOW_FOCUS",
+                "f4",
+                json!({"window_id": mine["window_id"]}),
+            )
+            .await,
+    );
+    let pasted = "pasted ✓ text";
+    let typed = act(
+        &mut conn,
+        "paste",
+        json!({"action": "type", "text": pasted, "paste": true, "preserve_clipboard": true}),
+    )
+    .await;
+    assert_ack(&typed);
+    // The paste chord arrives before the text it inserts.
+    witness.expect("key", |k| {
+        k["name"] == "v" && k["modifiers"] == json!(["ctrl"])
+    });
+    witness.expect("text", |t| t["text"] == pasted);
+    assert_eq!(xclip_out(&desktop), "keep me");
+
+    // The accessibility snapshot of the GTK window: its button, inside the window.
+    let snapshot = conn
+        .call(
+            "A11Y_SNAPSHOT_REQUEST",
+            "a11y",
+            json!({"window_id": mine["window_id"], "deadline_ms": 8000}),
+        )
+        .await;
+    assert_eq!(snapshot["type"], "A11Y_SNAPSHOT_RESPONSE", "{snapshot}");
+    let elements = snapshot["payload"]["elements"].as_array().unwrap();
+    let button = elements
+        .iter()
+        .find(|e| e["label"] == "Press me")
+        .unwrap_or_else(|| panic!("no button: {snapshot}"));
+    assert_eq!(button["role"], "button");
+    let b: Vec<i64> = serde_json::from_value(button["box"].clone()).unwrap();
+    let w: Vec<i64> = serde_json::from_value(mine["bounds"].clone()).unwrap();
+    assert!(
+        b[0] >= w[0] && b[1] >= w[1] && b[2] <= w[2] && b[3] <= w[3],
+        "{b:?} in {w:?}"
+    );
+    assert!(
+        button["states"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("enabled"))
+    );
+
+    let log = std::fs::read_to_string(shim.audit_log()).unwrap();
+    assert!(!log.contains("clip ✓") && !log.contains("keep me") && !log.contains("pasted"));
+    let write = audit_records(&shim)
+        .into_iter()
+        .find(|r| r["request_id"] == "w1")
+        .unwrap();
+    assert_eq!(write["details"]["size_bytes"], text.len());
+}

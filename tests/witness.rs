@@ -1,0 +1,118 @@
+//! The witness window (`fixtures/witness.py`, GTK 3) on a private [`Desktop`]: the input it
+//! really received, read from its JSON-lines report, so computer-use tests check arrivals
+//! independently of the connector's replies.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::PathBuf,
+    process::{Child, Stdio},
+    sync::mpsc::{Receiver, RecvTimeoutError, channel},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use crate::display::{Desktop, require};
+
+/// How long an expected report may take on a loaded machine.
+const REPORT_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A running witness window, killed on drop.
+pub struct Witness {
+    child: Child,
+    events: Receiver<Value>,
+    /// The red drawing area's root geometry `[x, y, width, height]`.
+    pub area: [i64; 4],
+    pub pid: u32,
+}
+
+impl Witness {
+    /// Starts the witness titled `title` on `desktop` and waits until it is placed and drawn.
+    pub fn start(desktop: &Desktop, title: &str) -> Self {
+        // Debian's own python3 has `gi`; a python3 earlier on PATH (pyenv) may not.
+        let python = PathBuf::from("/usr/bin/python3");
+        assert!(
+            python.is_file(),
+            "/usr/bin/python3 is missing: install python3-gi and gir1.2-gtk-3.0"
+        );
+        require("xdotool", "xdotool");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/witness.py");
+        let mut child = desktop
+            .command(python)
+            .arg(script)
+            .arg(title)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the witness window");
+        let stdout = child.stdout.take().expect("witness stdout");
+        let (tx, events) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(value) = serde_json::from_str::<Value>(&line)
+                    && tx.send(value).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let mut witness = Self {
+            child,
+            events,
+            area: [0; 4],
+            pid: 0,
+        };
+        let ready = witness.expect("ready", |_| true);
+        let area: Vec<i64> = ready["area"]
+            .as_array()
+            .expect("area")
+            .iter()
+            .map(|v| v.as_i64().expect("area number"))
+            .collect();
+        witness.area = [area[0], area[1], area[2], area[3]];
+        witness.pid = u32::try_from(ready["pid"].as_u64().expect("pid")).expect("pid fits");
+        witness
+    }
+
+    /// A point inside the red area, `(dx, dy)` from its top-left.
+    pub fn at(&self, dx: i64, dy: i64) -> [i64; 2] {
+        [self.area[0] + dx, self.area[1] + dy]
+    }
+
+    /// The centre of the red area.
+    pub fn centre(&self) -> [i64; 2] {
+        self.at(self.area[2] / 2, self.area[3] / 2)
+    }
+
+    /// The next report of kind `event` that `accept` takes, skipping others; fails the test
+    /// after [`REPORT_DEADLINE`].
+    pub fn expect(&mut self, event: &str, accept: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + REPORT_DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(value) if value["event"] == event && accept(&value) => return value,
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => panic!("the witness reported no {event} in time"),
+                Err(RecvTimeoutError::Disconnected) => panic!("the witness exited"),
+            }
+        }
+    }
+
+    /// Every report that arrives within `quiet` of the previous one, from now on.
+    pub fn drain(&mut self, quiet: Duration) -> Vec<Value> {
+        let mut seen = Vec::new();
+        while let Ok(value) = self.events.recv_timeout(quiet) {
+            seen.push(value);
+        }
+        seen
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
