@@ -20,15 +20,21 @@ impl Session {
     /// The session of this process, from its environment the way toolkits decide it.
     #[must_use]
     pub fn detect() -> Self {
+        Self::detect_from(|name| std::env::var(name).ok())
+    }
+
+    /// [`Session::detect`] reading the environment through `var`.
+    #[must_use]
+    pub fn detect_from(var: impl Fn(&str) -> Option<String>) -> Self {
         if cfg!(windows) {
             return Self::Windows;
         }
         if cfg!(target_os = "macos") {
             return Self::MacOs;
         }
-        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        let set = |name: &str| var(name).is_some_and(|v| !v.is_empty());
         let wayland = set("WAYLAND_DISPLAY")
-            || std::env::var("XDG_SESSION_TYPE").is_ok_and(|t| t.eq_ignore_ascii_case("wayland"));
+            || var("XDG_SESSION_TYPE").is_some_and(|t| t.eq_ignore_ascii_case("wayland"));
         // XWayland sets DISPLAY too, but input through it reaches only X clients: a Wayland
         // session is treated as Wayland.
         if wayland {
@@ -189,6 +195,36 @@ pub fn permission(session: Session, name: &str) -> Permission {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(unix, not(target_os = "macos")))]
+    #[test]
+    fn the_session_kind_comes_from_the_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(
+            Session::detect_from(env(&[("DISPLAY", ":0")])),
+            Session::X11
+        );
+        assert_eq!(
+            Session::detect_from(env(&[("DISPLAY", ":0"), ("WAYLAND_DISPLAY", "wayland-0")])),
+            Session::Wayland
+        );
+        assert_eq!(
+            Session::detect_from(env(&[("DISPLAY", ":0"), ("XDG_SESSION_TYPE", "Wayland")])),
+            Session::Wayland
+        );
+        assert_eq!(
+            Session::detect_from(env(&[("DISPLAY", ""), ("XDG_SESSION_TYPE", "tty")])),
+            Session::None
+        );
+        assert_eq!(Session::None.reason(), "no display reachable");
+    }
 
     #[test]
     fn permissions_follow_the_session() {
