@@ -1,7 +1,8 @@
-//! A private desktop for the tests that need one: Xvfb with the screen size asked for, openbox as
-//! the EWMH window manager (window listing and focus need one), and a session D-Bus (AT-SPI is
-//! reached through it), all started by the test and killed when the value drops. A missing
-//! program fails the test and names the package to install; nothing is skipped.
+//! A private desktop for the tests that need one: Xvfb with the screen size asked for (or, for two
+//! monitors, Xorg with the dummy driver, whose RandR outputs Xvfb lacks), openbox as the EWMH
+//! window manager (window listing and focus need one), and a session D-Bus (AT-SPI is reached
+//! through it), all started by the test and killed when the value drops. A missing program fails
+//! the test and names the package to install; nothing is skipped.
 
 use std::{
     io::{BufRead, BufReader},
@@ -30,8 +31,80 @@ impl Desktop {
 
     /// A desktop of one screen of `width`×`height` pixels at 24-bit depth.
     pub fn with_size(width: u32, height: u32) -> Self {
+        require("Xvfb", "xvfb");
+        let mut desktop = Self::empty();
+        // -displayfd 1: the server picks a free display number and writes it to stdout once it
+        // listens.
+        let mut xvfb = Command::new("Xvfb");
+        xvfb.args([
+            "-displayfd",
+            "1",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+            "-screen",
+            "0",
+        ])
+        .arg(format!("{width}x{height}x24"));
+        desktop.start_server(xvfb, "Xvfb");
+        desktop.start_session();
+        desktop
+    }
+
+    /// Two monitors side by side: 1920×1080 (primary) at (0, 0) and 1280×1024 at (1920, 0), so
+    /// the virtual desktop is 3200×1080 with a strip below the second monitor on no display.
+    /// Xvfb has a single RandR output; Xorg's dummy driver has sixteen, set up with xrandr.
+    pub fn two_monitors() -> Self {
+        require("Xorg", "xserver-xorg-core");
+        require("xrandr", "x11-xserver-utils");
+        assert!(
+            std::path::Path::new("/usr/lib/xorg/modules/drivers/dummy_drv.so").exists(),
+            "Xorg's dummy driver is missing: install the `xserver-xorg-video-dummy` package"
+        );
+        let mut desktop = Self::empty();
+        let config = desktop.runtime_dir.join("xorg-dummy.conf");
+        std::fs::write(&config, DUMMY_XORG_CONFIG).unwrap();
+        let mut xorg = Command::new("Xorg");
+        xorg.args(["-displayfd", "1", "-nolisten", "tcp", "-noreset", "-config"])
+            .arg(&config)
+            .arg("-logfile")
+            .arg(desktop.runtime_dir.join("xorg.log"));
+        desktop.start_server(xorg, "Xorg");
+        let _ = desktop
+            .command("xrandr")
+            .args(["--addmode", "DUMMY1", "1280x1024"])
+            .output()
+            .expect("run xrandr");
+        let layout = desktop
+            .command("xrandr")
+            .args([
+                "--output",
+                "DUMMY0",
+                "--mode",
+                "1920x1080",
+                "--pos",
+                "0x0",
+                "--primary",
+                "--output",
+                "DUMMY1",
+                "--mode",
+                "1280x1024",
+                "--pos",
+                "1920x0",
+            ])
+            .output()
+            .expect("run xrandr");
+        assert!(
+            layout.status.success(),
+            "xrandr could not lay out two monitors: {}",
+            String::from_utf8_lossy(&layout.stderr)
+        );
+        desktop.start_session();
+        desktop
+    }
+
+    fn empty() -> Self {
         for (program, package) in [
-            ("Xvfb", "xvfb"),
             ("openbox", "openbox"),
             ("dbus-daemon", "dbus"),
             ("xprop", "x11-utils"),
@@ -40,36 +113,32 @@ impl Desktop {
         }
         let runtime_dir = crate::platform::fresh_dir("desktop-runtime");
         set_private(&runtime_dir);
-        let mut desktop = Self {
+        Self {
             children: Vec::new(),
             display: String::new(),
             bus_address: String::new(),
             runtime_dir,
-        };
+        }
+    }
 
-        // -displayfd 1: Xvfb picks a free display number and writes it to stdout once it listens.
-        let mut xvfb = Command::new("Xvfb")
-            .args([
-                "-displayfd",
-                "1",
-                "-nolisten",
-                "tcp",
-                "-noreset",
-                "-screen",
-                "0",
-            ])
-            .arg(format!("{width}x{height}x24"))
+    /// Starts the X server `command` (which must take `-displayfd 1`) and records its display.
+    fn start_server(&mut self, mut command: Command, name: &str) {
+        let mut server = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start Xvfb");
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
         let number = first_line(
-            xvfb.stdout.take().expect("Xvfb stdout"),
-            "Xvfb's display number",
+            server.stdout.take().expect("server stdout"),
+            "the X server's display number",
         );
-        desktop.children.push(xvfb);
-        desktop.display = format!(":{}", number.trim());
+        self.children.push(server);
+        self.display = format!(":{}", number.trim());
+    }
 
+    /// The session bus and the window manager on the running X server.
+    fn start_session(&mut self) {
+        let desktop = self;
         let mut bus = Command::new("dbus-daemon")
             .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
             .env("XDG_RUNTIME_DIR", &desktop.runtime_dir)
@@ -90,7 +159,6 @@ impl Desktop {
             .expect("start openbox");
         desktop.children.push(wm);
         desktop.wait_for_window_manager();
-        desktop
     }
 
     /// The X display name, like `:99`.
@@ -156,6 +224,36 @@ impl Drop for Desktop {
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
     }
 }
+
+/// Xorg with the dummy driver: one screen whose RandR outputs DUMMY0..DUMMY15 xrandr can lay
+/// out; the modes the layout uses are declared here.
+const DUMMY_XORG_CONFIG: &str = r#"Section "Device"
+  Identifier "dummy"
+  Driver "dummy"
+  VideoRam 256000
+EndSection
+Section "Monitor"
+  Identifier "monitor"
+  HorizSync 5.0-1000.0
+  VertRefresh 5.0-200.0
+  Modeline "1920x1080" 148.50 1920 2008 2052 2200 1080 1084 1089 1125 +hsync +vsync
+  Modeline "1280x1024" 108.00 1280 1328 1440 1688 1024 1025 1028 1066 +hsync +vsync
+EndSection
+Section "Screen"
+  Identifier "screen"
+  Device "dummy"
+  Monitor "monitor"
+  DefaultDepth 24
+  SubSection "Display"
+    Depth 24
+    Virtual 3200 1080
+  EndSubSection
+EndSection
+Section "ServerFlags"
+  Option "AutoAddDevices" "false"
+  Option "DontVTSwitch" "true"
+EndSection
+"#;
 
 /// Fails the test, naming the Debian package, when `program` is not on PATH.
 pub fn require(program: &str, package: &str) {

@@ -27,8 +27,14 @@ pub struct Witness {
 }
 
 impl Witness {
-    /// Starts the witness titled `title` on `desktop` and waits until it is placed and drawn.
+    /// Starts the witness titled `title` on `desktop` at (100, 100) and waits until it is
+    /// placed and drawn.
     pub fn start(desktop: &Desktop, title: &str) -> Self {
+        Self::start_at(desktop, title, [100, 100])
+    }
+
+    /// [`Witness::start`] asking to be placed at `at`.
+    pub fn start_at(desktop: &Desktop, title: &str, at: [i64; 2]) -> Self {
         // Debian's own python3 has `gi`; a python3 earlier on PATH (pyenv) may not.
         let python = PathBuf::from("/usr/bin/python3");
         assert!(
@@ -41,6 +47,7 @@ impl Witness {
             .command(python)
             .arg(script)
             .arg(title)
+            .args(at.map(|v| v.to_string()))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -89,12 +96,18 @@ impl Witness {
     /// after [`REPORT_DEADLINE`].
     pub fn expect(&mut self, event: &str, accept: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + REPORT_DEADLINE;
+        let mut skipped = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
                 Ok(value) if value["event"] == event && accept(&value) => return value,
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout) => panic!("the witness reported no {event} in time"),
+                Ok(value) => skipped.push(value),
+                Err(RecvTimeoutError::Timeout) => {
+                    let recent = &skipped[skipped.len().saturating_sub(8)..];
+                    panic!(
+                        "the witness reported no matching {event} in time; last seen: {recent:?}"
+                    )
+                }
                 Err(RecvTimeoutError::Disconnected) => panic!("the witness exited"),
             }
         }

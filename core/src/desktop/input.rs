@@ -19,6 +19,8 @@ pub const MAX_WAIT: Duration = Duration::from_millis(5000);
 pub const MAX_DRAG_POINTS: usize = 100;
 /// Scroll clicks when the request names no amount.
 pub const DEFAULT_SCROLL_CLICKS: i32 = 3;
+/// How long keycodes mapped for unusual characters stay mapped after the last key event.
+const REMAP_SETTLE: Duration = Duration::from_millis(200);
 /// Pause between the points of a drag path (at most [`MAX_DRAG_POINTS`] of them).
 const DRAG_STEP: Duration = Duration::from_millis(8);
 /// Gap between the clicks of a triple click (the reference's X11 timing).
@@ -202,7 +204,15 @@ pub fn perform(
         return Ok(());
     }
     let mut enigo = connect()?;
-    run(&mut enigo, action, clipboard).map_err(|e| DesktopError::Failed(e.to_string()))
+    let outcome = run(&mut enigo, action, clipboard);
+    if remaps_keys(action) {
+        // On X11, characters missing from the keyboard map are typed through keycodes enigo
+        // maps for the purpose and unmaps when the connection drops; a client still behind in
+        // its event queue would read those key events through the restored map as nothing.
+        sleep(REMAP_SETTLE);
+    }
+    drop(enigo);
+    outcome.map_err(|e| DesktopError::Failed(e.to_string()))
 }
 
 /// Where the pointer is, in display-global pixels.
@@ -316,6 +326,16 @@ fn run(
             sleep((*duration).min(MAX_WAIT));
             Ok(())
         }
+    }
+}
+
+/// Whether `action` types characters a US keyboard map may lack (enigo maps them on the fly).
+fn remaps_keys(action: &Action) -> bool {
+    let unusual = |key: &enigo::Key| matches!(key, enigo::Key::Unicode(c) if !c.is_ascii());
+    match action {
+        Action::Type { text, .. } => !text.is_ascii(),
+        Action::Key { chord } | Action::HoldKey { chord, .. } => chord.0.iter().any(unusual),
+        _ => false,
     }
 }
 

@@ -434,10 +434,14 @@ async fn input_reaches_a_real_window_as_sent_and_out_of_bounds_input_sends_nothi
         json!({"action": "wait", "duration_ms": 500}),
     )
     .await;
+    // Sent once the wait is surely under way; its answer can only come after the wait's.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let sent = Instant::now();
     conn.request("CURSOR_POSITION_REQUEST", "after", json!({}))
         .await;
     assert_eq!(conn.recv().await["id"], "wait");
     assert_eq!(conn.recv().await["id"], "after");
+    assert!(sent.elapsed() >= Duration::from_millis(300), "the query overlapped the wait");
 
     // Out of bounds: refused with the display rects, and nothing reaches the window.
     drop(witness.drain(Duration::from_millis(300)));
@@ -651,6 +655,12 @@ async fn windows_apps_clipboard_permissions_and_the_accessibility_snapshot() {
         .unwrap();
     std::io::Write::write_all(&mut xclip.stdin.take().unwrap(), b"someone else").unwrap();
     xclip.wait().unwrap();
+    // xclip's background child takes the selection after the parent exits.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while xclip_out(&desktop) != "someone else" {
+        assert!(Instant::now() < deadline, "xclip never took the clipboard");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
     assert_eq!(error_code(&overwritten), "CLIPBOARD_CONCEALED");
     assert_eq!(
@@ -747,4 +757,105 @@ async fn windows_apps_clipboard_permissions_and_the_accessibility_snapshot() {
         .find(|r| r["request_id"] == "w1")
         .unwrap();
     assert_eq!(write["details"]["size_bytes"], text.len());
+}
+
+#[tokio::test]
+async fn two_monitors_make_one_virtual_desktop_for_capture_and_input() {
+    let desktop = Desktop::two_monitors();
+    let mut witness = Witness::start_at(&desktop, "Witness D", [2200, 200]);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&desktop, &platform, "cu-two", &[]);
+    let (mut conn, hello) = platform.session(&["files", "computer_use"], |_| {}).await;
+    assert_eq!(hello["payload"]["screen_resolution"], json!([1920, 1080]));
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"],
+        json!([
+            {"index": 0, "primary": true, "physical_size": [1920, 1080],
+             "logical_size": [1920, 1080], "scale": 1.0, "origin": [0, 0]},
+            {"index": 1, "primary": false, "physical_size": [1280, 1024],
+             "logical_size": [1280, 1024], "scale": 1.0, "origin": [1920, 0]}
+        ])
+    );
+    let [cx, cy] = witness.centre();
+    assert!(
+        cx > 1920,
+        "the witness sits on the second monitor: {:?}",
+        witness.area
+    );
+
+    // The second monitor alone: its own size and origin, the witness inside it.
+    let second = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "m1",
+            json!({"format": "png", "monitor": 1}),
+        )
+        .await;
+    let (w, h, pixels) = decode_png(&second);
+    assert_eq!((w, h), (1280, 1024));
+    assert_eq!(second["payload"]["monitor"], 1);
+    assert_eq!(second["payload"]["meta"]["origin"], json!([1920, 0]));
+    assert_eq!(pixel(&pixels, w, [cx - 1920, cy]), [255, 0, 0, 255]);
+
+    // All monitors stitched: the virtual desktop, black where no monitor is.
+    let all = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "all",
+            json!({"format": "png", "monitor": -1}),
+        )
+        .await;
+    let (w, h, pixels) = decode_png(&all);
+    assert_eq!((w, h), (3200, 1080));
+    assert_eq!(pixel(&pixels, w, [cx, cy]), [255, 0, 0, 255]);
+    assert_eq!(pixel(&pixels, w, [2500, 1050]), [0, 0, 0, 255]);
+
+    // A region across the seam comes from both monitors.
+    let seam = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "seam",
+            json!({"format": "png", "region": [1800, 300, 2300, 400]}),
+        )
+        .await;
+    let (w, h, pixels) = decode_png(&seam);
+    assert_eq!((w, h), (500, 100));
+    assert_eq!(seam["payload"]["meta"]["origin"], json!([1800, 300]));
+    // The witness's left edge is inside the region; the first monitor's part is black desktop.
+    let [left, top] = witness.at(10, 0);
+    assert!(left < 2300 && top < 350, "{:?}", witness.area);
+    assert_eq!(pixel(&pixels, w, [left - 1800, 50]), [255, 0, 0, 255]);
+    assert_eq!(pixel(&pixels, w, [10, 50]), [0, 0, 0, 255]);
+
+    // Input on the second monitor lands where it was sent.
+    assert_ack(
+        &act(
+            &mut conn,
+            "click",
+            json!({"action": "left_click", "coordinate": [cx, cy]}),
+        )
+        .await,
+    );
+    let press = witness.expect("press", |_| true);
+    assert_eq!(
+        (press["x"].as_i64(), press["y"].as_i64()),
+        (Some(cx), Some(cy))
+    );
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "c", json!({})).await;
+    assert_eq!(cursor["payload"]["monitor"], 1);
+
+    // Inside the bounding box but below the shorter monitor: on no display.
+    let below = act(
+        &mut conn,
+        "below",
+        json!({"action": "mouse_move", "coordinate": [2500, 1050]}),
+    )
+    .await;
+    assert_eq!(error_code(&below), "INPUT_OUT_OF_BOUNDS");
+    assert_eq!(
+        below["payload"]["details"]["displays"],
+        json!([{"index": 0, "origin": [0, 0], "size": [1920, 1080]},
+               {"index": 1, "origin": [1920, 0], "size": [1280, 1024]}])
+    );
 }
