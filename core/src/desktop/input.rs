@@ -8,6 +8,8 @@ use std::time::Duration;
 use enigo::{Axis, Coordinate, Direction, Enigo, Keyboard, Mouse, Settings};
 
 use super::DesktopError;
+pub use crate::guidance::model::ScrollDirection;
+
 use super::clipboard::Clipboard;
 use super::screen::{self, Display};
 
@@ -44,15 +46,6 @@ pub enum Modifier {
     Ctrl,
     Alt,
     Super,
-}
-
-/// Which way to scroll.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScrollDirection {
-    Up,
-    Down,
-    Left,
-    Right,
 }
 
 /// A key chord such as `ctrl+shift+t`: modifiers pressed in order, the last key tapped.

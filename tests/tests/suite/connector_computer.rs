@@ -441,7 +441,10 @@ async fn input_reaches_a_real_window_as_sent_and_out_of_bounds_input_sends_nothi
         .await;
     assert_eq!(conn.recv().await["id"], "wait");
     assert_eq!(conn.recv().await["id"], "after");
-    assert!(sent.elapsed() >= Duration::from_millis(300), "the query overlapped the wait");
+    assert!(
+        sent.elapsed() >= Duration::from_millis(300),
+        "the query overlapped the wait"
+    );
 
     // Out of bounds: refused with the display rects, and nothing reaches the window.
     drop(witness.drain(Duration::from_millis(300)));
