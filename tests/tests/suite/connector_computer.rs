@@ -224,6 +224,18 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
         .expect("audited");
     assert_eq!(first["details"]["width"], 1920);
     assert!(first["details"]["image_bytes_returned"].as_u64().unwrap() > 0);
+
+    // A new connection's HELLO wipes every window id minted before it.
+    conn.close(1011).await;
+    let (mut conn, _) = platform.session(&["files", "computer_use"], |_| {}).await;
+    let after = conn
+        .call(
+            "WINDOW_FOCUS",
+            "f",
+            json!({"window_id": window["window_id"]}),
+        )
+        .await;
+    assert_eq!(error_code(&after), "WINDOW_STALE");
     drop(witness);
 }
 
