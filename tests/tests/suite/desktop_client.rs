@@ -2,7 +2,7 @@
 //! "MSGuide Demo" window runs on a private Xvfb + openbox + session bus, and for each stage
 //! `msguide-desktop observe` and `guide` capture it over AT-SPI and ask the API; the target's
 //! box, placed with the window's geometry as `xwininfo` reports it, is clicked with real
-//! XTEST input (xdotool) and the demo moves on. Withheld consent sends nothing; pixels go
+//! XTEST input (enigo) and the demo moves on. Withheld consent sends nothing; pixels go
 //! only when shared. The guidance window itself is driven with real clicks, and `msguide start`
 //! opens it and closes it with the API.
 
@@ -241,14 +241,17 @@ fn centre(desktop: &Desktop, title: &str, bounds: &Value) -> (i64, i64) {
     )
 }
 
-/// A real left click (XTEST) at `(x, y)`.
+/// A real left click (XTEST, through enigo) at `(x, y)` on `desktop`'s display.
 fn click(desktop: &Desktop, (x, y): (i64, i64)) {
-    let clicked = desktop
-        .command("xdotool")
-        .args(["mousemove", &x.to_string(), &y.to_string(), "click", "1"])
-        .status()
-        .unwrap();
-    assert!(clicked.success());
+    use enigo::{Button, Coordinate, Direction, Enigo, Mouse, Settings};
+    let settings = Settings {
+        x11_display: Some(desktop.display().to_owned()),
+        ..Settings::default()
+    };
+    let mut enigo = Enigo::new(&settings).unwrap();
+    let at = |v: i64| i32::try_from(v).unwrap();
+    enigo.move_mouse(at(x), at(y), Coordinate::Abs).unwrap();
+    enigo.button(Button::Left, Direction::Click).unwrap();
 }
 
 /// The element labelled `label` in a fresh observation of the window `title`, waiting for it
