@@ -6,9 +6,12 @@
 // Test support: a failed unwrap is a failed test or bench, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// An X server and a session bus exist only on Unix; the tests that need them are Unix-only too.
+#[cfg(unix)]
 pub mod display;
 pub mod fake_llm;
 pub mod fake_oauth;
 pub mod platform;
 pub mod real_model;
+#[cfg(unix)]
 pub mod witness;

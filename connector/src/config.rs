@@ -1113,7 +1113,9 @@ fn non_empty_path(path: &Path) -> Result<PathBuf, &'static str> {
 mod tests {
     use std::collections::HashMap;
 
-    use local_core::own_files::{PRIVATE_FILE_MODE, write_atomic};
+    #[cfg(unix)]
+    use local_core::own_files::PRIVATE_FILE_MODE;
+    use local_core::own_files::write_atomic;
 
     use super::*;
 

@@ -12,7 +12,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use cap_std::fs::{Dir, MetadataExt};
+use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
 use crate::audit_chain::python_json_string;
@@ -216,7 +216,9 @@ pub struct Identity {
 }
 
 impl Identity {
-    fn of(meta: &cap_std::fs::Metadata) -> Self {
+    /// The identity of the directory behind `dir`, whose metadata is `meta`.
+    fn of(dir: &Dir, meta: &cap_std::fs::Metadata) -> io::Result<Self> {
+        let (device, inode) = file_id(dir, meta)?;
         let birth_ns = meta.created().ok().and_then(|created| {
             let created = created.into_std();
             match created.duration_since(std::time::UNIX_EPOCH) {
@@ -226,12 +228,56 @@ impl Identity {
                     .map(|n| -n),
             }
         });
-        Self {
-            device: meta.dev(),
-            inode: meta.ino(),
+        Ok(Self {
+            device,
+            inode,
             birth_ns,
-        }
+        })
     }
+}
+
+/// `(st_dev, st_ino)` of the open directory.
+#[cfg(unix)]
+fn file_id(_dir: &Dir, meta: &cap_std::fs::Metadata) -> io::Result<(u64, u64)> {
+    use cap_std::fs::MetadataExt as _;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The volume serial number and file index of the open directory: what Windows has for
+/// `st_dev` and `st_ino`. Stable std and cap-std expose them only behind an unstable
+/// feature, so the handle is asked directly.
+#[cfg(windows)]
+fn file_id(dir: &Dir, _meta: &cap_std::fs::Metadata) -> io::Result<(u64, u64)> {
+    let handle = dir.try_clone()?.into_std_file();
+    let info = winapi_util::file::information(&handle)?;
+    Ok((info.volume_serial_number(), info.file_index()))
+}
+
+/// Whether the object `lstat` saw at `path` (`seen`) is the one now open (`identity`).
+#[cfg(unix)]
+fn is_what_was_seen(_path: &Path, seen: &std::fs::Metadata, identity: &Identity) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    seen.dev() == identity.device && seen.ino() == identity.inode
+}
+
+/// Whether the object at `path` itself (a link is not followed: Windows' `lstat` has no
+/// file index, so the path is opened as the reparse point it may be) is the one now open.
+#[cfg(windows)]
+fn is_what_was_seen(path: &Path, _seen: &std::fs::Metadata, identity: &Identity) -> bool {
+    use std::os::windows::fs::OpenOptionsExt as _;
+    // Values from the Windows SDK: a directory opens only with backup semantics, and a link
+    // must be opened as itself rather than as its target.
+    const FILE_FLAG_BACKUP_SEMANTICS: u32 = 0x0200_0000;
+    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+    // Attributes only: the identity is read without asking for the contents.
+    std::fs::OpenOptions::new()
+        .access_mode(0)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)
+        .and_then(|file| winapi_util::file::information(&file))
+        .is_ok_and(|info| {
+            info.volume_serial_number() == identity.device && info.file_index() == identity.inode
+        })
 }
 
 /// A directory opened strictly: canonical path, handle and identity.
@@ -286,18 +332,16 @@ pub fn open_strict(path: &Path) -> Result<OpenDir, BrowseError> {
     let dir = Dir::open_ambient_dir(&canonical, cap_std::ambient_authority())
         .map_err(|_| BrowseError::Unavailable)?;
     let meta = dir.dir_metadata().map_err(|_| BrowseError::Unavailable)?;
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        if !meta.is_dir() || meta.dev() != seen.dev() || meta.ino() != seen.ino() {
-            return Err(BrowseError::Unavailable);
-        }
+    let identity = Identity::of(&dir, &meta).map_err(|_| BrowseError::Unavailable)?;
+    if !meta.is_dir() || !is_what_was_seen(&canonical, &seen, &identity) {
+        return Err(BrowseError::Unavailable);
     }
     if !accessible(&dir, ".") {
         return Err(BrowseError::Unavailable);
     }
     Ok(OpenDir {
         path: canonical,
-        identity: Identity::of(&meta),
+        identity,
         dir,
     })
 }
@@ -353,9 +397,12 @@ pub fn list(open: &OpenDir) -> io::Result<Listing> {
         let Ok(meta) = child.dir_metadata() else {
             continue;
         };
+        let Ok(identity) = Identity::of(&child, &meta) else {
+            continue;
+        };
         children.push(Child {
             path: open.path.join(&name),
-            identity: Identity::of(&meta),
+            identity,
             name,
         });
     }
@@ -481,6 +528,7 @@ fn clean_name(name: &str) -> bool {
 }
 
 /// Whether this user can read, write and search `name` under `dir`.
+#[cfg(unix)]
 fn accessible(dir: &Dir, name: &str) -> bool {
     use rustix::fs::{Access, AtFlags, accessat};
     accessat(
@@ -490,6 +538,17 @@ fn accessible(dir: &Dir, name: &str) -> bool {
         AtFlags::empty(),
     )
     .is_ok()
+}
+
+/// Whether this user can read and search `name` under `dir`: it opens and lists. Write
+/// access is not known in advance on Windows (that takes the ACL check of the Win32 API,
+/// which safe code cannot reach), so a read-only directory is offered and a write into it
+/// is refused by the write itself.
+#[cfg(windows)]
+fn accessible(dir: &Dir, name: &str) -> bool {
+    dir.open_dir(name)
+        .and_then(|child| child.entries().map(drop))
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -510,6 +569,8 @@ mod tests {
         }
         std::fs::create_dir_all(root.join("Alpha/nested")).unwrap();
         std::fs::write(root.join("file.txt"), b"x").unwrap();
+        // Creating a link on Windows needs a privilege a test cannot count on.
+        #[cfg(unix)]
         std::os::unix::fs::symlink(root.join("beta"), root.join("link")).unwrap();
         let open = open_strict(&root).unwrap();
         let listing = list(&open).unwrap();
@@ -538,6 +599,7 @@ mod tests {
         std::fs::remove_dir_all(root).unwrap();
     }
 
+    #[cfg(unix)]
     #[test]
     fn links_and_non_canonical_paths_are_refused() {
         let root = temp_dir("links");

@@ -730,6 +730,8 @@ mod tests {
     struct Sandbox {
         base: PathBuf,
         root: PathBuf,
+        // Only the link tests, which are Unix-only, point into it.
+        #[cfg_attr(not(unix), allow(dead_code))]
         outside: PathBuf,
     }
 

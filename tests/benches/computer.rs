@@ -10,146 +10,162 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-
-use e2e::display::Desktop;
-use e2e::platform::{Platform, Shim, TOKEN, fresh_dir};
-use e2e::witness::Witness;
-use local_core::desktop::screen::{self, Encoding, Source};
-use serde_json::json;
-
-const LOCAL_ROUNDS: usize = 30;
-const SHOT_ROUNDS: usize = 10;
-const INPUT_ROUNDS: usize = 30;
-/// The bench re-runs itself with this argument inside the desktop's environment, since a
-/// process cannot safely change its own DISPLAY.
-const INNER: &str = "--capture-inner";
 
 fn main() -> ExitCode {
-    if std::env::args().any(|a| a == INNER) {
-        inner();
-        return ExitCode::SUCCESS;
+    #[cfg(unix)]
+    return bench::main();
+    #[cfg(not(unix))]
+    {
+        eprintln!("computer bench: it needs an X server, so it runs on Linux only");
+        ExitCode::FAILURE
     }
-    let desktop = Desktop::start();
-    let _witness = Witness::start(&desktop, "Bench witness");
-    let output = desktop
-        .command(std::env::current_exe().unwrap())
-        .arg(INNER)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    println!();
-    println!("computer bench (Xvfb 1920x1080, release build)");
-    print!("{}", String::from_utf8_lossy(&output.stdout));
-
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (ping, shot, input) = runtime.block_on(through_the_shim(&desktop));
-    println!("  PING round trip (baseline)           median {ping:>8.2} ms");
-    println!(
-        "  SCREENSHOT_REQUEST jpeg q75 round trip median {shot:>8.2} ms  ({:.1}x PING, {SHOT_ROUNDS} rounds)",
-        shot / ping
-    );
-    println!(
-        "  INPUT_ACTION mouse_move round trip   median {input:>8.2} ms  ({:.1}x PING, {INPUT_ROUNDS} rounds)",
-        input / ping
-    );
-    ExitCode::SUCCESS
 }
 
-fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
+/// The X server, the witness window and the binary: Unix only.
+#[cfg(unix)]
+mod bench {
+    use std::process::ExitCode;
+    use std::time::{Duration, Instant};
 
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1000.0
-}
+    use e2e::display::Desktop;
+    use e2e::platform::{Platform, Shim, TOKEN, fresh_dir};
+    use e2e::witness::Witness;
+    use local_core::desktop::screen::{self, Encoding, Source};
+    use serde_json::json;
 
-/// In-process figures, run inside the desktop's environment.
-fn inner() {
-    let time = |encoding: Option<Encoding>| {
-        let mut samples: Vec<f64> = (0..LOCAL_ROUNDS)
-            .map(|_| {
-                let started = Instant::now();
-                let capture = screen::capture(Source::Monitor(0)).unwrap();
-                assert_eq!(capture.image.dimensions(), (1920, 1080));
-                if let Some(encoding) = encoding {
-                    let bytes = screen::encode(&capture.image, encoding).unwrap();
-                    assert!(!bytes.is_empty());
-                }
-                ms(started)
-            })
-            .collect();
-        median(&mut samples)
-    };
-    let capture = time(None);
-    let jpeg = time(Some(Encoding::Jpeg { quality: 75 }));
-    let png = time(Some(Encoding::Png));
-    println!("  capture 1920x1080 (baseline)         median {capture:>8.2} ms");
-    println!(
-        "  capture + JPEG q75                   median {jpeg:>8.2} ms  ({:.2}x capture; target <= 40 ms)",
-        jpeg / capture
-    );
-    println!(
-        "  capture + PNG (fast)                 median {png:>8.2} ms  ({:.2}x capture)",
-        png / capture
-    );
-}
+    const LOCAL_ROUNDS: usize = 30;
+    const SHOT_ROUNDS: usize = 10;
+    const INPUT_ROUNDS: usize = 30;
+    /// The bench re-runs itself with this argument inside the desktop's environment, since a
+    /// process cannot safely change its own DISPLAY.
+    const INNER: &str = "--capture-inner";
 
-async fn through_the_shim(desktop: &Desktop) -> (f64, f64, f64) {
-    let home = fresh_dir("computer-bench");
-    let root = home.join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let platform = Platform::bind().await;
-    let args = platform.start_args(&root, "WARNING", &["--enable-computer-use"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut env: Vec<(&str, String)> = desktop.env();
-    env.push(("AUTOGPT_SHIM_TOKEN", TOKEN.to_owned()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let _shim = Shim::spawn(&home, &args, &env);
-    let (mut conn, _) = platform.session(&["files", "computer_use"], |_| {}).await;
+    pub(super) fn main() -> ExitCode {
+        if std::env::args().any(|a| a == INNER) {
+            inner();
+            return ExitCode::SUCCESS;
+        }
+        let desktop = Desktop::start();
+        let _witness = Witness::start(&desktop, "Bench witness");
+        let output = desktop
+            .command(std::env::current_exe().unwrap())
+            .arg(INNER)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        println!();
+        println!("computer bench (Xvfb 1920x1080, release build)");
+        print!("{}", String::from_utf8_lossy(&output.stdout));
 
-    let mut pings = Vec::new();
-    for round in 0..INPUT_ROUNDS {
-        let started = Instant::now();
-        let reply = conn.call("PING", &format!("p{round}"), json!({})).await;
-        assert_eq!(reply["type"], "PONG", "{reply}");
-        pings.push(ms(started));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (ping, shot, input) = runtime.block_on(through_the_shim(&desktop));
+        println!("  PING round trip (baseline)           median {ping:>8.2} ms");
+        println!(
+            "  SCREENSHOT_REQUEST jpeg q75 round trip median {shot:>8.2} ms  ({:.1}x PING, {SHOT_ROUNDS} rounds)",
+            shot / ping
+        );
+        println!(
+            "  INPUT_ACTION mouse_move round trip   median {input:>8.2} ms  ({:.1}x PING, {INPUT_ROUNDS} rounds)",
+            input / ping
+        );
+        ExitCode::SUCCESS
     }
-    let mut shots = Vec::new();
-    for round in 0..SHOT_ROUNDS {
-        let started = Instant::now();
-        let reply = conn
-            .call(
-                "SCREENSHOT_REQUEST",
-                &format!("s{round}"),
-                json!({"quality": 75}),
-            )
-            .await;
-        assert_eq!(reply["type"], "SCREENSHOT_RESPONSE", "{reply}");
-        shots.push(ms(started));
+
+    fn median(samples: &mut [f64]) -> f64 {
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
     }
-    let mut moves = Vec::new();
-    for round in 0..INPUT_ROUNDS {
-        let x = 200 + i64::try_from(round).unwrap() * 10;
-        let started = Instant::now();
-        let reply = conn
-            .call(
-                "INPUT_ACTION",
-                &format!("m{round}"),
-                json!({"action": "mouse_move", "coordinate": [x, 300]}),
-            )
-            .await;
-        assert_eq!(reply["type"], "ACK", "{reply}");
-        moves.push(ms(started));
-        tokio::time::sleep(Duration::from_millis(5)).await;
+
+    fn ms(since: Instant) -> f64 {
+        since.elapsed().as_secs_f64() * 1000.0
     }
-    (median(&mut pings), median(&mut shots), median(&mut moves))
+
+    /// In-process figures, run inside the desktop's environment.
+    fn inner() {
+        let time = |encoding: Option<Encoding>| {
+            let mut samples: Vec<f64> = (0..LOCAL_ROUNDS)
+                .map(|_| {
+                    let started = Instant::now();
+                    let capture = screen::capture(Source::Monitor(0)).unwrap();
+                    assert_eq!(capture.image.dimensions(), (1920, 1080));
+                    if let Some(encoding) = encoding {
+                        let bytes = screen::encode(&capture.image, encoding).unwrap();
+                        assert!(!bytes.is_empty());
+                    }
+                    ms(started)
+                })
+                .collect();
+            median(&mut samples)
+        };
+        let capture = time(None);
+        let jpeg = time(Some(Encoding::Jpeg { quality: 75 }));
+        let png = time(Some(Encoding::Png));
+        println!("  capture 1920x1080 (baseline)         median {capture:>8.2} ms");
+        println!(
+            "  capture + JPEG q75                   median {jpeg:>8.2} ms  ({:.2}x capture; target <= 40 ms)",
+            jpeg / capture
+        );
+        println!(
+            "  capture + PNG (fast)                 median {png:>8.2} ms  ({:.2}x capture)",
+            png / capture
+        );
+    }
+
+    async fn through_the_shim(desktop: &Desktop) -> (f64, f64, f64) {
+        let home = fresh_dir("computer-bench");
+        let root = home.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let platform = Platform::bind().await;
+        let args = platform.start_args(&root, "WARNING", &["--enable-computer-use"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut env: Vec<(&str, String)> = desktop.env();
+        env.push(("AUTOGPT_SHIM_TOKEN", TOKEN.to_owned()));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let _shim = Shim::spawn(&home, &args, &env);
+        let (mut conn, _) = platform.session(&["files", "computer_use"], |_| {}).await;
+
+        let mut pings = Vec::new();
+        for round in 0..INPUT_ROUNDS {
+            let started = Instant::now();
+            let reply = conn.call("PING", &format!("p{round}"), json!({})).await;
+            assert_eq!(reply["type"], "PONG", "{reply}");
+            pings.push(ms(started));
+        }
+        let mut shots = Vec::new();
+        for round in 0..SHOT_ROUNDS {
+            let started = Instant::now();
+            let reply = conn
+                .call(
+                    "SCREENSHOT_REQUEST",
+                    &format!("s{round}"),
+                    json!({"quality": 75}),
+                )
+                .await;
+            assert_eq!(reply["type"], "SCREENSHOT_RESPONSE", "{reply}");
+            shots.push(ms(started));
+        }
+        let mut moves = Vec::new();
+        for round in 0..INPUT_ROUNDS {
+            let x = 200 + i64::try_from(round).unwrap() * 10;
+            let started = Instant::now();
+            let reply = conn
+                .call(
+                    "INPUT_ACTION",
+                    &format!("m{round}"),
+                    json!({"action": "mouse_move", "coordinate": [x, 300]}),
+                )
+                .await;
+            assert_eq!(reply["type"], "ACK", "{reply}");
+            moves.push(ms(started));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        (median(&mut pings), median(&mut shots), median(&mut moves))
+    }
 }

@@ -16,6 +16,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
 use super::KEYRING_SERVICE;
 
 /// How long one keyring call (including starting the service on demand) may take.

@@ -385,6 +385,8 @@ mod tests {
         let path = places.token_file.clone().unwrap();
         assert_eq!(location, Location::File(path.clone()));
         assert_eq!(store.load().await.unwrap(), Some(saved));
+        // Windows files have no mode bits to check or loosen.
+        #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -407,6 +409,7 @@ mod tests {
         assert_eq!(store.load().await.unwrap(), None);
 
         std::fs::write(&path, "{}").unwrap();
+        #[cfg(unix)]
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
         assert!(matches!(store.load().await, Err(StoreError::Malformed(_))));

@@ -29,8 +29,12 @@ fn walk(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
     // child, so the child is visited first.
     let mut stack: Vec<(UIElement, usize, bool)> = vec![(window, 0, false)];
     while let Some((node, depth, has_siblings)) = stack.pop() {
-        if has_siblings && let Ok(next) = walker.get_next_sibling(&node) {
-            stack.push((next, depth, true));
+        if has_siblings {
+            match walker.get_next_sibling(&node) {
+                Ok(next) => stack.push((next, depth, true)),
+                Err(e) if failed(&e) => collector.lost_part(),
+                Err(_) => {}
+            }
         }
         let password = node.is_password().unwrap_or(true);
         let showing = node.is_offscreen().map(|off| !off).unwrap_or(false);
@@ -58,16 +62,25 @@ fn walk(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
                 break;
             }
         }
-        if collector.descends(depth)
-            && let Ok(child) = walker.get_first_child(&node)
-        {
-            stack.push((child, depth + 1, true));
+        if collector.descends(depth) {
+            match walker.get_first_child(&node) {
+                Ok(child) => stack.push((child, depth + 1, true)),
+                Err(e) if failed(&e) => collector.lost_part(),
+                Err(_) => {}
+            }
         }
         if collector.out_of_time() {
             break;
         }
     }
     Ok(collector.finish())
+}
+
+/// Whether a walker step failed rather than found nothing: "no such element" arrives as an
+/// error with a success code (a null element), a call that failed (the element went away, the
+/// provider did not answer) with a failing HRESULT, and only that loses part of the tree.
+fn failed(error: &uiautomation::Error) -> bool {
+    error.result().is_some()
 }
 
 /// The desktop's child window titled `target.title`, preferring the one of `target.pid`.

@@ -253,6 +253,8 @@ async fn refused_upgrades_exit_77() {
     }
 }
 
+// The privacy check reads Unix mode bits.
+#[cfg(unix)]
 #[tokio::test]
 async fn a_token_file_must_be_private_and_its_token_is_sent() {
     let (home, root) = home_and_root("shim-token-file");
@@ -278,6 +280,7 @@ async fn a_token_file_must_be_private_and_its_token_is_sent() {
     assert_eq!(conn.call("PING", "p", json!({})).await["type"], "PONG");
 }
 
+#[cfg(unix)]
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();

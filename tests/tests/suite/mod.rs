@@ -5,15 +5,24 @@ mod assist;
 mod binary;
 mod boundary;
 mod connector;
+// Mode bits and a real Secret Service on a private session bus: Unix only.
+#[cfg(unix)]
 mod connector_auth;
 mod connector_cli;
+// Xvfb or Xorg, openbox, GTK and xclip.
+#[cfg(unix)]
 mod connector_computer;
 mod connector_control;
+// Symbolic links (a privilege on Windows) and SIGKILL.
+#[cfg(unix)]
 mod connector_files;
 mod connector_llm;
 mod connector_shell;
 mod contracts;
+// Xvfb, openbox and AT-SPI.
+#[cfg(unix)]
 mod desktop;
+#[cfg(unix)]
 mod desktop_client;
 mod guidance;
 mod launcher;
