@@ -34,7 +34,7 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{self, JoinError, JoinSet};
 
-use crate::audit::{Auditor, Entry, Expected, details};
+use crate::audit::{Auditor, Entry, details};
 use crate::protocol::{
     Arch, Capability, DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, Direction,
     EmptyPayload, Envelope, ErrorCode, ErrorPayload, HardwareDevice, HelloAckPayload, HelloPayload,
@@ -1130,23 +1130,18 @@ impl Dispatch {
         let limits = self.limits;
         let test_gate = self.hooks.file_gate.clone();
         let gate = self.gate();
-        // Announced as the frame is admitted, so frames that arrived together share an fsync;
-        // a child's request is announced once it leaves the machine gate instead, so a long
-        // wait there does not hold every group commit for its record.
-        let early = gate.work.is_none().then(|| host.audit.expect());
         self.tasks
             .spawn(async move {
                 let Some(_work) = gate.enter().await else {
                     return internal_error();
                 };
-                let expected = early.unwrap_or_else(|| host.audit.expect());
                 let _permit = match &test_gate {
                     Some(gate) => gate.acquire().await.ok(),
                     None => None,
                 };
                 let run = move || {
                     let (message, entry) = op.run(&host.jail, &limits);
-                    audit_file_op(&host.audit, expected, &request_id, entry);
+                    audit_file_op(&host.audit, &request_id, entry);
                     message
                 };
                 match task::spawn_blocking(run).await {
@@ -1259,7 +1254,7 @@ impl Gate {
 
 /// Writes a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
 /// (the reference's separate op for that, so violations can be found without parsing codes).
-fn audit_file_op(audit: &Auditor, expected: Expected, request_id: &str, entry: Entry) {
+fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) {
     let violation = (entry.result.error_code.as_deref()
         == Some(ErrorCode::PathOutsideAllowedRoot.as_str()))
     .then(|| {
@@ -1279,7 +1274,7 @@ fn audit_file_op(audit: &Auditor, expected: Expected, request_id: &str, entry: E
         )
     });
     let entries = std::iter::once(entry).chain(violation).collect();
-    audit.record_all(Some(request_id), entries, Some(expected));
+    audit.record_all(Some(request_id), entries);
 }
 
 /// The reference's record for a SESSION_REVOKED frame.
