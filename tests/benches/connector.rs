@@ -209,7 +209,7 @@ async fn run() -> Vec<Figure> {
             baseline_name: "PING, 4 in flight /s",
         },
         Figure {
-            name: "FILE_STAT, 4 in flight (again)",
+            name: "FILE_STAT, same run, vs fsync",
             value: stat_rate,
             unit: "/s",
             target: ">= 5000",
