@@ -118,7 +118,7 @@ impl MountParent {
 /// Where the reference looks for mounted volumes: Linux the children of `/media/<user>` and
 /// `/run/media/<user>` (user = the home directory's name); WSL2 those and the one-letter
 /// directories under `/mnt`; macOS the children of `/Volumes`; Windows none (its roots are
-/// the drives, [`windows_drive_roots`]).
+/// the drives, [`windows_drive_roots`] of [`present_drives`]).
 #[must_use]
 pub fn mount_parents(os: HostOs, home: Option<&Path>) -> Vec<MountParent> {
     let user = home.and_then(Path::file_name);
@@ -156,7 +156,7 @@ pub fn is_drive_letter(name: &str) -> bool {
 
 /// The Windows drive roots offered, from each present drive's letter and its
 /// `GetDriveTypeW` code: removable and fixed drives only, as `C:\`, in letter order,
-/// each letter once. The enumeration itself is the Windows port's part.
+/// each letter once. [`present_drives`] gives the drives of this machine.
 #[must_use]
 pub fn windows_drive_roots(drives: impl IntoIterator<Item = (char, u32)>) -> Vec<PathBuf> {
     let mut letters: Vec<char> = drives
@@ -170,6 +170,42 @@ pub fn windows_drive_roots(drives: impl IntoIterator<Item = (char, u32)>) -> Vec
         .into_iter()
         .map(|letter| PathBuf::from(format!("{letter}:\\")))
         .collect()
+}
+
+/// This machine's drive letters with their `GetDriveTypeW` code, through sysinfo, which
+/// lists only removable and fixed volumes; empty off Windows.
+#[must_use]
+pub fn present_drives() -> Vec<(char, u32)> {
+    #[cfg(windows)]
+    {
+        const REMOVABLE: u32 = 2;
+        const FIXED: u32 = 3;
+        // No drive list (the query failed) leaves the home directory as the only root.
+        let Ok(disks) = sysinfo::Disks::new_with_refreshed_list() else {
+            return Vec::new();
+        };
+        disks
+            .iter()
+            .filter_map(|disk| {
+                let mount = disk.mount_point().to_str()?;
+                let mut chars = mount.chars();
+                let letter = chars.next()?;
+                // Volumes mounted on folders rather than letters are not drive roots.
+                (chars.as_str() == ":\\").then_some((
+                    letter,
+                    if disk.is_removable() {
+                        REMOVABLE
+                    } else {
+                        FIXED
+                    },
+                ))
+            })
+            .collect()
+    }
+    #[cfg(not(windows))]
+    {
+        Vec::new()
+    }
 }
 
 /// Whether the reference skips a directory of this name when listing on Windows.
@@ -440,6 +476,9 @@ pub fn virtual_roots(home: Option<&Path>) -> Vec<OpenDir> {
 #[must_use]
 pub fn virtual_roots_on(os: HostOs, home: Option<&Path>) -> Vec<OpenDir> {
     let mut candidates: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
+    if os == HostOs::Windows {
+        candidates.extend(windows_drive_roots(present_drives()));
+    }
     for parent in mount_parents(os, home) {
         if let Ok(open) = open_canonical(&parent.path)
             && let Ok(listing) = list(&open)
