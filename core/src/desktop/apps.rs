@@ -187,7 +187,17 @@ mod tests {
             args: vec!["5".to_owned()],
         })
         .unwrap();
-        let apps = list(false, None).unwrap();
+        // The kernel renames the child during exec a moment after spawn has returned, so a
+        // listing at once may still show the parent's thread name.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let apps = loop {
+            let apps = list(false, None).unwrap();
+            let name = apps.iter().find(|a| a.pid == pid).map(|a| a.name.clone());
+            if name.as_deref() == Some("sleep") || std::time::Instant::now() > deadline {
+                break apps;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
         let app = apps
             .iter()
             .find(|a| a.pid == pid)
