@@ -375,7 +375,13 @@ fn screenshot(
         (None, Some(region)) => Source::Region(region),
         (None, None) => Source::Monitor(p.monitor),
     };
-    let capture = screen::capture(source)?;
+    let mut capture = screen::capture(source)?;
+    // Best effort: a screenshot without the pointer beats no screenshot.
+    let cursor_drawn = p.include_cursor
+        && screen::draw_cursor(&mut capture).unwrap_or_else(|err| {
+            tracing::debug!(code = err.code(), "the pointer was not drawn");
+            false
+        });
     let encoding = match p.format {
         ImageFormat::Jpeg => Encoding::Jpeg { quality: p.quality },
         ImageFormat::Png => Encoding::Png,
@@ -392,6 +398,7 @@ fn screenshot(
     details.insert("image_bytes_returned".to_owned(), json!(size));
     details.insert("width".to_owned(), json!(width));
     details.insert("height".to_owned(), json!(height));
+    details.insert("cursor_drawn".to_owned(), json!(cursor_drawn));
     let logical = |side: u32| (f64::from(side) / capture.scale).round() as u32;
     Ok(Message::ScreenshotResponse(ScreenshotResponsePayload {
         image_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),

@@ -292,6 +292,110 @@ pub fn compose(parts: &[([i64; 2], RgbaImage)], canvas: Rect) -> Result<RgbaImag
     Ok(out)
 }
 
+/// Draws the pointer into `capture` where the window system shows it, as a user sees the
+/// screen (X11 captures never contain it); returns whether any of it landed in the capture.
+///
+/// # Errors
+/// [`DesktopError::Failed`] when the window system would not give the pointer's image.
+pub fn draw_cursor(capture: &mut Capture) -> Result<bool, DesktopError> {
+    Ok(pointer::image()
+        .map_err(DesktopError::Failed)?
+        .is_some_and(|cursor| blend_cursor(&mut capture.image, capture.origin, &cursor)))
+}
+
+/// The pointer as the window system draws it: premultiplied ARGB pixels whose top-left sits
+/// at `at` (display-global, hot spot already subtracted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorImage {
+    pub at: [i64; 2],
+    pub width: u32,
+    pub height: u32,
+    pub argb: Vec<u32>,
+}
+
+/// Composites `cursor` over `image`, whose top-left is `origin`; returns whether any of it
+/// landed inside.
+fn blend_cursor(image: &mut RgbaImage, origin: [i64; 2], cursor: &CursorImage) -> bool {
+    let expected = u64::from(cursor.width) * u64::from(cursor.height);
+    if u64::try_from(cursor.argb.len()).ok() != Some(expected) {
+        return false;
+    }
+    let (width, height) = (i64::from(image.width()), i64::from(image.height()));
+    let mut drawn = false;
+    for (i, argb) in (0_u32..).zip(&cursor.argb) {
+        let x = cursor.at[0] + i64::from(i % cursor.width) - origin[0];
+        let y = cursor.at[1] + i64::from(i / cursor.width) - origin[1];
+        let (Ok(px), Ok(py)) = (u32::try_from(x), u32::try_from(y)) else {
+            continue;
+        };
+        if x >= width || y >= height {
+            continue;
+        }
+        let [alpha, red, green, blue] = argb.to_be_bytes();
+        if alpha == 0 {
+            continue;
+        }
+        let under = image.get_pixel_mut(px, py);
+        // Premultiplied "over": source plus what shows through of the destination.
+        let over = |src: u8, dst: u8| {
+            let kept = u16::from(dst) * u16::from(255 - alpha) / 255;
+            u8::try_from(u16::from(src) + kept).unwrap_or(u8::MAX)
+        };
+        under.0 = [
+            over(red, under.0[0]),
+            over(green, under.0[1]),
+            over(blue, under.0[2]),
+            under.0[3],
+        ];
+        drawn = true;
+    }
+    drawn
+}
+
+#[cfg(all(unix, not(target_os = "macos")))]
+mod pointer {
+    use x11rb::protocol::xfixes::ConnectionExt as _;
+
+    use super::CursorImage;
+
+    /// The XFIXES cursor image; `None` without an X server (Wayland, a console).
+    pub(super) fn image() -> Result<Option<CursorImage>, String> {
+        if std::env::var_os("DISPLAY").is_none() {
+            return Ok(None);
+        }
+        let (conn, _) = x11rb::connect(None).map_err(|e| e.to_string())?;
+        // The server answers XFIXES requests only after the client has named its version.
+        conn.xfixes_query_version(4, 0)
+            .map_err(|e| e.to_string())?
+            .reply()
+            .map_err(|e| e.to_string())?;
+        let cursor = conn
+            .xfixes_get_cursor_image()
+            .map_err(|e| e.to_string())?
+            .reply()
+            .map_err(|e| e.to_string())?;
+        Ok(Some(CursorImage {
+            at: [
+                i64::from(cursor.x) - i64::from(cursor.xhot),
+                i64::from(cursor.y) - i64::from(cursor.yhot),
+            ],
+            width: u32::from(cursor.width),
+            height: u32::from(cursor.height),
+            argb: cursor.cursor_image,
+        }))
+    }
+}
+
+/// Windows and macOS captures have no pointer image source of ours yet.
+#[cfg(not(all(unix, not(target_os = "macos"))))]
+mod pointer {
+    use super::CursorImage;
+
+    pub(super) fn image() -> Result<Option<CursorImage>, String> {
+        Ok(None)
+    }
+}
+
 /// How to encode a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -414,6 +518,44 @@ mod tests {
         assert_eq!(out.get_pixel(1, 1).0, [255, 0, 0, 255]);
         assert_eq!(out.get_pixel(3, 0).0, [0, 0, 255, 255]);
         assert_eq!(out.get_pixel(3, 1).0, [0, 0, 0, 255]);
+    }
+
+    #[test]
+    fn the_cursor_is_composited_where_it_sits_and_clipped_at_the_edges() {
+        let mut image = RgbaImage::from_pixel(4, 4, image::Rgba([200, 0, 0, 255]));
+        // 2×2 at display-global (11, 21) over a capture whose top-left is (10, 20): opaque
+        // white, half-transparent black (premultiplied), fully transparent, opaque blue.
+        let cursor = CursorImage {
+            at: [11, 21],
+            width: 2,
+            height: 2,
+            argb: vec![0xFFFF_FFFF, 0x8000_0000, 0x0000_0000, 0xFF00_00FF],
+        };
+        assert!(blend_cursor(&mut image, [10, 20], &cursor));
+        assert_eq!(image.get_pixel(1, 1).0, [255, 255, 255, 255]);
+        assert_eq!(image.get_pixel(2, 1).0, [99, 0, 0, 255]);
+        assert_eq!(image.get_pixel(1, 2).0, [200, 0, 0, 255]);
+        assert_eq!(image.get_pixel(2, 2).0, [0, 0, 255, 255]);
+        assert_eq!(image.get_pixel(0, 0).0, [200, 0, 0, 255]);
+        // Hanging over the top-left corner: only the part inside is drawn.
+        let mut edge = RgbaImage::from_pixel(2, 2, image::Rgba([0, 0, 0, 255]));
+        let corner = CursorImage {
+            at: [-1, -1],
+            ..cursor.clone()
+        };
+        assert!(blend_cursor(&mut edge, [0, 0], &corner));
+        assert_eq!(edge.get_pixel(0, 0).0, [0, 0, 255, 255]);
+        // Wholly outside, or with a pixel count that does not match its size: nothing.
+        let away = CursorImage {
+            at: [50, 50],
+            ..cursor.clone()
+        };
+        assert!(!blend_cursor(&mut edge, [0, 0], &away));
+        let short = CursorImage {
+            argb: vec![0xFFFF_FFFF],
+            ..cursor
+        };
+        assert!(!blend_cursor(&mut edge, [0, 0], &short));
     }
 
     #[test]

@@ -117,7 +117,11 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
 
     // 1: the whole primary monitor, PNG; the witness's red area is where it says it is.
     let full = conn
-        .call("SCREENSHOT_REQUEST", "s1", json!({"format": "png"}))
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s1",
+            json!({"format": "png", "include_cursor": false}),
+        )
         .await;
     let (width, height, pixels) = decode_png(&full);
     assert_eq!((width, height), (1920, 1080));
@@ -131,14 +135,24 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
     let jpeg = conn.call("SCREENSHOT_REQUEST", "s2", json!({})).await;
     assert_eq!(jpeg_size(&jpeg), (1920, 1080));
 
-    // 3: a display-global region inside the red area: every pixel red, origin echoed.
+    // 3: a display-global region inside the red area, the pointer over it but not asked for:
+    // every pixel red, origin echoed.
     let [cx, cy] = witness.centre();
+    let pointer = [cx + 20, cy - 5];
+    assert_ack(
+        &act(
+            &mut conn,
+            "to-red",
+            json!({"action": "mouse_move", "coordinate": pointer}),
+        )
+        .await,
+    );
     let region = json!([cx - 50, cy - 25, cx + 50, cy + 25]);
     let part = conn
         .call(
             "SCREENSHOT_REQUEST",
             "s3",
-            json!({"format": "png", "region": region}),
+            json!({"format": "png", "region": region, "include_cursor": false}),
         )
         .await;
     let (w, h, pixels) = decode_png(&part);
@@ -202,8 +216,32 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
     assert_eq!(decode_png(&all).0, 1920);
     assert_eq!(all["payload"]["monitor"], -1);
 
-    // 8-10 use up the minute's ten; the eleventh is refused.
-    for id in ["s8", "s9", "s10"] {
+    // 8: the same region with the pointer drawn by default, as XFIXES reports its image: some
+    // pixels change, all of them near the pointer, the far corner stays red.
+    let drawn = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s8",
+            json!({"format": "png", "region": region}),
+        )
+        .await;
+    let (w, _, pixels) = decode_png(&drawn);
+    let changed: Vec<[i64; 2]> = (0_i64..)
+        .zip(pixels.chunks(4))
+        .filter(|(_, p)| *p != [255, 0, 0, 255])
+        .map(|(i, _)| [cx - 50 + i % i64::from(w), cy - 25 + i / i64::from(w)])
+        .collect();
+    assert!(!changed.is_empty(), "no pointer drawn at {pointer:?}");
+    assert!(
+        changed
+            .iter()
+            .all(|[x, y]| (x - pointer[0]).abs() <= 48 && (y - pointer[1]).abs() <= 48),
+        "pixels changed away from the pointer: {changed:?}"
+    );
+    assert_eq!(pixel(&pixels, w, [0, 0]), [255, 0, 0, 255]);
+
+    // 9-10 use up the minute's ten; the eleventh is refused.
+    for id in ["s9", "s10"] {
         let small = conn
             .call("SCREENSHOT_REQUEST", id, json!({"region": [0, 0, 8, 8]}))
             .await;
@@ -224,6 +262,12 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
         .expect("audited");
     assert_eq!(first["details"]["width"], 1920);
     assert!(first["details"]["image_bytes_returned"].as_u64().unwrap() > 0);
+    assert_eq!(first["details"]["cursor_drawn"], false);
+    let with_pointer = records
+        .iter()
+        .find(|r| r["op"] == "SCREENSHOT_REQUEST" && r["request_id"] == "s8")
+        .expect("audited");
+    assert_eq!(with_pointer["details"]["cursor_drawn"], true);
 
     // A new connection's HELLO wipes every window id minted before it.
     conn.close(1011).await;
