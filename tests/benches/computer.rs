@@ -1,8 +1,10 @@
 //! Computer-use figures on a private 1920×1080 Xvfb desktop with the witness window open:
-//! in-process capture of the primary monitor alone (the baseline), capture + JPEG q75 and
-//! capture + PNG (medians of 30); then through the test platform with the real binary, the
-//! SCREENSHOT_REQUEST round trip (JPEG q75, median of 10: the rate limit allows ten a minute)
-//! and the INPUT_ACTION mouse_move round trip (median of 30) against a PING round trip.
+//! in-process capture of the primary monitor alone (the baseline), the display list (both also
+//! through xcap, the path they replaced), capture +
+//! JPEG q75, capture + PNG and the pointer overlay (medians of 30, interleaved); then through the test
+//! platform with the real binary, the SCREENSHOT_REQUEST round trip (JPEG q75, median of 10:
+//! the rate limit allows ten a minute) and the INPUT_ACTION mouse_move round trip (median of
+//! 30) against a PING round trip.
 //! Run with `cargo bench -p e2e --bench computer` after
 //! `cargo build --release --workspace --bins` (it measures the binary next to it).
 
@@ -87,27 +89,98 @@ mod bench {
         since.elapsed().as_secs_f64() * 1000.0
     }
 
+    /// The in-process variants, timed in turn within every round so that the machine's slow
+    /// spells fall on all of them alike.
+    #[derive(Clone, Copy)]
+    enum Variant {
+        /// Our capture of the primary monitor: the baseline.
+        Capture,
+        /// The display list every screenshot and input action starts with.
+        Displays,
+        /// xcap's display list and capture: the path ours replaced on X11.
+        XcapDisplays,
+        XcapCapture,
+        Jpeg,
+        Png,
+        /// What include_cursor adds: asking X for the pointer and blending it.
+        Pointer,
+    }
+
+    const VARIANTS: [Variant; 7] = [
+        Variant::Capture,
+        Variant::Displays,
+        Variant::XcapDisplays,
+        Variant::XcapCapture,
+        Variant::Jpeg,
+        Variant::Png,
+        Variant::Pointer,
+    ];
+
+    fn run(variant: Variant, shot: &mut screen::Capture) {
+        let capture = || {
+            let capture = screen::capture(Source::Monitor(0)).unwrap();
+            assert_eq!(capture.image.dimensions(), (1920, 1080));
+            capture
+        };
+        let encoded = |encoding| {
+            assert!(
+                !screen::encode(&capture().image, encoding)
+                    .unwrap()
+                    .is_empty()
+            )
+        };
+        match variant {
+            Variant::Capture => drop(capture()),
+            Variant::Displays => assert!(!screen::displays().unwrap().is_empty()),
+            Variant::XcapDisplays => {
+                for monitor in &xcap::Monitor::all().unwrap() {
+                    let _ = (monitor.x(), monitor.y(), monitor.width(), monitor.height());
+                    let _ = (monitor.is_primary(), monitor.scale_factor(), monitor.id());
+                }
+            }
+            Variant::XcapCapture => {
+                let image = xcap::Monitor::all().unwrap()[0].capture_image().unwrap();
+                assert_eq!(image.dimensions(), (1920, 1080));
+            }
+            Variant::Jpeg => encoded(Encoding::Jpeg { quality: 75 }),
+            Variant::Png => encoded(Encoding::Png),
+            Variant::Pointer => assert!(screen::draw_cursor(shot).unwrap()),
+        }
+    }
+
     /// In-process figures, run inside the desktop's environment.
     fn inner() {
-        let time = |encoding: Option<Encoding>| {
-            let mut samples: Vec<f64> = (0..LOCAL_ROUNDS)
-                .map(|_| {
-                    let started = Instant::now();
-                    let capture = screen::capture(Source::Monitor(0)).unwrap();
-                    assert_eq!(capture.image.dimensions(), (1920, 1080));
-                    if let Some(encoding) = encoding {
-                        let bytes = screen::encode(&capture.image, encoding).unwrap();
-                        assert!(!bytes.is_empty());
-                    }
-                    ms(started)
-                })
-                .collect();
-            median(&mut samples)
+        let mut shot = screen::capture(Source::Monitor(0)).unwrap();
+        let mut samples = vec![Vec::new(); VARIANTS.len()];
+        for _ in 0..LOCAL_ROUNDS {
+            for (variant, times) in VARIANTS.iter().zip(&mut samples) {
+                let started = Instant::now();
+                run(*variant, &mut shot);
+                times.push(ms(started));
+            }
+        }
+        let [
+            capture,
+            displays,
+            xcap_displays,
+            xcap_capture,
+            jpeg,
+            png,
+            pointer,
+        ] = samples.iter_mut().map(|s| median(s)).collect::<Vec<_>>()[..]
+        else {
+            unreachable!("one median per variant")
         };
-        let capture = time(None);
-        let jpeg = time(Some(Encoding::Jpeg { quality: 75 }));
-        let png = time(Some(Encoding::Png));
         println!("  capture 1920x1080 (baseline)         median {capture:>8.2} ms");
+        println!(
+            "  xcap capture 1920x1080 (before)      median {xcap_capture:>8.2} ms  (ours {:.2}x)",
+            capture / xcap_capture
+        );
+        println!("  display list                         median {displays:>8.2} ms");
+        println!(
+            "  xcap display list (before)           median {xcap_displays:>8.2} ms  (ours {:.2}x)",
+            displays / xcap_displays
+        );
         println!(
             "  capture + JPEG q75                   median {jpeg:>8.2} ms  ({:.2}x capture; target <= 40 ms)",
             jpeg / capture
@@ -115,6 +188,10 @@ mod bench {
         println!(
             "  capture + PNG (fast)                 median {png:>8.2} ms  ({:.2}x capture)",
             png / capture
+        );
+        println!(
+            "  pointer overlay (include_cursor)     median {pointer:>8.2} ms  ({:.3}x capture)",
+            pointer / capture
         );
     }
 

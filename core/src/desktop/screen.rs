@@ -36,15 +36,51 @@ impl Display {
 /// # Errors
 /// [`DesktopError::Failed`] when the window system cannot be asked.
 pub fn displays() -> Result<Vec<Display>, DesktopError> {
-    Ok(order(
-        monitors()?
-            .into_iter()
-            .map(|(display, _)| display)
-            .collect(),
-    ))
+    Ok(monitors()?.0)
 }
 
-fn monitors() -> Result<Vec<(Display, xcap::Monitor)>, DesktopError> {
+/// Where pixels come from: the X server itself on X11, xcap elsewhere (Wayland's portal,
+/// Windows, macOS).
+enum Grabber {
+    #[cfg(all(unix, not(target_os = "macos")))]
+    X11(Box<x11::Screen>),
+    /// xcap's monitors, in the order of the displays they belong to.
+    Xcap(Vec<xcap::Monitor>),
+}
+
+impl Grabber {
+    /// The pixels of `rect` (display-global), which lies on `display`.
+    fn grab(&self, display: &Display, rect: Rect) -> Result<RgbaImage, DesktopError> {
+        match self {
+            #[cfg(all(unix, not(target_os = "macos")))]
+            Self::X11(screen) => screen.grab(rect),
+            Self::Xcap(monitors) => {
+                let monitor = monitors
+                    .get(display.index)
+                    .ok_or_else(|| DesktopError::Failed("the monitor went away".to_owned()))?;
+                if rect == display.rect {
+                    return Ok(monitor.capture_image()?);
+                }
+                let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
+                let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+                Ok(monitor.capture_region(
+                    offset(rect.x, display.rect.x),
+                    offset(rect.y, display.rect.y),
+                    side(rect.width),
+                    side(rect.height),
+                )?)
+            }
+        }
+    }
+}
+
+/// The displays, primary first and indexed, and where their pixels come from.
+fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
+    #[cfg(all(unix, not(target_os = "macos")))]
+    if super::probe::Session::detect() == super::probe::Session::X11 {
+        let screen = x11::Screen::open()?;
+        return Ok((order(screen.displays()?), Grabber::X11(Box::new(screen))));
+    }
     let mut all = Vec::new();
     for monitor in xcap::Monitor::all()? {
         let rect = Rect {
@@ -67,16 +103,16 @@ fn monitors() -> Result<Vec<(Display, xcap::Monitor)>, DesktopError> {
         };
         all.push((display, monitor));
     }
-    let order = order(all.iter().map(|(d, _)| d.clone()).collect());
-    // Re-pair each ordered display with its monitor by OS id.
-    Ok(order
-        .into_iter()
+    let displays = order(all.iter().map(|(d, _)| d.clone()).collect());
+    // Each ordered display takes its monitor along, found by OS id.
+    let monitors = displays
+        .iter()
         .filter_map(|display| {
             let at = all.iter().position(|(d, _)| d.os_id == display.os_id)?;
-            let (_, monitor) = all.swap_remove(at);
-            Some((display, monitor))
+            Some(all.swap_remove(at).1)
         })
-        .collect())
+        .collect();
+    Ok((displays, Grabber::Xcap(monitors)))
 }
 
 /// Primary first (the first listed when none is), then the rest in the OS's order, indexed.
@@ -148,15 +184,15 @@ pub struct Capture {
 /// [`DesktopError::NotSupported`] for a region outside every display, [`DesktopError::WindowStale`]
 /// never (callers resolve window ids first), [`DesktopError::Failed`] when capture fails.
 pub fn capture(source: Source) -> Result<Capture, DesktopError> {
-    let monitors = monitors()?;
-    let Some((primary, _)) = monitors.first() else {
+    let (displays, grabber) = monitors()?;
+    let Some(primary) = displays.first() else {
         return Err(DesktopError::unsupported(
             "screenshot",
             "no display is connected",
         ));
     };
     let summary = |index: usize| {
-        let (display, _) = &monitors[index];
+        let display = &displays[index];
         (
             i32::try_from(index).unwrap_or(0),
             display.scale,
@@ -165,12 +201,12 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
     };
     match source {
         Source::Monitor(-1) => {
-            let all = monitors
+            let all = displays
                 .iter()
-                .map(|(d, _)| d.rect)
+                .map(|d| d.rect)
                 .reduce(|a, b| a.union(&b))
                 .unwrap_or(primary.rect);
-            let image = stitch(&monitors, all)?;
+            let image = stitch(&displays, &grabber, all)?;
             Ok(Capture {
                 image,
                 origin: [all.x, all.y],
@@ -182,12 +218,12 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
         Source::Monitor(index) => {
             let index = usize::try_from(index)
                 .ok()
-                .filter(|i| *i < monitors.len())
+                .filter(|i| *i < displays.len())
                 .unwrap_or(0);
-            let (display, monitor) = &monitors[index];
+            let display = &displays[index];
             let (monitor_index, scale, os_id) = summary(index);
             Ok(Capture {
-                image: monitor.capture_image()?,
+                image: grabber.grab(display, display.rect)?,
                 origin: [display.rect.x, display.rect.y],
                 monitor: monitor_index,
                 scale,
@@ -203,15 +239,15 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
             };
             let requested = Rect::from_corners(corners).ok_or_else(outside)?;
             // Clipped to the displays it overlaps: no black margin for the part off-screen.
-            let wanted = monitors
+            let wanted = displays
                 .iter()
-                .filter_map(|(d, _)| d.rect.intersect(&requested))
+                .filter_map(|d| d.rect.intersect(&requested))
                 .reduce(|a, b| a.union(&b))
                 .ok_or_else(outside)?;
-            let image = stitch(&monitors, wanted)?;
-            let (monitor, scale, os_id) = monitors
+            let image = stitch(&displays, &grabber, wanted)?;
+            let (monitor, scale, os_id) = displays
                 .iter()
-                .position(|(d, _)| d.rect.contains(wanted.x, wanted.y))
+                .position(|d| d.rect.contains(wanted.x, wanted.y))
                 .map_or((0, primary.scale, primary.os_id), summary);
             Ok(Capture {
                 image,
@@ -230,7 +266,6 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
                 })?;
             let origin = [i64::from(window.x()?), i64::from(window.y()?)];
             let image = window.capture_image()?;
-            let displays: Vec<Display> = monitors.iter().map(|(d, _)| d.clone()).collect();
             let (monitor, scale, os_id) = display_at(&displays, origin[0], origin[1])
                 .map_or((0, primary.scale, primary.os_id), summary);
             Ok(Capture {
@@ -244,23 +279,18 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
     }
 }
 
-/// The pixels of `wanted` (display-global), taken from every monitor it overlaps; parts no
-/// monitor covers stay black.
-fn stitch(monitors: &[(Display, xcap::Monitor)], wanted: Rect) -> Result<RgbaImage, DesktopError> {
+/// The pixels of `wanted` (display-global), taken from every display it overlaps; parts no
+/// display covers stay black.
+fn stitch(
+    displays: &[Display],
+    grabber: &Grabber,
+    wanted: Rect,
+) -> Result<RgbaImage, DesktopError> {
     let mut parts = Vec::new();
-    for (display, monitor) in monitors {
-        let Some(overlap) = display.rect.intersect(&wanted) else {
-            continue;
-        };
-        let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
-        let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let pixels = monitor.capture_region(
-            offset(overlap.x, display.rect.x),
-            offset(overlap.y, display.rect.y),
-            side(overlap.width),
-            side(overlap.height),
-        )?;
-        parts.push(([overlap.x, overlap.y], pixels));
+    for display in displays {
+        if let Some(overlap) = display.rect.intersect(&wanted) {
+            parts.push(([overlap.x, overlap.y], grabber.grab(display, overlap)?));
+        }
     }
     compose(&parts, wanted)
 }
@@ -298,8 +328,7 @@ pub fn compose(parts: &[([i64; 2], RgbaImage)], canvas: Rect) -> Result<RgbaImag
 /// # Errors
 /// [`DesktopError::Failed`] when the window system would not give the pointer's image.
 pub fn draw_cursor(capture: &mut Capture) -> Result<bool, DesktopError> {
-    Ok(pointer::image()
-        .map_err(DesktopError::Failed)?
+    Ok(pointer::image()?
         .is_some_and(|cursor| blend_cursor(&mut capture.image, capture.origin, &cursor)))
 }
 
@@ -353,45 +382,18 @@ fn blend_cursor(image: &mut RgbaImage, origin: [i64; 2], cursor: &CursorImage) -
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]
+mod x11;
+
 mod pointer {
-    use x11rb::protocol::xfixes::ConnectionExt as _;
+    use super::{CursorImage, DesktopError};
 
-    use super::CursorImage;
-
-    /// The XFIXES cursor image; `None` without an X server (Wayland, a console).
-    pub(super) fn image() -> Result<Option<CursorImage>, String> {
-        if std::env::var_os("DISPLAY").is_none() {
-            return Ok(None);
+    /// The X pointer; `None` outside an X11 session (Wayland, Windows, macOS, a console), where
+    /// no pointer image source of ours exists yet.
+    pub(super) fn image() -> Result<Option<CursorImage>, DesktopError> {
+        #[cfg(all(unix, not(target_os = "macos")))]
+        if super::super::probe::Session::detect() == super::super::probe::Session::X11 {
+            return super::x11::Screen::open()?.cursor().map(Some);
         }
-        let (conn, _) = x11rb::connect(None).map_err(|e| e.to_string())?;
-        // The server answers XFIXES requests only after the client has named its version.
-        conn.xfixes_query_version(4, 0)
-            .map_err(|e| e.to_string())?
-            .reply()
-            .map_err(|e| e.to_string())?;
-        let cursor = conn
-            .xfixes_get_cursor_image()
-            .map_err(|e| e.to_string())?
-            .reply()
-            .map_err(|e| e.to_string())?;
-        Ok(Some(CursorImage {
-            at: [
-                i64::from(cursor.x) - i64::from(cursor.xhot),
-                i64::from(cursor.y) - i64::from(cursor.yhot),
-            ],
-            width: u32::from(cursor.width),
-            height: u32::from(cursor.height),
-            argb: cursor.cursor_image,
-        }))
-    }
-}
-
-/// Windows and macOS captures have no pointer image source of ours yet.
-#[cfg(not(all(unix, not(target_os = "macos"))))]
-mod pointer {
-    use super::CursorImage;
-
-    pub(super) fn image() -> Result<Option<CursorImage>, String> {
         Ok(None)
     }
 }
