@@ -83,6 +83,9 @@ struct Queue {
 
 #[derive(Debug)]
 struct Shared {
+    /// The live file, kept apart from the chain: STATUS asks for its size from the session
+    /// loop, which must not wait behind a batch's fsync for the chain's lock.
+    path: PathBuf,
     chain: Mutex<AuditChain>,
     queue: Mutex<Queue>,
 }
@@ -101,6 +104,7 @@ impl Auditor {
     pub fn new(chain: AuditChain) -> Self {
         Self {
             shared: Some(Arc::new(Shared {
+                path: chain.path().to_path_buf(),
                 chain: Mutex::new(chain),
                 queue: Mutex::new(Queue::default()),
             })),
@@ -129,7 +133,7 @@ impl Auditor {
     /// The live file, when auditing.
     pub fn path(&self) -> Option<PathBuf> {
         let shared = self.shared.as_ref()?;
-        Some(lock(&shared.chain).path().to_path_buf())
+        Some(shared.path.clone())
     }
 
     /// Appends a record, blocking on the fsync. Failures are logged and swallowed.
