@@ -184,6 +184,39 @@ pub struct AuditChain {
     prev_hmac: Option<String>,
     /// `ts` of the file's first record, cached so the age check does not reread the file.
     first_ts: Option<f64>,
+    /// The live file as the last batch left it, reused while the path still names it.
+    live: Option<Live>,
+}
+
+/// The live file kept open between batches, and what this chain last wrote of it.
+struct Live {
+    file: File,
+    identity: FileIdentity,
+    /// Its length after our last write, which ended with a newline.
+    len: u64,
+}
+
+/// What tells two opens of a path apart: on Unix the device and inode. Elsewhere nothing
+/// does (std has no stable file index there), so every batch opens the file again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdentity(Option<(u64, u64)>);
+
+impl FileIdentity {
+    #[cfg(unix)]
+    fn of(meta: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self(Some((meta.dev(), meta.ino())))
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &fs::Metadata) -> Self {
+        Self(None)
+    }
+
+    /// Whether `meta`, read from the path, is the file this chain holds open at `len` bytes.
+    fn still(self, meta: &fs::Metadata, len: u64) -> bool {
+        self.0.is_some() && self == Self::of(meta) && meta.len() == len
+    }
 }
 
 impl fmt::Debug for AuditChain {
@@ -232,6 +265,7 @@ impl AuditChain {
             next_seq: 1,
             prev_hmac: None,
             first_ts: None,
+            live: None,
         };
         chain.recover(&mut file)?;
         Ok(chain)
@@ -295,17 +329,42 @@ impl AuditChain {
     /// As [`Self::append`]; on failure none of the batch counts as written and the chain
     /// state stays where it was.
     pub fn append_batch(&mut self, records: Vec<PendingRecord>) -> io::Result<u64> {
-        self.rotate_if_due()?;
-        let mut file = open_for_append(&self.path)?;
-        let len = file.metadata()?.len();
-        // A file emptied or replaced behind our back starts over, as tail recovery would.
-        if len == 0 {
-            self.reset_chain();
+        let result = self.write_batch(records);
+        if result.is_err() {
+            // The next batch opens the file again and checks how our write left it.
+            self.live = None;
         }
+        result
+    }
+
+    fn write_batch(&mut self, records: Vec<PendingRecord>) -> io::Result<u64> {
+        let seen = self.rotate_if_due()?;
+        // The path may have been rotated, replaced or appended to by another process (the
+        // `audit rotate` command) since our last batch: only the very file at the length we
+        // left it is reused, without a reopen or a look at its last byte.
+        let reusable = match (&self.live, &seen) {
+            (Some(live), Some(meta)) => live.identity.still(meta, live.len),
+            _ => false,
+        };
         let mut lines = String::new();
-        // A write cut short earlier left a partial line; glueing onto it would lose this record too.
-        if len > 0 && !ends_with_newline(&mut file, len)? {
-            lines.push('\n');
+        if !reusable {
+            let mut file = open_for_append(&self.path)?;
+            let meta = file.metadata()?;
+            let len = meta.len();
+            // A file emptied or replaced behind our back starts over, as tail recovery would.
+            if len == 0 {
+                self.reset_chain();
+            }
+            // A write cut short earlier left a partial line; glueing onto it would lose this
+            // record too.
+            if len > 0 && !ends_with_newline(&mut file, len)? {
+                lines.push('\n');
+            }
+            self.live = Some(Live {
+                file,
+                identity: FileIdentity::of(&meta),
+                len,
+            });
         }
         let mut seq = self.next_seq;
         let mut prev = self.prev_hmac.clone();
@@ -323,9 +382,13 @@ impl AuditChain {
             seq += 1;
             prev = Some(mac);
         }
-        file.write_all(lines.as_bytes())?;
-        file.flush()?;
-        file.sync_data()?;
+        let live = self
+            .live
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the audit log is not open"))?;
+        live.file.write_all(lines.as_bytes())?;
+        live.file.sync_data()?;
+        live.len += lines.len() as u64;
         self.first_ts = first_ts;
         self.next_seq = seq;
         self.prev_hmac = prev;
@@ -342,6 +405,7 @@ impl AuditChain {
         let rotated = rotate_at(&self.path, self.clock.now())?;
         if rotated.is_some() {
             self.reset_chain();
+            self.live = None;
         }
         Ok(rotated)
     }
@@ -380,14 +444,17 @@ impl AuditChain {
         ]
     }
 
-    fn rotate_if_due(&mut self) -> io::Result<()> {
-        let len = match fs::metadata(&self.path) {
-            Ok(meta) => meta.len(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+    /// Rotates when the live file is too big or too old, and returns what the path names now
+    /// (`None`: nothing there, as after a rotation).
+    fn rotate_if_due(&mut self) -> io::Result<Option<fs::Metadata>> {
+        let meta = match fs::metadata(&self.path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
+        let len = meta.len();
         if len == 0 {
-            return Ok(());
+            return Ok(Some(meta));
         }
         let too_big = len >= self.rotation.max_bytes;
         let too_old = self.first_ts.is_some_and(|first| {
@@ -395,8 +462,9 @@ impl AuditChain {
         });
         if too_big || too_old {
             self.rotate()?;
+            return Ok(None);
         }
-        Ok(())
+        Ok(Some(meta))
     }
 
     fn reset_chain(&mut self) {
@@ -2622,6 +2690,29 @@ mod tests {
         assert_eq!(field(&lines(&path)[0], "seq"), Json::Int("1".to_owned()));
         assert!(verify(&path, &KEY).unwrap().is_clean());
         assert_eq!(verify(&rotated, &KEY).unwrap().records, 2);
+    }
+
+    #[test]
+    fn a_file_changed_behind_the_open_handle_is_opened_again() {
+        let dir = TempDir::new();
+        let path = dir.join("audit.log");
+        let mut chain = AuditChain::open(&path, KEY, identity()).unwrap();
+        append_n(&mut chain, 1);
+        // Someone else's partial line: the kept handle's length no longer matches.
+        let mut other = OpenOptions::new().append(true).open(&path).unwrap();
+        other.write_all(b"{\"partial\": ").unwrap();
+        append_n(&mut chain, 1);
+        let written = lines(&path);
+        assert_eq!(written.len(), 3, "{written:?}");
+        assert_eq!(field(&written[2], "seq"), Json::Int("2".to_owned()));
+
+        // Replaced by a copy of the same length: another inode, so the new file is written.
+        let copy = dir.join("copy.log");
+        fs::copy(&path, &copy).unwrap();
+        fs::rename(&copy, &path).unwrap();
+        append_n(&mut chain, 1);
+        assert_eq!(lines(&path).len(), 4);
+        assert_eq!(field(&lines(&path)[3], "seq"), Json::Int("3".to_owned()));
     }
 
     #[test]
