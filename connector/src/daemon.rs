@@ -113,7 +113,8 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
             log_path.display()
         ))
     })?;
-    let audit = Auditor::new(chain);
+    let audit = Auditor::new(chain)
+        .map_err(|err| preflight(format!("cannot start the audit writer: {err}")))?;
     let start = details([("shim_version", json!(env!("CARGO_PKG_VERSION")))]);
     audit
         .record_strict(None, Entry::ok("SHIM_START", start))

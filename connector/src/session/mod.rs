@@ -34,7 +34,7 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{self, JoinError, JoinSet};
 
-use crate::audit::{Auditor, Entry, details};
+use crate::audit::{Auditor, Durable, Entry, details};
 use crate::protocol::{
     Arch, Capability, DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, Direction,
     EmptyPayload, Envelope, ErrorCode, ErrorPayload, HardwareDevice, HelloAckPayload, HelloPayload,
@@ -1053,14 +1053,12 @@ impl Dispatch {
         Inbound::Nothing
     }
 
-    /// An immediate refusal from a capability's own pre-checks; its audit record follows on
-    /// a blocking thread so the loop never waits for an fsync.
+    /// An immediate refusal from a capability's own pre-checks; its audit record is queued
+    /// and written behind the reply, so the loop never waits for an fsync.
     fn refuse(&self, id: String, (reply, entry): (Message, Entry)) -> Inbound {
-        let audit = self.host.audit.clone();
-        let request_id = id.clone();
-        drop(task::spawn_blocking(move || {
-            audit.record(Some(&request_id), entry);
-        }));
+        drop(tokio::spawn(
+            self.host.audit.submit(Some(&id), vec![entry]).wait(),
+        ));
         Inbound::Reply(self.reply(id, reply))
     }
 
@@ -1139,13 +1137,17 @@ impl Dispatch {
                     Some(gate) => gate.acquire().await.ok(),
                     None => None,
                 };
+                // The records are queued from the blocking thread, and their fsync waited
+                // for here, so no blocking thread sits through it.
                 let run = move || {
                     let (message, entry) = op.run(&host.jail, &limits);
-                    audit_file_op(&host.audit, &request_id, entry);
-                    message
+                    (message, audit_file_op(&host.audit, &request_id, entry))
                 };
                 match task::spawn_blocking(run).await {
-                    Ok(message) => message,
+                    Ok((message, durable)) => {
+                        durable.wait().await;
+                        message
+                    }
                     Err(_) => internal_error(),
                 }
             })
@@ -1252,9 +1254,9 @@ impl Gate {
     }
 }
 
-/// Writes a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
+/// Queues a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
 /// (the reference's separate op for that, so violations can be found without parsing codes).
-fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) {
+fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) -> Durable {
     let violation = (entry.result.error_code.as_deref()
         == Some(ErrorCode::PathOutsideAllowedRoot.as_str()))
     .then(|| {
@@ -1274,7 +1276,7 @@ fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) {
         )
     });
     let entries = std::iter::once(entry).chain(violation).collect();
-    audit.record_all(Some(request_id), entries);
+    audit.submit(Some(request_id), entries)
 }
 
 /// The reference's record for a SESSION_REVOKED frame.

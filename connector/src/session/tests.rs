@@ -96,7 +96,7 @@ fn start_host(
             shim_version: "0.2.0".to_owned(),
         };
         let chain = local_core::audit_chain::AuditChain::open(path, AUDIT_KEY, identity).unwrap();
-        host = host.with_audit(Auditor::new(chain));
+        host = host.with_audit(Auditor::new(chain).unwrap());
     }
     let (to_shim, mut inbound) = mpsc::unbounded_channel::<Frame>();
     let (outbound, from_shim) = mpsc::unbounded_channel::<Frame>();
@@ -1003,7 +1003,7 @@ async fn command_limits_refuse_with_shim_overloaded_and_are_audited() {
     );
     platform.ping("p").await;
     drop(platform);
-    // The refusal's record is written on a blocking thread; give it a moment.
+    // The refusal's record is written behind the reply; give it a moment.
     let deadline = Instant::now() + WAIT;
     let text = loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
