@@ -1,8 +1,9 @@
 //! Connector figures through the test platform on loopback, each beside a baseline measured
 //! in the same run: FILE_READ of 8 MiB, EXECUTE_COMMAND `["true"]`, FILE_STAT with 4 in flight
-//! (against PING, and against the disk's ceiling of 4 records per fdatasync),
-//! idle RSS after HELLO, and start-up to HELLO. Run with `cargo bench -p e2e --bench connector`
-//! after `cargo build --release --workspace --bins` (it measures the binary next to it).
+//! (against PING, and against the disk's ceiling of 4 records per fdatasync, with the context
+//! switches and CPU the shim spent on each), idle RSS after HELLO, and start-up to HELLO. Run
+//! with `cargo bench -p e2e --bench connector` after `cargo build --release --workspace --bins`
+//! (it measures the binary next to it).
 
 // Bench support: a failed unwrap aborts the run, which is what it should do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let figures = runtime.block_on(run());
+    let (figures, stat_cost) = runtime.block_on(run());
     println!();
     println!("connector bench (loopback, real autogpt-shim binary)");
     for f in &figures {
@@ -60,7 +61,45 @@ fn main() -> ExitCode {
             f.value / f.baseline,
         );
     }
+    println!(
+        "  FILE_STAT cost inside the shim: {:.2} context switches and {:.0} µs of CPU a request",
+        stat_cost.switches, stat_cost.cpu_us
+    );
     ExitCode::SUCCESS
+}
+
+/// What the shim process spent on each request of a phase.
+struct Cost {
+    switches: f64,
+    cpu_us: f64,
+}
+
+/// Context switches (voluntary and not, over all threads) and CPU seconds of `pid` so far.
+fn process_load(pid: u32) -> (u64, f64) {
+    let mut switches = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status =
+            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        switches += status
+            .lines()
+            .filter_map(|line| {
+                line.strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            })
+            .filter_map(|count| count.trim().parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks
+    // (100 a second on Linux).
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    (switches, ticks / 100.0)
 }
 
 fn start_shim(home: &Path, root: &Path, platform: &Platform) -> Shim {
@@ -77,7 +116,7 @@ fn start_shim(home: &Path, root: &Path, platform: &Platform) -> Shim {
     )
 }
 
-async fn run() -> Vec<Figure> {
+async fn run() -> (Vec<Figure>, Cost) {
     let home = fresh_dir("connector-bench");
     let root = home.join("root");
     std::fs::create_dir_all(&root).unwrap();
@@ -169,7 +208,13 @@ async fn run() -> Vec<Figure> {
     }
 
     // FILE_STAT with 4 in flight, against PING/PONG with 4 in flight (transport only).
+    let (switches, cpu) = process_load(shim.pid());
     let stat_rate = pipelined(&mut conn, "FILE_STAT", json!({"path": "big.bin"})).await;
+    let (switches_after, cpu_after) = process_load(shim.pid());
+    let stat_cost = Cost {
+        switches: (switches_after - switches) as f64 / STAT_TOTAL as f64,
+        cpu_us: (cpu_after - cpu) * 1e6 / STAT_TOTAL as f64,
+    };
     let ping_rate = pipelined(&mut conn, "PING", json!({})).await;
     // Every FILE_STAT's audit record is durable before its reply, and at most IN_FLIGHT
     // records can share one fdatasync: this disk's ceiling for the figure.
@@ -180,7 +225,7 @@ async fn run() -> Vec<Figure> {
     let _ = std::fs::remove_dir_all(&home);
 
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    vec![
+    let figures = vec![
         Figure {
             name: "FILE_READ 8 MiB (base64)",
             value: read_mbs,
@@ -235,7 +280,8 @@ async fn run() -> Vec<Figure> {
             baseline: ms(median(&mut spawn_true)),
             baseline_name: "spawn+exit `true` median ms",
         },
-    ]
+    ];
+    (figures, stat_cost)
 }
 
 /// fdatasync'd 300-byte appends per second in `dir` (the audit log's file system).
