@@ -105,6 +105,10 @@ async fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    if local_core::lifetime::follow_launcher() == Some(local_core::lifetime::Tie::Orphaned) {
+        eprintln!("msguide-api: the launcher that started it has already exited; not serving");
+        return ExitCode::FAILURE;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

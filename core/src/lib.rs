@@ -9,6 +9,7 @@
 //! - [`sessions`], [`guidance`], [`assist`], [`actions`], [`audit`]: the operations.
 //! - [`jail`], [`files`], [`exec`], [`audit_chain`], [`own_files`]: the connector's capabilities: the jailed filesystem, commands, the HMAC-chained audit log.
 //! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
+//! - [`lifetime`]: the launcher's children end with it, even when it is killed.
 //! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
 //! - `a11y`, `observe` (feature `desktop`): budgeted accessibility capture of one window, and
 //!   the observation a desktop client sends; `desktop` (same feature): computer use, i.e.
@@ -31,6 +32,7 @@ pub mod files;
 pub mod guidance;
 pub mod hardware;
 pub mod jail;
+pub mod lifetime;
 pub mod limits;
 pub mod llm;
 #[cfg(feature = "desktop")]

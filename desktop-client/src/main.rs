@@ -55,6 +55,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if local_core::lifetime::follow_launcher() == Some(local_core::lifetime::Tie::Orphaned) {
+        eprintln!("msguide-desktop: the launcher that started it has already exited");
+        return ExitCode::FAILURE;
+    }
     let command = args.command.unwrap_or(Command::Gui {
         window_title: None,
         prompt: None,

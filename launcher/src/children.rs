@@ -3,9 +3,10 @@
 //!
 //! Children share the launcher's process group, so a Ctrl-C in the terminal reaches them too;
 //! the launcher still stops each one itself, which also covers SIGTERM and SIGHUP sent to the
-//! launcher alone. If the launcher is killed with SIGKILL, its children keep running: Linux's
-//! `PR_SET_PDEATHSIG` would need an `unsafe` `pre_exec`, which this workspace forbids.
-//! `kill_on_drop` is the backstop for every other way out (a panic, an early return).
+//! launcher alone. If the launcher is killed with SIGKILL, each child on Linux gets SIGTERM
+//! from the kernel, having asked for it at its own start (`local_core::lifetime`);
+//! elsewhere they keep running. `kill_on_drop` is the backstop for every other way out (a
+//! panic, an early return).
 
 use std::{
     ffi::OsStr,

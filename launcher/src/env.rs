@@ -25,6 +25,9 @@ pub const DIAGNOSTIC_LOG_VAR: &str = "MSGUIDE_DIAGNOSTIC_LOG";
 pub const API_URL_VAR: &str = "MSGUIDE_API_URL";
 /// The desktop client's log.
 pub const DESKTOP_LOG_VAR: &str = "MSGUIDE_DESKTOP_LOG";
+/// The launcher's pid, by which a child ends with the launcher (`local_core::lifetime`
+/// reads it; the launcher does not link the core for one name).
+pub const LAUNCHER_PID_VAR: &str = "MSGUIDE_LAUNCHER_PID";
 
 /// Whether a variable is a model credential or configuration, which the desktop client never
 /// needs: every `MSGUIDE_MODEL_*` (the API key among them) and the Copilot token.
@@ -111,7 +114,8 @@ pub fn api_url(port: u16) -> String {
 }
 
 /// The API child's environment: `inherited` plus the token, `MSGUIDE_MODE=demo`, the
-/// diagnostic log in `state_dir` and the API's URL. Values the launcher sets replace any
+/// diagnostic log in `state_dir`, the API's URL and the launcher's pid (so the child ends
+/// with the launcher). Values the launcher sets replace any
 /// inherited ones.
 #[must_use]
 pub fn api_env(inherited: ChildEnv, token: &LaunchToken, port: u16, state_dir: &Path) -> ChildEnv {
@@ -120,6 +124,7 @@ pub fn api_env(inherited: ChildEnv, token: &LaunchToken, port: u16, state_dir: &
     env.set(MODE_VAR, "demo");
     env.set(DIAGNOSTIC_LOG_VAR, state_dir.join(BACKEND_LOG));
     env.set(API_URL_VAR, api_url(port));
+    env.set(LAUNCHER_PID_VAR, std::process::id().to_string());
     env
 }
 
@@ -179,6 +184,10 @@ mod tests {
             Some(state.join("backend.log").as_os_str())
         );
         assert_eq!(get(&env, API_URL_VAR), Some("http://127.0.0.1:9001"));
+        assert_eq!(
+            get(&env, LAUNCHER_PID_VAR),
+            Some(std::process::id().to_string().as_str())
+        );
         // The launcher's choices replace the inherited values instead of adding duplicates.
         assert_eq!(env.names().filter(|n| *n == TOKEN_VAR).count(), 1);
         assert_eq!(env.names().filter(|n| *n == MODE_VAR).count(), 1);

@@ -59,6 +59,13 @@ fn refuses_bad_configuration_with_one_line() {
     );
     assert!(refusal(&["--host", "0.0.0.0", "--port", "0"], &[]).contains("loopback"));
     assert!(refusal(&["--host", "192.0.2.1", "--port", "0"], &[]).contains("loopback"));
+    // Named a launcher that is not its parent: that launcher is gone, so nothing is served.
+    if cfg!(target_os = "linux") {
+        assert!(
+            refusal(&["--port", "0"], &[("MSGUIDE_LAUNCHER_PID", "1")])
+                .contains("the launcher that started it has already exited")
+        );
+    }
 }
 
 #[tokio::test]

@@ -91,6 +91,27 @@ async fn gone(pid: u32) -> bool {
     true
 }
 
+/// Waits until `pid` has ended: gone, or a zombie nobody reaps yet (an orphan's new parent
+/// may be slow to).
+async fn ended(pid: u32) -> bool {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        // The state follows the command name, which is in parentheses.
+        let zombie = state
+            .as_deref()
+            .and_then(|stat| stat.rsplit(')').next())
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        if state.is_none() || zombie {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// What a headless launcher prints on stdout once the API is ready.
 struct Announcement {
     lines: Vec<String>,
@@ -382,6 +403,26 @@ async fn without_the_desktop_client_start_refuses_before_serving() {
     assert!(stdout.is_empty());
     assert!(!listening(port).await, "nothing was started");
     assert!(!state_dir(&home).join("backend.log").exists());
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_api_ends_with_a_launcher_killed_outright() {
+    let home = temp_dir("launcher-sigkill");
+    let port = free_port();
+    let (mut launcher, announced) = Launcher::headless(&home, port, &[]);
+    // No handler in the launcher runs on SIGKILL: only the kernel can tell the API.
+    launcher.signal("KILL");
+    let (status, _) = launcher.exit().await;
+    assert_eq!(status.code(), None, "killed by a signal");
+    assert!(
+        ended(announced.api_pid).await,
+        "the API outlived a SIGKILLed launcher"
+    );
+    assert!(!listening(port).await);
+    // It was SIGTERM, so the API shut down gracefully.
+    let events = std::fs::read_to_string(state_dir(&home).join("backend.log")).unwrap();
+    assert!(events.contains(r#""event":"backend_stopping""#), "{events}");
 }
 
 #[tokio::test]
