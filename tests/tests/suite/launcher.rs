@@ -93,6 +93,7 @@ async fn gone(pid: u32) -> bool {
 
 /// Waits until `pid` has ended: gone, or a zombie nobody reaps yet (an orphan's new parent
 /// may be slow to).
+#[cfg(target_os = "linux")]
 async fn ended(pid: u32) -> bool {
     let deadline = Instant::now() + WAIT;
     loop {
