@@ -280,20 +280,28 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn records_chain_and_the_disabled_auditor_writes_nothing() {
-        let dir = std::env::temp_dir().join(format!(
-            "connector-audit-{}",
-            local_core::secret::new_id().simple()
-        ));
+    /// A fresh directory for one test's log, the log's path in it, and a key.
+    fn place(tag: &str, key_byte: u8) -> (PathBuf, PathBuf, [u8; 32]) {
+        let dir =
+            std::env::temp_dir().join(format!("{tag}-{}", local_core::secret::new_id().simple()));
         let path = dir.join("audit.log");
-        let key = [7u8; 32];
+        (dir, path, [key_byte; 32])
+    }
+
+    /// An auditor on a new chain at `path`, its records written for `session_id`.
+    fn open(path: &std::path::Path, key: [u8; 32], session_id: Option<&str>) -> Auditor {
         let identity = AuditIdentity {
-            session_id: Some("s-1".to_owned()),
+            session_id: session_id.map(str::to_owned),
             machine_id: None,
             shim_version: "0.2.0".to_owned(),
         };
-        let auditor = Auditor::new(AuditChain::open(&path, key, identity).unwrap()).unwrap();
+        Auditor::new(AuditChain::open(path, key, identity).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn records_chain_and_the_disabled_auditor_writes_nothing() {
+        let (dir, path, key) = place("connector-audit", 7);
+        let auditor = open(&path, key, Some("s-1"));
         auditor.record(
             Some("r-1"),
             Entry::ok("FILE_STAT", details([("path", json!("/x"))])),
@@ -321,18 +329,8 @@ mod tests {
 
     #[tokio::test]
     async fn one_operations_records_are_written_together_in_order() {
-        let dir = std::env::temp_dir().join(format!(
-            "connector-audit-together-{}",
-            local_core::secret::new_id().simple()
-        ));
-        let path = dir.join("audit.log");
-        let key = [3u8; 32];
-        let identity = AuditIdentity {
-            session_id: None,
-            machine_id: None,
-            shim_version: "0.2.0".to_owned(),
-        };
-        let auditor = Auditor::new(AuditChain::open(&path, key, identity).unwrap()).unwrap();
+        let (dir, path, key) = place("connector-audit-together", 3);
+        let auditor = open(&path, key, None);
         auditor
             .submit(
                 Some("r-1"),
@@ -361,18 +359,8 @@ mod tests {
 
     #[test]
     fn concurrent_writers_share_fsyncs_and_keep_one_unbroken_chain() {
-        let dir = std::env::temp_dir().join(format!(
-            "connector-audit-group-{}",
-            local_core::secret::new_id().simple()
-        ));
-        let path = dir.join("audit.log");
-        let key = [9u8; 32];
-        let identity = AuditIdentity {
-            session_id: None,
-            machine_id: None,
-            shim_version: "0.2.0".to_owned(),
-        };
-        let auditor = Auditor::new(AuditChain::open(&path, key, identity).unwrap()).unwrap();
+        let (dir, path, key) = place("connector-audit-group", 9);
+        let auditor = open(&path, key, None);
         let writers: Vec<_> = (0..8)
             .map(|writer| {
                 let auditor = auditor.clone();
@@ -406,18 +394,8 @@ mod tests {
 
     #[tokio::test]
     async fn async_records_are_on_disk_when_their_wait_returns() {
-        let dir = std::env::temp_dir().join(format!(
-            "connector-audit-async-{}",
-            local_core::secret::new_id().simple()
-        ));
-        let path = dir.join("audit.log");
-        let key = [5u8; 32];
-        let identity = AuditIdentity {
-            session_id: None,
-            machine_id: None,
-            shim_version: "0.2.0".to_owned(),
-        };
-        let auditor = Auditor::new(AuditChain::open(&path, key, identity).unwrap()).unwrap();
+        let (dir, path, key) = place("connector-audit-async", 5);
+        let auditor = open(&path, key, None);
         let tasks: Vec<_> = (0..16)
             .map(|i| {
                 let auditor = auditor.clone();
@@ -448,17 +426,8 @@ mod tests {
 
     #[test]
     fn a_failed_batch_reaches_every_waiter() {
-        let dir = std::env::temp_dir().join(format!(
-            "connector-audit-fail-{}",
-            local_core::secret::new_id().simple()
-        ));
-        let path = dir.join("audit.log");
-        let identity = AuditIdentity {
-            session_id: None,
-            machine_id: None,
-            shim_version: "0.2.0".to_owned(),
-        };
-        let auditor = Auditor::new(AuditChain::open(&path, [1u8; 32], identity).unwrap()).unwrap();
+        let (dir, path, key) = place("connector-audit-fail", 1);
+        let auditor = open(&path, key, None);
         auditor
             .record_strict(None, Entry::ok("SHIM_START", Map::new()))
             .unwrap();
