@@ -6,6 +6,7 @@ use e2e::platform::{Platform, TOKEN, error_code};
 use serde_json::json;
 
 use super::connector::{audit_records, home_and_root, spawn_env};
+use super::support::running;
 
 const DAEMON_SECRET: &str = "daemon-only-secret-9d2e";
 
@@ -211,9 +212,4 @@ async fn a_dropped_connection_kills_the_running_command_tree() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-}
-
-/// Whether the process runs: gone, or a zombie waiting for a reaper, both count as not.
-fn running(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }

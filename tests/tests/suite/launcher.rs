@@ -91,26 +91,17 @@ async fn gone(pid: u32) -> bool {
     true
 }
 
-/// Waits until `pid` has ended: gone, or a zombie nobody reaps yet (an orphan's new parent
-/// may be slow to).
+/// Waits until `pid` has ended: gone, or a zombie its new parent has yet to reap.
 #[cfg(target_os = "linux")]
 async fn ended(pid: u32) -> bool {
     let deadline = Instant::now() + WAIT;
-    loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        // The state follows the command name, which is in parentheses.
-        let zombie = state
-            .as_deref()
-            .and_then(|stat| stat.rsplit(')').next())
-            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
-        if state.is_none() || zombie {
-            return true;
-        }
+    while super::support::running(&pid.to_string()) {
         if Instant::now() > deadline {
             return false;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    true
 }
 
 /// What a headless launcher prints on stdout once the API is ready.

@@ -546,3 +546,8 @@ pub(crate) fn stdout_lines(stdout: std::process::ChildStdout) -> std::sync::mpsc
     });
     receiver
 }
+
+/// Whether the process runs: gone, or a zombie waiting for a reaper, both count as not.
+pub(crate) fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
