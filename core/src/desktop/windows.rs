@@ -1,6 +1,8 @@
-//! Top-level windows: the list (xcap), shim-minted `win_<uuid>` ids bound to a fingerprint of
-//! the window they name, and focusing one (EWMH `_NET_ACTIVE_WINDOW` on X11, UI Automation
-//! on Windows).
+//! Top-level windows: the list (on X11 from the EWMH client list on one x11rb connection, with
+//! titles read from `_NET_WM_NAME`, then the ICCCM `WM_NAME` in whichever encoding it is, then
+//! `WM_CLASS`; xcap elsewhere), shim-minted `win_<uuid>` ids bound to a fingerprint of the
+//! window they name, and focusing one (EWMH `_NET_ACTIVE_WINDOW` on X11, UI Automation on
+//! Windows).
 //!
 //! An id is only as good as its fingerprint: when the window is gone, or its OS id now
 //! belongs to a window of another process or application, the id is dropped and the caller
@@ -28,34 +30,13 @@ pub struct NativeWindow {
     pub focused: bool,
 }
 
-/// Every top-level window the window system lists, in its stacking order.
+/// Every top-level window the window system lists, topmost first.
 ///
 /// # Errors
 /// [`DesktopError::NotSupported`] (`window.list`) when it cannot list windows (X11 needs an
 /// EWMH window manager for this).
 pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
-    let all =
-        xcap::Window::all().map_err(|e| DesktopError::unsupported("window.list", e.to_string()))?;
-    Ok(all
-        .iter()
-        .filter_map(|w| {
-            Some(NativeWindow {
-                id: w.id().ok()?,
-                pid: w.pid().ok(),
-                app_name: w.app_name().unwrap_or_default(),
-                title: w.title().unwrap_or_default(),
-                bounds: Rect {
-                    x: i64::from(w.x().ok()?),
-                    y: i64::from(w.y().ok()?),
-                    width: u64::from(w.width().ok()?),
-                    height: u64::from(w.height().ok()?),
-                },
-                minimized: w.is_minimized().unwrap_or(false),
-                maximized: w.is_maximized().unwrap_or(false),
-                focused: w.is_focused().unwrap_or(false),
-            })
-        })
-        .collect())
+    platform::all()
 }
 
 /// What must still hold for an id to name the same window.
@@ -141,61 +122,44 @@ pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]
-mod platform {
-    use x11rb::connection::Connection;
-    use x11rb::protocol::xproto::{ClientMessageEvent, ConnectionExt as _, EventMask, InputFocus};
+mod text;
+#[cfg(all(unix, not(target_os = "macos")))]
+mod x11;
 
-    use super::DesktopError;
+#[cfg(all(unix, not(target_os = "macos")))]
+use x11 as platform;
 
-    /// EWMH's source indication for a pager or a tool acting for the user: window managers
-    /// honour these without focus-stealing prevention.
-    const SOURCE_PAGER: u32 = 2;
-
-    pub(super) fn focus(window: u32, raise: bool) -> Result<(), DesktopError> {
-        let failed = |e: &dyn std::fmt::Display| DesktopError::Failed(e.to_string());
-        let (conn, screen) = x11rb::connect(None).map_err(|e| failed(&e))?;
-        let root = conn
-            .setup()
-            .roots
-            .get(screen)
-            .map(|s| s.root)
-            .ok_or_else(|| DesktopError::Failed("the X screen is missing".to_owned()))?;
-        if raise {
-            let active = conn
-                .intern_atom(false, b"_NET_ACTIVE_WINDOW")
-                .map_err(|e| failed(&e))?
-                .reply()
-                .map_err(|e| failed(&e))?
-                .atom;
-            let event = ClientMessageEvent::new(
-                32,
-                window,
-                active,
-                [SOURCE_PAGER, x11rb::CURRENT_TIME, 0, 0, 0],
-            );
-            conn.send_event(
-                false,
-                root,
-                EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
-                event,
-            )
-            .map_err(|e| failed(&e))?;
-        } else {
-            conn.set_input_focus(InputFocus::PARENT, window, x11rb::CURRENT_TIME)
-                .map_err(|e| failed(&e))?;
-        }
-        // A round trip, so the request has reached the server before the ACK goes out.
-        conn.get_input_focus()
-            .map_err(|e| failed(&e))?
-            .reply()
-            .map_err(|e| failed(&e))?;
-        Ok(())
-    }
+/// The list through xcap where no X server is asked directly.
+#[cfg(any(windows, target_os = "macos"))]
+fn xcap_all() -> Result<Vec<NativeWindow>, DesktopError> {
+    let all =
+        xcap::Window::all().map_err(|e| DesktopError::unsupported("window.list", e.to_string()))?;
+    Ok(all
+        .iter()
+        .filter_map(|w| {
+            Some(NativeWindow {
+                id: w.id().ok()?,
+                pid: w.pid().ok(),
+                app_name: w.app_name().unwrap_or_default(),
+                title: w.title().unwrap_or_default(),
+                bounds: Rect {
+                    x: i64::from(w.x().ok()?),
+                    y: i64::from(w.y().ok()?),
+                    width: u64::from(w.width().ok()?),
+                    height: u64::from(w.height().ok()?),
+                },
+                minimized: w.is_minimized().unwrap_or(false),
+                maximized: w.is_maximized().unwrap_or(false),
+                focused: w.is_focused().unwrap_or(false),
+            })
+        })
+        .collect())
 }
 
 #[cfg(windows)]
 mod platform {
     use super::DesktopError;
+    pub(super) use super::xcap_all as all;
 
     pub(super) fn focus(window: u32, _raise: bool) -> Result<(), DesktopError> {
         let failed = |e: uiautomation::Error| DesktopError::Failed(e.to_string());
@@ -212,6 +176,7 @@ mod platform {
 #[cfg(target_os = "macos")]
 mod platform {
     use super::DesktopError;
+    pub(super) use super::xcap_all as all;
 
     pub(super) fn focus(_window: u32, _raise: bool) -> Result<(), DesktopError> {
         Err(DesktopError::unsupported(
