@@ -27,22 +27,44 @@ pub const MAX_RESPONSE_BYTES: usize = 512 * 1024;
 /// A session this close to expiry is replaced rather than used.
 pub const SESSION_MARGIN: Duration = Duration::from_secs(5);
 
-/// Why a request did not produce an answer. Shown to the user as it is.
+/// Why a request did not produce an answer. The `Display` text is the one sentence a person
+/// reads (what is wrong, what to do); [`ApiError::detail`] holds the technical cause.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error(
         "MSGUIDE_LOCAL_TOKEN is not set: start the client with `msguide start`, which passes it"
     )]
     NoToken,
-    #[error("MSGUIDE_API_URL must be http:// on a loopback address with no path: {0}")]
+    #[error(
+        "MSGUIDE_API_URL ({0}) is not http:// on a loopback address with no path: set it like {DEFAULT_API_URL}, or unset it"
+    )]
     BadUrl(String),
-    #[error("the local service could not be reached: {0}")]
-    Unreachable(String),
-    #[error("Local service returned HTTP {status}: {detail}. No automatic retry.")]
+    /// The HTTP client itself could not be set up (TLS back end, resolver).
+    #[error(
+        "msguide-desktop could not set up its HTTP client: reinstall it, and report the problem with the output of --verbose if it stays"
+    )]
+    Setup(String),
+    /// Nothing answered at `url`, or the connection broke.
+    #[error(
+        "The local MSGuide API is not answering at {url}: start it with `msguide start` (or point MSGUIDE_API_URL at the running one), then try again"
+    )]
+    Unreachable { url: String, detail: String },
+    /// The API accepted the connection but did not answer within [`REQUEST_TIMEOUT`].
+    #[error(
+        "The local MSGuide API at {url} did not answer within {} s: check that msguide-api is running and not stuck, then try again",
+        REQUEST_TIMEOUT.as_secs()
+    )]
+    TimedOut { url: String, detail: String },
+    /// A non-2xx answer, with the API's `detail` as it came (the original's wording).
+    #[error("Local service returned HTTP {status}: {detail}. No automatic retry: {}", remedy(*status))]
     Http { status: u16, detail: String },
-    #[error("the local service's answer is larger than {MAX_RESPONSE_BYTES} bytes")]
+    #[error(
+        "The local MSGuide API's answer is larger than {MAX_RESPONSE_BYTES} bytes: make sure msguide-api and msguide-desktop come from the same release"
+    )]
     TooLarge,
-    #[error("the local service's answer is not what the API promises: {0}")]
+    #[error(
+        "The local MSGuide API's answer is not what this client understands: make sure msguide-api and msguide-desktop come from the same release"
+    )]
     BadAnswer(String),
 }
 
@@ -53,11 +75,59 @@ impl ApiError {
         match self {
             Self::NoToken => "no_token",
             Self::BadUrl(_) => "bad_url",
-            Self::Unreachable(_) => "unreachable",
+            Self::Setup(_) => "client_setup",
+            Self::Unreachable { .. } => "unreachable",
+            Self::TimedOut { .. } => "timed_out",
             Self::Http { .. } => "http_status",
             Self::TooLarge => "answer_too_large",
             Self::BadAnswer(_) => "bad_answer",
         }
+    }
+
+    /// The technical cause, for `--verbose`: the HTTP library's or the parser's own words.
+    #[must_use]
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Self::Setup(detail)
+            | Self::Unreachable { detail, .. }
+            | Self::TimedOut { detail, .. }
+            | Self::BadAnswer(detail) => Some(detail),
+            Self::NoToken | Self::BadUrl(_) | Self::Http { .. } | Self::TooLarge => None,
+        }
+    }
+
+    /// A failed request to `url`: a timeout or no answer at all. The detail keeps reqwest's
+    /// whole chain of causes (connection refused, reset), which its `Display` alone omits.
+    fn transport(url: &Url, err: &reqwest::Error) -> Self {
+        let mut detail = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            detail.push_str(": ");
+            detail.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        let mut shown = url.clone();
+        shown.set_path("");
+        let url = shown.as_str().trim_end_matches('/').to_owned();
+        if err.is_timeout() {
+            Self::TimedOut { url, detail }
+        } else {
+            Self::Unreachable { url, detail }
+        }
+    }
+}
+
+/// What to do after an HTTP error status.
+const fn remedy(status: u16) -> &'static str {
+    match status {
+        401 | 403 => {
+            "the token was refused, so restart with `msguide start`, which passes the current one"
+        }
+        404 | 410 => "the session or capture has expired, so capture again and send",
+        413 | 422 => "capture again, without pixels if they were shared, and send",
+        429 => "the service is busy, so wait a moment and send again",
+        500..=599 => "check the service's diagnostic log (msguide start names it), then send again",
+        _ => "capture again and send, or restart with `msguide start` if it keeps failing",
     }
 }
 
@@ -129,7 +199,7 @@ impl ApiClient {
     /// A client of the API at `url` using `token`.
     ///
     /// # Errors
-    /// [`ApiError::BadUrl`], or [`ApiError::Unreachable`] if no HTTP client can be built.
+    /// [`ApiError::BadUrl`], or [`ApiError::Setup`] if no HTTP client can be built.
     pub fn new(url: &str, token: String) -> Result<Self, ApiError> {
         let base = base_url(url)?;
         let http = reqwest::Client::builder()
@@ -137,7 +207,7 @@ impl ApiClient {
             .no_proxy()
             .timeout(REQUEST_TIMEOUT)
             .build()
-            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+            .map_err(|e| ApiError::Setup(e.to_string()))?;
         Ok(Self {
             http,
             base,
@@ -152,12 +222,13 @@ impl ApiClient {
     /// [`ApiError`] when the service does not answer 200.
     pub async fn health(&self) -> Result<Duration, ApiError> {
         let started = Instant::now();
+        let url = self.url("/health");
         let response = self
             .http
-            .get(self.url("/health"))
+            .get(url.clone())
             .send()
             .await
-            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+            .map_err(|e| ApiError::transport(&url, &e))?;
         read_json(response).await?;
         Ok(started.elapsed())
     }
@@ -191,14 +262,15 @@ impl ApiClient {
             consent: true,
             observation,
         };
+        let url = self.url("/v1/guidance");
         let response = self
             .http
-            .post(self.url("/v1/guidance"))
+            .post(url.clone())
             .bearer_auth(&self.token)
             .json(&body)
             .send()
             .await
-            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+            .map_err(|e| ApiError::transport(&url, &e))?;
         let raw = read_json(response).await?;
         let parsed =
             serde_json::from_value(raw.clone()).map_err(|e| ApiError::BadAnswer(e.to_string()))?;
@@ -225,14 +297,15 @@ impl ApiClient {
         {
             return Ok(id.clone());
         }
+        let url = self.url("/v1/sessions");
         let response = self
             .http
-            .post(self.url("/v1/sessions"))
+            .post(url.clone())
             .bearer_auth(&self.token)
             .json(&serde_json::json!({}))
             .send()
             .await
-            .map_err(|e| ApiError::Unreachable(e.to_string()))?;
+            .map_err(|e| ApiError::transport(&url, &e))?;
         let session: Session = serde_json::from_value(read_json(response).await?)
             .map_err(|e| ApiError::BadAnswer(e.to_string()))?;
         let expires = OffsetDateTime::parse(&session.expires_at, &Rfc3339)
@@ -252,11 +325,12 @@ impl ApiClient {
 /// [`ApiError::Http`] with the API's `detail` as it came.
 async fn read_json(mut response: reqwest::Response) -> Result<serde_json::Value, ApiError> {
     let status = response.status();
+    let url = response.url().clone();
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| ApiError::Unreachable(e.to_string()))?
+        .map_err(|e| ApiError::transport(&url, &e))?
     {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
             return Err(ApiError::TooLarge);
@@ -335,7 +409,25 @@ mod tests {
         .to_string();
         assert_eq!(
             shown,
-            "Local service returned HTTP 401: Unauthorized. No automatic retry."
+            "Local service returned HTTP 401: Unauthorized. No automatic retry: the token was refused, so restart with `msguide start`, which passes the current one"
         );
+    }
+
+    #[tokio::test]
+    async fn a_silent_api_is_a_timeout_not_a_refusal() {
+        // Accepts the connection and never answers.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = base_url(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_millis(200))
+            .build()
+            .unwrap();
+        let err = http.get(url.clone()).send().await.unwrap_err();
+        let err = ApiError::transport(&url, &err);
+        assert!(matches!(err, ApiError::TimedOut { .. }), "{err:?}");
+        let shown = err.to_string();
+        assert!(shown.contains("did not answer within 55 s"), "{shown}");
+        assert!(!shown.contains('{') && err.detail().is_some(), "{shown}");
+        drop(listener);
     }
 }

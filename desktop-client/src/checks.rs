@@ -18,21 +18,23 @@ pub const BOX_TOLERANCE: f64 = 1e-6;
 /// Why nothing is drawn.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DrawRefusal {
-    #[error("the answer is about another observation")]
+    #[error("the answer is about another capture: capture again and send")]
     OtherObservation,
-    #[error("the answer is about another window")]
+    #[error("the answer is about another window: capture again and send")]
     OtherWindow,
-    #[error("the answer has no target to outline")]
+    #[error("the answer names no control to outline: follow its instruction")]
     NoTarget,
-    #[error("the capture is {0} s old (limit 60 s): check the screen again")]
+    #[error("the capture is {0} s old (limit 60 s): capture again")]
     Stale(i64),
-    #[error("the window is gone")]
+    #[error("the window is gone: open it again, then capture again")]
     WindowGone,
-    #[error("the window moved or was resized since the capture")]
+    #[error("the window moved or was resized since the capture: capture again")]
     WindowMoved,
-    #[error("the window's title changed since the capture")]
+    #[error("the window's title changed since the capture: capture again")]
     WindowChanged,
-    #[error("the target matches {0} captured elements, not exactly one")]
+    #[error(
+        "the target matches {0} captured elements, not exactly one: capture again, or follow the instruction by hand"
+    )]
     NotExactlyOne(usize),
 }
 

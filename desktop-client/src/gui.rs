@@ -3,8 +3,8 @@
 //!
 //! Work (window listing, capture, the HTTP round trip) runs one job at a time on a worker
 //! thread, so the window stays responsive; every upload needs a fresh tick of the consent box,
-//! "Check next step" captures afresh and never resends, and API errors are shown as they
-//! are, with no retry. A drawn outline is checked again twice a second and removed once the
+//! "Check next step" captures afresh and never resends, and a failure is shown as the one
+//! sentence of its [`Problem`] (its detail goes to stderr with `--verbose`), with no retry. A drawn outline is checked again twice a second and removed once the
 //! capture is 60 s old or the window moved, changed or closed.
 
 use std::{
@@ -26,6 +26,7 @@ use time::OffsetDateTime;
 use crate::{
     api::ApiClient,
     checks::check_before_drawing,
+    problem::{Problem, display_set},
     wire::{GuidanceIn, ObservationOut},
 };
 
@@ -52,9 +53,9 @@ enum Job {
 }
 
 enum Done {
-    Windows(Result<Vec<WindowInfo>, String>),
-    Captured(Result<Box<WindowObservation>, String>),
-    Answered(Result<Box<(GuidanceIn, Option<WindowInfo>)>, String>),
+    Windows(Result<Vec<WindowInfo>, Problem>),
+    Captured(Result<Box<WindowObservation>, Problem>),
+    Answered(Result<Box<(GuidanceIn, Option<WindowInfo>)>, Problem>),
 }
 
 /// Runs jobs in order until the window closes (the sender drops).
@@ -65,35 +66,30 @@ fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            let _ = done.send(Done::Windows(Err(format!("cannot start the worker: {e}"))));
+            let _ = done.send(Done::Windows(Err(Problem::runtime(&e))));
             return;
         }
     };
-    let mut client = ApiClient::from_env().map_err(|e| e.to_string());
+    let mut client = ApiClient::from_env().map_err(Problem::from);
     while let Ok(job) = jobs.recv() {
         let result = match job {
-            Job::ListWindows => Done::Windows(observe::windows().map_err(|e| e.to_string())),
+            Job::ListWindows => Done::Windows(observe::windows().map_err(Problem::from)),
             Job::Capture {
                 title,
                 share_pixels,
             } => Done::Captured(runtime.block_on(async {
-                let window = observe::find_window(&title).map_err(|e| e.to_string())?;
-                observe::observe(&window, share_pixels, Budget::default())
-                    .await
-                    .map(Box::new)
-                    .map_err(|e| e.to_string())
+                let window = observe::find_window(&title)?;
+                Ok(Box::new(
+                    observe::observe(&window, share_pixels, Budget::default()).await?,
+                ))
             })),
             Job::Send { capture, prompt } => Done::Answered(match client.as_mut() {
                 Err(e) => Err(e.clone()),
                 Ok(client) => runtime.block_on(async {
                     let body = ObservationOut::from(&capture.observation);
-                    let (answer, _) = client
-                        .guide(&prompt, &body)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let (answer, _) = client.guide(&prompt, &body).await?;
                     // Where the window is now, for the before-drawing checks.
-                    let window_now = observe::windows()
-                        .map_err(|e| e.to_string())?
+                    let window_now = observe::windows()?
                         .into_iter()
                         .find(|w| w.id == capture.window.id);
                     Ok(Box::new((answer, window_now)))
@@ -121,14 +117,16 @@ struct Client {
     answer: Option<GuidanceIn>,
     /// Why the target is not outlined, when it is not.
     refusal: Option<String>,
-    error: Option<String>,
+    error: Option<Problem>,
+    /// Print each problem's technical detail to stderr.
+    verbose: bool,
     outline: Option<ScreenRect>,
     /// When the drawn outline was last checked.
     checked_at: Instant,
 }
 
 impl Client {
-    fn new(ctx: &egui::Context, selected: Option<String>, prompt: String) -> Self {
+    fn new(ctx: &egui::Context, selected: Option<String>, prompt: String, verbose: bool) -> Self {
         let (jobs, job_rx) = mpsc::channel();
         let (done_tx, done) = mpsc::channel();
         let worker_ctx = ctx.clone();
@@ -147,6 +145,7 @@ impl Client {
             answer: None,
             refusal: None,
             error: None,
+            verbose,
             outline: None,
             checked_at: Instant::now(),
         };
@@ -158,7 +157,10 @@ impl Client {
         self.error = None;
         self.busy = self.jobs.send(job).is_ok();
         if !self.busy {
-            self.error = Some("the worker stopped".to_owned());
+            self.error = Some(Problem::new(
+                "The background worker stopped, so nothing more can be captured or sent: close this window and start MSGuide again",
+                None,
+            ));
         }
     }
 
@@ -214,8 +216,13 @@ impl Client {
                     }
                     self.answer = Some(answer);
                 }
-                Done::Windows(Err(e)) | Done::Captured(Err(e)) | Done::Answered(Err(e)) => {
-                    self.error = Some(e);
+                Done::Windows(Err(problem))
+                | Done::Captured(Err(problem))
+                | Done::Answered(Err(problem)) => {
+                    if self.verbose {
+                        eprintln!("{}", problem.report(true));
+                    }
+                    self.error = Some(problem);
                 }
             }
         }
@@ -317,8 +324,12 @@ impl Client {
         let window_now = match observe::windows() {
             Ok(windows) => windows.into_iter().find(|w| w.id == capture.window.id),
             Err(e) => {
+                let problem = Problem::from(e);
+                if self.verbose {
+                    eprintln!("{}", problem.report(true));
+                }
                 self.outline = None;
-                self.refusal = Some(e.to_string());
+                self.refusal = Some(problem.message().to_owned());
                 return;
             }
         };
@@ -415,8 +426,8 @@ impl eframe::App for Client {
             if self.busy {
                 ui.spinner();
             }
-            if let Some(error) = &self.error {
-                ui.colored_label(Color32::RED, error);
+            if let Some(problem) = &self.error {
+                ui.colored_label(Color32::RED, problem.message());
             }
             self.review(ui);
             self.answer(ui);
@@ -427,8 +438,9 @@ impl eframe::App for Client {
 }
 
 /// Opens the window, with a window preselected and the request prefilled when given, and
-/// runs until it is closed. Nothing is captured or sent until the user asks.
-pub fn run(selected: Option<String>, prompt: String) -> ExitCode {
+/// runs until it is closed. Nothing is captured or sent until the user asks. With `verbose`,
+/// each failure's technical detail is printed to stderr too.
+pub fn run(selected: Option<String>, prompt: String, verbose: bool) -> ExitCode {
     let options = eframe::NativeOptions {
         viewport: ViewportBuilder::default()
             .with_title(WINDOW_TITLE)
@@ -438,12 +450,19 @@ pub fn run(selected: Option<String>, prompt: String) -> ExitCode {
     let result = eframe::run_native(
         WINDOW_TITLE,
         options,
-        Box::new(|cc| Ok(Box::new(Client::new(&cc.egui_ctx, selected, prompt)))),
+        Box::new(move |cc| {
+            Ok(Box::new(Client::new(
+                &cc.egui_ctx,
+                selected,
+                prompt,
+                verbose,
+            )))
+        }),
     );
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("msguide-desktop: {e}");
+            eprintln!("{}", Problem::window(&e, display_set()).report(verbose));
             ExitCode::FAILURE
         }
     }

@@ -7,6 +7,7 @@
 //! - [`checks`]: what must hold before an outline is drawn.
 //! - [`cli`]: the scriptable `observe` and `guide` commands.
 //! - [`gui`]: the guidance window and the outline.
+//! - [`problem`]: the one sentence a person reads when something fails, and its detail.
 //!
 //! Capture itself (`local_core::observe`, `local_core::a11y`) lives in `core`, so the
 //! connector can reuse it.
@@ -15,4 +16,5 @@ pub mod api;
 pub mod checks;
 pub mod cli;
 pub mod gui;
+pub mod problem;
 pub mod wire;

@@ -12,6 +12,9 @@ use msguide_desktop::{cli, gui};
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
+    /// Also print the technical detail of a failure (the library's own error text).
+    #[arg(long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -56,7 +59,9 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     if local_core::lifetime::follow_launcher() == Some(local_core::lifetime::Tie::Orphaned) {
-        eprintln!("msguide-desktop: the launcher that started it has already exited");
+        eprintln!(
+            "msguide-desktop: the launcher that started it has already exited: start MSGuide again with `msguide start`"
+        );
         return ExitCode::FAILURE;
     }
     let command = args.command.unwrap_or(Command::Gui {
@@ -67,16 +72,16 @@ fn main() -> ExitCode {
         Command::Gui {
             window_title,
             prompt,
-        } => gui::run(window_title, prompt.unwrap_or_default()),
+        } => gui::run(window_title, prompt.unwrap_or_default(), args.verbose),
         Command::Observe {
             window_title,
             share_pixels,
-        } => cli::observe(&window_title, share_pixels),
+        } => cli::observe(&window_title, share_pixels, args.verbose),
         Command::Guide {
             window_title,
             prompt,
             consent,
             share_pixels,
-        } => cli::guide(&window_title, &prompt, consent, share_pixels),
+        } => cli::guide(&window_title, &prompt, consent, share_pixels, args.verbose),
     }
 }

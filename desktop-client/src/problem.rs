@@ -1,0 +1,317 @@
+//! What a person is told when something fails: one sentence saying what is wrong and what to
+//! do, with the technical detail (the library's own error text) kept apart, printed only with
+//! `--verbose`.
+//!
+//! Library errors (zbus, xcap, x11rb, reqwest, winit) print their innards, often as `Debug`
+//! dumps; they never reach a person as the message, only as the detail.
+
+use std::fmt;
+
+use local_core::{a11y::A11yError, observe::ObserveError};
+
+use crate::api::ApiError;
+
+/// A failure as a person reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// One sentence: what is wrong, then what to do.
+    message: String,
+    /// The technical cause, for `--verbose`.
+    detail: Option<String>,
+}
+
+impl Problem {
+    /// A problem with `message` and, when there is one, its technical `detail`.
+    #[must_use]
+    pub fn new(message: impl Into<String>, detail: Option<String>) -> Self {
+        Self {
+            message: message.into(),
+            detail,
+        }
+    }
+
+    /// The sentence shown to the person.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The technical cause, when there is one.
+    #[must_use]
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// What goes to stderr: the sentence, and with `verbose` the detail on a line of its own.
+    #[must_use]
+    pub fn report(&self, verbose: bool) -> String {
+        match (&self.detail, verbose) {
+            (Some(detail), true) => format!(
+                "msguide-desktop: {}\nmsguide-desktop: detail: {detail}",
+                self.message
+            ),
+            _ => format!("msguide-desktop: {}", self.message),
+        }
+    }
+
+    /// Why a window could not be listed or observed; `display_set` says whether `DISPLAY` or
+    /// `WAYLAND_DISPLAY` names a display, which decides the advice when the window list fails.
+    #[must_use]
+    pub fn observe(err: &ObserveError, display_set: bool) -> Self {
+        let detail = Some(err.to_string());
+        let message = match err {
+            ObserveError::WindowList(_) if !display_set => {
+                "No display: DISPLAY is not set, so no window can be listed; run msguide-desktop inside your desktop session"
+            }
+            ObserveError::WindowList(_) => {
+                "The windows on this display cannot be listed: run msguide-desktop inside an X11 desktop session with a window manager running"
+            }
+            ObserveError::NoSuchWindow => {
+                return Self::new(
+                    "No open window has exactly that title: check the title, or open the window first",
+                    None,
+                );
+            }
+            ObserveError::Minimised => {
+                return Self::new(
+                    "The window is minimised: restore it, then capture again",
+                    None,
+                );
+            }
+            ObserveError::Untitled => {
+                return Self::new(
+                    "The window has no title to report as its application: pick a window with a title",
+                    None,
+                );
+            }
+            ObserveError::BadSize => {
+                return Self::new(
+                    "The window is smaller than 1 pixel or larger than 16384 pixels: resize it, then capture again",
+                    None,
+                );
+            }
+            ObserveError::Accessibility(A11yError::Unavailable(_)) => {
+                "The accessibility bus cannot be reached, so the window's controls cannot be read: run msguide-desktop inside your desktop session, with its AT-SPI accessibility service running"
+            }
+            ObserveError::Accessibility(A11yError::WindowNotFound) => {
+                "The window did not show up in the accessibility tree in time: check that the application supports accessibility (AT-SPI), then capture again"
+            }
+            ObserveError::Accessibility(A11yError::Unsupported) => {
+                "Reading a window's controls is not supported on this system: use msguide-desktop on Linux (AT-SPI) or Windows (UI Automation)"
+            }
+            ObserveError::Pixels(_) => {
+                "The window's pixels could not be captured: capture again without sharing pixels, or check that the window is still open"
+            }
+            ObserveError::Image(_) => {
+                "The window's image is too large to share even when shrunk: capture again without sharing pixels"
+            }
+        };
+        Self::new(message, detail)
+    }
+
+    /// Why the local API gave no answer.
+    #[must_use]
+    pub fn api(err: &ApiError) -> Self {
+        Self::new(err.to_string(), err.detail().map(str::to_owned))
+    }
+
+    /// The async runtime or the worker thread could not start.
+    #[must_use]
+    pub fn runtime(err: &std::io::Error) -> Self {
+        Self::new(
+            "msguide-desktop could not start its background worker, probably for lack of memory or threads: close some programs and try again",
+            Some(err.to_string()),
+        )
+    }
+
+    /// The guidance window could not be opened.
+    #[must_use]
+    pub fn window(err: &eframe::Error, display_set: bool) -> Self {
+        let message = if display_set {
+            "The guidance window could not be opened on this display: run msguide-desktop inside your desktop session, or use the `observe` and `guide` commands"
+        } else {
+            "No display: DISPLAY is not set, so the guidance window cannot open; run msguide-desktop inside your desktop session, or use the `observe` and `guide` commands"
+        };
+        Self::new(message, Some(err.to_string()))
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<ObserveError> for Problem {
+    fn from(err: ObserveError) -> Self {
+        Self::observe(&err, display_set())
+    }
+}
+
+impl From<ApiError> for Problem {
+    fn from(err: ApiError) -> Self {
+        Self::api(&err)
+    }
+}
+
+/// Whether this process was given a display (X11 or Wayland).
+#[must_use]
+pub fn display_set() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message is one sentence a person can act on: no dump of a library's innards, no
+    /// line break, and the remedy named.
+    fn assert_readable(problem: &Problem, remedy: &str) {
+        let message = problem.message();
+        for noise in ["{", "Os {", "Error(", "\n", "ZBus", "os error"] {
+            assert!(!message.contains(noise), "{noise:?} in {message:?}");
+        }
+        assert!(message.contains(remedy), "no {remedy:?} in {message:?}");
+        assert_eq!(problem.report(false), format!("msguide-desktop: {message}"));
+        if let Some(detail) = problem.detail() {
+            assert!(problem.report(true).ends_with(&format!("detail: {detail}")));
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn no_accessibility_bus_says_to_run_inside_the_session_with_at_spi() {
+        let missing = std::env::temp_dir().join(format!("no-bus-{}", std::process::id()));
+        let address = format!("unix:path={}", missing.display());
+        let Err(err) = zbus::connection::Builder::address(address.as_str())
+            .unwrap()
+            .build()
+            .await
+        else {
+            panic!("a bus answered at {address}");
+        };
+        let err = ObserveError::Accessibility(A11yError::Unavailable(
+            atspi::AtspiError::from(err).to_string(),
+        ));
+        let problem = Problem::observe(&err, true);
+        assert_readable(&problem, "inside your desktop session");
+        assert!(problem.message().contains("AT-SPI"));
+        // The library's words are kept for --verbose.
+        assert!(problem.detail().unwrap().contains("ZBus"), "{problem:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn no_display_says_to_run_inside_the_desktop_session() {
+        let Err(err) = x11rb::connect(Some(":59123")) else {
+            panic!("display :59123 exists");
+        };
+        let err = ObserveError::WindowList(err.to_string());
+        let problem = Problem::observe(&err, false);
+        assert_readable(&problem, "run msguide-desktop inside your desktop session");
+        assert!(
+            problem
+                .message()
+                .starts_with("No display: DISPLAY is not set")
+        );
+        // A display that is set but unusable gets the window-manager advice instead.
+        let problem = Problem::observe(&err, true);
+        assert_readable(&problem, "with a window manager running");
+    }
+
+    #[test]
+    fn window_classes_name_what_to_do() {
+        for (err, remedy) in [
+            (ObserveError::NoSuchWindow, "check the title"),
+            (ObserveError::Minimised, "restore it"),
+            (ObserveError::Untitled, "pick a window with a title"),
+            (ObserveError::BadSize, "resize it"),
+            (
+                ObserveError::Accessibility(A11yError::WindowNotFound),
+                "supports accessibility",
+            ),
+            (
+                ObserveError::Accessibility(A11yError::Unsupported),
+                "on Linux",
+            ),
+            (
+                ObserveError::Pixels("Window(Xcb(ConnectionError { .. }))".to_owned()),
+                "without sharing pixels",
+            ),
+        ] {
+            assert_readable(&Problem::observe(&err, true), remedy);
+        }
+        let Err(png) = local_core::png_sanitise::sanitise_png(b"not a png") else {
+            panic!("garbage sanitised");
+        };
+        assert_readable(
+            &Problem::observe(&ObserveError::Image(png), true),
+            "without sharing pixels",
+        );
+    }
+
+    #[tokio::test]
+    async fn api_not_running_says_to_start_it() {
+        // A port that was free a moment ago: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client =
+            crate::api::ApiClient::new(&format!("http://127.0.0.1:{port}"), "t".to_owned())
+                .unwrap();
+        let err = client.health().await.unwrap_err();
+        assert!(matches!(err, ApiError::Unreachable { .. }), "{err:?}");
+        let problem = Problem::api(&err);
+        assert_readable(&problem, "start it with `msguide start`");
+        assert!(
+            problem
+                .message()
+                .contains(&format!("at http://127.0.0.1:{port}:"))
+        );
+        // The cause behind reqwest's summary is in the detail.
+        let detail = problem.detail().unwrap().to_ascii_lowercase();
+        assert!(detail.contains("refused"), "{detail}");
+    }
+
+    #[test]
+    fn api_refusals_name_what_to_do() {
+        for (err, remedy) in [
+            (ApiError::NoToken, "`msguide start`"),
+            (
+                ApiError::BadUrl("https://example.com".to_owned()),
+                "or unset it",
+            ),
+            (
+                ApiError::Http {
+                    status: 401,
+                    detail: "Unauthorized".to_owned(),
+                },
+                "the token was refused, so restart with `msguide start`",
+            ),
+            (
+                ApiError::Http {
+                    status: 502,
+                    detail: "Bad Gateway".to_owned(),
+                },
+                "diagnostic log",
+            ),
+            (ApiError::TooLarge, "same release"),
+            (
+                ApiError::BadAnswer("missing field `status`".to_owned()),
+                "same release",
+            ),
+        ] {
+            assert_readable(&Problem::api(&err), remedy);
+        }
+    }
+
+    #[test]
+    fn a_worker_that_cannot_start_says_what_to_try() {
+        let err = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        assert_readable(&Problem::runtime(&err), "close some programs");
+    }
+}
