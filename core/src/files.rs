@@ -714,8 +714,10 @@ pub fn delete(jail: &Jail, request: &DeleteRequest) -> Result<DeleteResult, File
     }
 }
 
-/// FILE_MOVE: renames `from` to `to` (a symlink moves as a link). Without `overwrite` an
-/// existing destination is `PATH_EXISTS`. With it the rename replaces the destination
+/// FILE_MOVE: renames `from` to `to` (a symlink moves as a link). A destination that is a
+/// symlink must resolve inside the root (else `PATH_OUTSIDE_ALLOWED_ROOT`, with or without
+/// `overwrite`, nothing changed); one that does is replaced as a link, never moved through.
+/// Without `overwrite` an existing destination is `PATH_EXISTS`. With it the rename replaces the destination
 /// atomically where the OS can (file over file, directory over empty directory); otherwise the
 /// destination is first renamed aside and only deleted once the source is in place, so a
 /// failure leaves it as it was. Across devices the source is copied, then deleted.
@@ -740,7 +742,15 @@ pub fn move_path(
         Err(err) => return Err(err.into()),
     }
     let to_exists = match jail.symlink_metadata(&to) {
-        Ok(_) => true,
+        Ok(meta) => {
+            if meta.is_symlink() {
+                // The destination rule (docs/connector.md): a link where something will be
+                // created or replaced must lead inside the root, dangling or not, even though
+                // the move replaces only the link itself.
+                let _ = jail.resolve(&request.to)?;
+            }
+            true
+        }
         Err(err) if is_missing(&err) => false,
         Err(err) => return Err(err.into()),
     };
@@ -2355,6 +2365,137 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(fs::read_to_string(sb.root.join("target.txt")).unwrap(), "t");
+    }
+
+    /// The destination rule: a `to` that is a link leading out of the root (to a directory
+    /// or a file, dangling or not, absolute or relative) is refused with or without
+    /// `overwrite`, and nothing changes on disk.
+    #[cfg(unix)]
+    #[test]
+    fn move_onto_a_link_out_of_the_root_is_refused_and_changes_nothing() {
+        use std::os::unix::fs::symlink;
+        let sb = Sandbox::new();
+        sb.file("src.txt", "source");
+        fs::create_dir(sb.root.join("srcdir")).unwrap();
+        let links = [
+            ("to_dir", sb.outside.clone()),
+            ("to_file", sb.outside.join("secret.txt")),
+            ("dangling_abs", sb.outside.join("missing")),
+            ("dangling_rel", PathBuf::from("../outside/missing")),
+            ("to_file_rel", PathBuf::from("../outside/secret.txt")),
+        ];
+        for (name, target) in &links {
+            symlink(target, sb.root.join(name)).unwrap();
+        }
+        let outside_before: Vec<_> = fs::read_dir(&sb.outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        let jail = sb.jail();
+        for (name, target) in &links {
+            for from in ["src.txt", "srcdir"] {
+                for overwrite in [false, true] {
+                    assert_eq!(
+                        code(move_path(
+                            &jail,
+                            &move_request(from, name, overwrite),
+                            &FileLimits::default()
+                        )),
+                        "PATH_OUTSIDE_ALLOWED_ROOT",
+                        "{from} -> {name} overwrite={overwrite}"
+                    );
+                }
+            }
+            assert_eq!(&fs::read_link(sb.root.join(name)).unwrap(), target);
+        }
+        assert_eq!(
+            fs::read_to_string(sb.root.join("src.txt")).unwrap(),
+            "source"
+        );
+        assert!(sb.root.join("srcdir").is_dir());
+        let outside_after: Vec<_> = fs::read_dir(&sb.outside)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(outside_before, outside_after);
+        assert_eq!(
+            fs::read_to_string(sb.outside.join("secret.txt")).unwrap(),
+            "outside"
+        );
+    }
+
+    /// A destination link that resolves inside the root is replaced as a link (its target
+    /// keeps its content), as `rename(2)` does; without `overwrite` it is `PATH_EXISTS`.
+    #[cfg(unix)]
+    #[test]
+    fn move_onto_a_link_inside_the_root_replaces_the_link() {
+        use std::os::unix::fs::symlink;
+        let sb = Sandbox::new();
+        sb.file("src.txt", "source");
+        sb.file("target.txt", "target");
+        symlink("target.txt", sb.root.join("alias")).unwrap();
+        symlink("missing-inside", sb.root.join("dangling")).unwrap();
+        let jail = sb.jail();
+        let lim = FileLimits::default();
+        assert_eq!(
+            code(move_path(
+                &jail,
+                &move_request("src.txt", "alias", false),
+                &lim
+            )),
+            "PATH_EXISTS"
+        );
+        move_path(&jail, &move_request("src.txt", "alias", true), &lim).unwrap();
+        let alias = sb.root.join("alias");
+        assert!(!fs::symlink_metadata(&alias).unwrap().is_symlink());
+        assert_eq!(fs::read_to_string(&alias).unwrap(), "source");
+        assert_eq!(
+            fs::read_to_string(sb.root.join("target.txt")).unwrap(),
+            "target"
+        );
+        move_path(&jail, &move_request("alias", "dangling", true), &lim).unwrap();
+        assert_eq!(
+            fs::read_to_string(sb.root.join("dangling")).unwrap(),
+            "source"
+        );
+        assert!(!sb.root.join("missing-inside").exists());
+    }
+
+    /// FILE_WRITE follows the same rule for the file it creates or replaces: a link out of
+    /// the root (dangling or not) is refused and nothing outside appears.
+    #[cfg(unix)]
+    #[test]
+    fn write_onto_a_link_out_of_the_root_is_refused() {
+        use std::os::unix::fs::symlink;
+        let sb = Sandbox::new();
+        symlink(sb.outside.join("secret.txt"), sb.root.join("to_file")).unwrap();
+        symlink(sb.outside.join("new.txt"), sb.root.join("dangling_abs")).unwrap();
+        symlink("../outside/new2.txt", sb.root.join("dangling_rel")).unwrap();
+        let jail = sb.jail();
+        for name in ["to_file", "dangling_abs", "dangling_rel"] {
+            for create_parents in [false, true] {
+                assert_eq!(
+                    code(write(
+                        &jail,
+                        &write_text(name, "x", create_parents),
+                        &FileLimits::default()
+                    )),
+                    "PATH_OUTSIDE_ALLOWED_ROOT",
+                    "{name}"
+                );
+            }
+            assert!(
+                fs::symlink_metadata(sb.root.join(name))
+                    .unwrap()
+                    .is_symlink()
+            );
+        }
+        assert_eq!(
+            fs::read_to_string(sb.outside.join("secret.txt")).unwrap(),
+            "outside"
+        );
+        assert!(!sb.outside.join("new.txt").exists());
+        assert!(!sb.outside.join("new2.txt").exists());
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::messages::Payload;
+use super::codes::ErrorCode;
+use super::messages::{Invalid, Payload};
 
 /// SCREENSHOT_REQUEST `quality` when omitted.
 pub const DEFAULT_SCREENSHOT_QUALITY: u8 = 75;
@@ -55,14 +56,28 @@ pub struct ScreenshotRequestPayload {
 }
 
 impl Payload for ScreenshotRequestPayload {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         if !(1..=100).contains(&self.quality) {
-            return Err("quality must be 1 to 100".to_owned());
+            return Err(Invalid::at("quality", "quality must be 1 to 100"));
         }
         if self.region.is_some() && self.window_id.is_some() {
-            return Err("region and window_id are mutually exclusive".to_owned());
+            return Err(Invalid::at(
+                "region",
+                "region and window_id are mutually exclusive",
+            ));
         }
         Ok(())
+    }
+
+    /// A format this shim cannot encode, a region it cannot capture, or region and window
+    /// together (the reference's answer to an empty region and to both) is an unsupported
+    /// feature; a window id of the wrong type names no live window.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        match field {
+            Some("format" | "region") => ErrorCode::FeatureNotSupported,
+            Some("window_id") => ErrorCode::WindowStale,
+            _ => ErrorCode::InternalError,
+        }
     }
 }
 
@@ -228,7 +243,18 @@ pub struct InputActionPayload {
     pub preserve_clipboard: bool,
 }
 
-impl Payload for InputActionPayload {}
+impl Payload for InputActionPayload {
+    /// An action, button, modifier or direction this protocol does not define (or no action
+    /// at all) is an operation the shim does not offer.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        match field {
+            None | Some("action" | "button" | "modifiers" | "direction" | "scroll_direction") => {
+                ErrorCode::FeatureNotSupported
+            }
+            _ => ErrorCode::InternalError,
+        }
+    }
+}
 
 /// `CURSOR_POSITION_RESPONSE` (shim → platform).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -331,7 +357,21 @@ pub struct WindowFocusPayload {
     pub raise: bool,
 }
 
-impl Payload for WindowFocusPayload {}
+impl Payload for WindowFocusPayload {
+    /// A missing or ill-typed window id maps to no live window.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        window_code(field)
+    }
+}
+
+/// For requests whose only required field is `window_id`: that field missing (`None`) or of
+/// the wrong type names no live window, so `WINDOW_STALE` tells the caller to list again.
+fn window_code(field: Option<&str>) -> ErrorCode {
+    match field {
+        None | Some("window_id") => ErrorCode::WindowStale,
+        _ => ErrorCode::InternalError,
+    }
+}
 
 /// `APP_LIST_REQUEST` (platform → shim).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -407,7 +447,19 @@ pub struct ClipboardReadPayload {
     pub format: ClipboardFormat,
 }
 
-impl Payload for ClipboardReadPayload {}
+impl Payload for ClipboardReadPayload {
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        clipboard_code(field)
+    }
+}
+
+/// A clipboard format other than text and image is a feature no shim offers.
+fn clipboard_code(field: Option<&str>) -> ErrorCode {
+    match field {
+        Some("format") => ErrorCode::FeatureNotSupported,
+        _ => ErrorCode::InternalError,
+    }
+}
 
 /// `CLIPBOARD_READ_RESPONSE` (shim → platform).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -432,7 +484,11 @@ pub struct ClipboardWritePayload {
     pub content: String,
 }
 
-impl Payload for ClipboardWritePayload {}
+impl Payload for ClipboardWritePayload {
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        clipboard_code(field)
+    }
+}
 
 /// `PERMISSIONS_CHECK_REQUEST` (platform → shim).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -502,17 +558,30 @@ const fn default_a11y_deadline() -> u64 {
 }
 
 impl Payload for A11ySnapshotRequestPayload {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         if !(1..=MAX_A11Y_ELEMENTS).contains(&self.max_elements) {
-            return Err(format!("max_elements must be 1 to {MAX_A11Y_ELEMENTS}"));
+            return Err(Invalid::at(
+                "max_elements",
+                format!("max_elements must be 1 to {MAX_A11Y_ELEMENTS}"),
+            ));
         }
         if !(1..=MAX_A11Y_DEPTH).contains(&self.max_depth) {
-            return Err(format!("max_depth must be 1 to {MAX_A11Y_DEPTH}"));
+            return Err(Invalid::at(
+                "max_depth",
+                format!("max_depth must be 1 to {MAX_A11Y_DEPTH}"),
+            ));
         }
         if !(1..=MAX_A11Y_DEADLINE_MS).contains(&self.deadline_ms) {
-            return Err(format!("deadline_ms must be 1 to {MAX_A11Y_DEADLINE_MS}"));
+            return Err(Invalid::at(
+                "deadline_ms",
+                format!("deadline_ms must be 1 to {MAX_A11Y_DEADLINE_MS}"),
+            ));
         }
         Ok(())
+    }
+
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        window_code(field)
     }
 }
 

@@ -3,21 +3,27 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::codes::ErrorCode;
 use super::handshake::check_session_id;
-use super::messages::Payload;
+use super::messages::{Invalid, Payload};
 
 /// Browse ids, directory references and cursors are 1..=256 characters.
 pub const MAX_REFERENCE_CHARS: usize = 256;
 /// At most this many entries per DIRECTORY_LIST_RESPONSE page.
 pub const MAX_DIRECTORY_ENTRIES: usize = 200;
 
-fn check_reference(name: &str, value: Option<&str>) -> Result<(), String> {
+fn check_reference(name: &'static str, value: Option<&str>) -> Result<(), Invalid> {
     match value {
-        Some(v) if v.is_empty() || v.chars().count() > MAX_REFERENCE_CHARS => Err(format!(
-            "{name} must be 1 to {MAX_REFERENCE_CHARS} characters"
+        Some(v) if v.is_empty() || v.chars().count() > MAX_REFERENCE_CHARS => Err(Invalid::at(
+            name,
+            format!("{name} must be 1 to {MAX_REFERENCE_CHARS} characters"),
         )),
         _ => Ok(()),
     }
+}
+
+fn check_session(session_id: &str) -> Result<(), Invalid> {
+    check_session_id(session_id).map_err(|reason| Invalid::at("session_id", reason))
 }
 
 /// `DIRECTORY_LIST_REQUEST` (platform → shim): both references null starts a browse.
@@ -35,17 +41,29 @@ pub struct DirectoryListRequestPayload {
 }
 
 impl Payload for DirectoryListRequestPayload {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         check_reference("browse_id", self.browse_id.as_deref())?;
         check_reference("directory_ref", self.directory_ref.as_deref())?;
         check_reference("cursor", self.cursor.as_deref())?;
         if self.browse_id.is_some() != self.directory_ref.is_some() {
-            return Err("browse_id and directory_ref must both be null or both be set".to_owned());
+            return Err(Invalid::at(
+                "browse_id",
+                "browse_id and directory_ref must both be null or both be set",
+            ));
         }
         if self.cursor.is_some() && self.browse_id.is_none() {
-            return Err("cursor requires browse_id and directory_ref".to_owned());
+            return Err(Invalid::at(
+                "cursor",
+                "cursor requires browse_id and directory_ref",
+            ));
         }
         Ok(())
+    }
+
+    /// PROTOCOL.md: a malformed browse/reference pair is `DIRECTORY_REFERENCE_INVALID`, and
+    /// every field of this request is part of that pair or its cursor.
+    fn invalid_code(_field: Option<&str>) -> ErrorCode {
+        ErrorCode::DirectoryReferenceInvalid
     }
 }
 
@@ -85,10 +103,13 @@ impl Payload for DirectoryListResponsePayload {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachSessionPayload {
     /// The platform's session id.
+    #[serde(default)]
     pub session_id: String,
     /// Browse the reference came from.
+    #[serde(default)]
     pub browse_id: String,
     /// The folder the user picked.
+    #[serde(default)]
     pub directory_ref: String,
     /// For platform race detection; the shim ignores it by design.
     #[serde(default)]
@@ -96,10 +117,19 @@ pub struct AttachSessionPayload {
 }
 
 impl Payload for AttachSessionPayload {
-    fn validate(&self) -> Result<(), String> {
-        check_session_id(&self.session_id)?;
+    fn validate(&self) -> Result<(), Invalid> {
+        check_session(&self.session_id)?;
         check_reference("browse_id", Some(&self.browse_id))?;
         check_reference("directory_ref", Some(&self.directory_ref))
+    }
+
+    /// A malformed (or missing) reference is `DIRECTORY_REFERENCE_INVALID`; the session id
+    /// has no code of its own in the spec.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        match field {
+            Some("browse_id" | "directory_ref") => ErrorCode::DirectoryReferenceInvalid,
+            _ => ErrorCode::InternalError,
+        }
     }
 }
 
@@ -124,18 +154,29 @@ impl Payload for SessionAttachedPayload {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivateSessionPayload {
     /// Session to start a child runtime for.
+    #[serde(default)]
     pub session_id: String,
-    /// The binding revision the platform expects.
+    /// The binding revision the platform expects (missing reads as 0, which is refused).
+    #[serde(default)]
     pub revision: u64,
 }
 
 impl Payload for ActivateSessionPayload {
-    fn validate(&self) -> Result<(), String> {
-        check_session_id(&self.session_id)?;
+    fn validate(&self) -> Result<(), Invalid> {
+        check_session(&self.session_id)?;
         if self.revision == 0 {
-            Err("revision must be at least 1".to_owned())
+            Err(Invalid::at("revision", "revision must be at least 1"))
         } else {
             Ok(())
+        }
+    }
+
+    /// A revision that is missing, not a positive integer or out of range can match no
+    /// binding: `SESSION_REVISION_MISMATCH`, the spec's code for a stale or conflicting one.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        match field {
+            Some("revision") => ErrorCode::SessionRevisionMismatch,
+            _ => ErrorCode::InternalError,
         }
     }
 }
@@ -159,14 +200,28 @@ impl Payload for SessionActivatedPayload {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestoreSessionPayload {
     /// Session to restore.
+    #[serde(default)]
     pub session_id: String,
     /// Grant from an earlier SESSION_ATTACHED or SESSION_RESTORED.
+    #[serde(default)]
     pub root_grant: String,
 }
 
 impl Payload for RestoreSessionPayload {
-    fn validate(&self) -> Result<(), String> {
-        check_session_id(&self.session_id)
+    fn validate(&self) -> Result<(), Invalid> {
+        check_session(&self.session_id)?;
+        if self.root_grant.is_empty() {
+            return Err(Invalid::at("root_grant", "root_grant is required"));
+        }
+        Ok(())
+    }
+
+    /// PROTOCOL.md: a malformed grant is `ROOT_GRANT_INVALID`.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        match field {
+            Some("root_grant") => ErrorCode::RootGrantInvalid,
+            _ => ErrorCode::InternalError,
+        }
     }
 }
 
@@ -191,12 +246,13 @@ impl Payload for SessionRestoredPayload {}
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DetachSessionPayload {
     /// Session to stop and unbind.
+    #[serde(default)]
     pub session_id: String,
 }
 
 impl Payload for DetachSessionPayload {
-    fn validate(&self) -> Result<(), String> {
-        check_session_id(&self.session_id)
+    fn validate(&self) -> Result<(), Invalid> {
+        check_session(&self.session_id)
     }
 }
 
@@ -207,7 +263,7 @@ mod tests {
     fn request(text: &str) -> Result<(), String> {
         let payload: DirectoryListRequestPayload =
             serde_json::from_str(text).map_err(|e| e.to_string())?;
-        payload.validate()
+        payload.validate().map_err(|invalid| invalid.reason)
     }
 
     #[test]

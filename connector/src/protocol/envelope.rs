@@ -143,6 +143,12 @@ pub enum Parsed {
         id: String,
         /// The frame's type.
         message_type: MessageType,
+        /// The most specific spec code for what is wrong (see [`Payload::invalid_code`]).
+        ///
+        /// [`Payload::invalid_code`]: super::messages::Payload::invalid_code
+        code: ErrorCode,
+        /// The top-level payload field at fault, when one is (a name, never a value).
+        field: Option<String>,
         /// What did not fit.
         reason: String,
     },
@@ -166,10 +172,11 @@ pub enum Parsed {
 impl Parsed {
     /// The ERROR frame the shim should send for this outcome, if any.
     ///
-    /// Unknown types answer `FEATURE_NOT_SUPPORTED`; invalid payloads and broken
-    /// envelopes with a readable id answer `INTERNAL_ERROR`, the code the reference shim
-    /// uses for request validation failures. Nothing answers an ERROR frame, a frame of
-    /// another major, or a frame without an id.
+    /// Unknown types answer `FEATURE_NOT_SUPPORTED`; invalid payloads answer the most
+    /// specific code the spec gives for the field at fault (`INTERNAL_ERROR`, the code the
+    /// reference shim uses for request validation failures, where it gives none), and broken
+    /// envelopes with a readable id `INTERNAL_ERROR`. Nothing answers an ERROR frame, a frame
+    /// of another major, or a frame without an id.
     pub fn error_reply(&self, ts: f64, pending_capacity: u32) -> Option<Envelope> {
         match self {
             Self::Message(_) | Self::OtherMajor { .. } | Self::Unreadable { id: None, .. } => None,
@@ -188,14 +195,21 @@ impl Parsed {
             // The serde reason may quote the payload (file contents, command text): it is kept
             // for tests and never sent or logged.
             Self::InvalidPayload {
-                id, message_type, ..
+                id,
+                message_type,
+                code,
+                field,
+                ..
             } => Some(Envelope::error(
                 id.clone(),
                 ts,
                 pending_capacity,
-                ErrorCode::InternalError,
+                *code,
                 format!("invalid {message_type} payload"),
-                Some(json!({ "message_type": message_type.as_str() })),
+                Some(match field {
+                    Some(field) => json!({ "message_type": message_type.as_str(), "field": field }),
+                    None => json!({ "message_type": message_type.as_str() }),
+                }),
             )),
             Self::Unreadable { id: Some(id), .. } => Some(Envelope::error(
                 id.clone(),
@@ -251,10 +265,12 @@ pub fn parse_frame(text: &str) -> Parsed {
                     pending_capacity,
                     message,
                 })),
-                Err(reason) => Parsed::InvalidPayload {
+                Err(fault) => Parsed::InvalidPayload {
                     id,
                     message_type,
-                    reason,
+                    code: fault.code,
+                    field: fault.field,
+                    reason: fault.reason,
                 },
             }
         }
@@ -399,6 +415,7 @@ mod tests {
                     id,
                     message_type,
                     reason,
+                    ..
                 } => {
                     assert_eq!(
                         (id.as_str(), message_type),
@@ -420,6 +437,460 @@ mod tests {
                 assert_eq!(error.code, OrUnknown::Known(ErrorCode::InternalError))
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// Every way a control-mode or computer-use payload can be wrong answers the most
+    /// specific code of PROTOCOL.md's list, naming the field at fault (never its value).
+    #[test]
+    fn malformed_control_and_computer_use_payloads_get_their_specific_codes() {
+        const REF: &str = "DIRECTORY_REFERENCE_INVALID";
+        const GRANT: &str = "ROOT_GRANT_INVALID";
+        const REVISION: &str = "SESSION_REVISION_MISMATCH";
+        const STALE: &str = "WINDOW_STALE";
+        const FEATURE: &str = "FEATURE_NOT_SUPPORTED";
+        const GENERIC: &str = "INTERNAL_ERROR";
+        let long = "r".repeat(257);
+        let sid = "session-1";
+        let cases: Vec<(&str, Value, &str, Option<&str>)> = vec![
+            // DIRECTORY_LIST_REQUEST: the pair half null, wrong types, shapes, cursor alone.
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b", "directory_ref": null}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": null, "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": 7, "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b", "directory_ref": ["d"]}),
+                REF,
+                Some("directory_ref"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b", "directory_ref": {"x": 1}}),
+                REF,
+                Some("directory_ref"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "", "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": long, "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b", "directory_ref": long}),
+                REF,
+                Some("directory_ref"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": null, "directory_ref": null, "cursor": "c"}),
+                REF,
+                Some("cursor"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b", "directory_ref": "d", "cursor": 3}),
+                REF,
+                Some("cursor"),
+            ),
+            (
+                "DIRECTORY_LIST_REQUEST",
+                json!({"browse_id": "b", "directory_ref": "d", "cursor": ""}),
+                REF,
+                Some("cursor"),
+            ),
+            ("DIRECTORY_LIST_REQUEST", json!("browse"), GENERIC, None),
+            // ATTACH_SESSION: the reference pair, then the session id (no code of its own).
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": sid, "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": sid, "browse_id": "b"}),
+                REF,
+                Some("directory_ref"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": sid, "browse_id": null, "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": sid, "browse_id": "b", "directory_ref": 1}),
+                REF,
+                Some("directory_ref"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": sid, "browse_id": long, "directory_ref": "d"}),
+                REF,
+                Some("browse_id"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": sid, "browse_id": "b", "directory_ref": ""}),
+                REF,
+                Some("directory_ref"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"browse_id": "b", "directory_ref": "d"}),
+                GENERIC,
+                Some("session_id"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": 5, "browse_id": "b", "directory_ref": "d"}),
+                GENERIC,
+                Some("session_id"),
+            ),
+            (
+                "ATTACH_SESSION",
+                json!({"session_id": "bad id!", "browse_id": "b", "directory_ref": "d"}),
+                GENERIC,
+                Some("session_id"),
+            ),
+            // ACTIVATE_SESSION: a revision that can match no binding.
+            (
+                "ACTIVATE_SESSION",
+                json!({"session_id": sid}),
+                REVISION,
+                Some("revision"),
+            ),
+            (
+                "ACTIVATE_SESSION",
+                json!({"session_id": sid, "revision": 0}),
+                REVISION,
+                Some("revision"),
+            ),
+            (
+                "ACTIVATE_SESSION",
+                json!({"session_id": sid, "revision": -1}),
+                REVISION,
+                Some("revision"),
+            ),
+            (
+                "ACTIVATE_SESSION",
+                json!({"session_id": sid, "revision": 1.5}),
+                REVISION,
+                Some("revision"),
+            ),
+            (
+                "ACTIVATE_SESSION",
+                json!({"session_id": sid, "revision": "1"}),
+                REVISION,
+                Some("revision"),
+            ),
+            (
+                "ACTIVATE_SESSION",
+                json!({"session_id": sid, "revision": null}),
+                REVISION,
+                Some("revision"),
+            ),
+            (
+                "ACTIVATE_SESSION",
+                json!({"revision": 1}),
+                GENERIC,
+                Some("session_id"),
+            ),
+            // RESTORE_SESSION: a missing or ill-typed grant is a malformed grant.
+            (
+                "RESTORE_SESSION",
+                json!({"session_id": sid}),
+                GRANT,
+                Some("root_grant"),
+            ),
+            (
+                "RESTORE_SESSION",
+                json!({"session_id": sid, "root_grant": ""}),
+                GRANT,
+                Some("root_grant"),
+            ),
+            (
+                "RESTORE_SESSION",
+                json!({"session_id": sid, "root_grant": 12}),
+                GRANT,
+                Some("root_grant"),
+            ),
+            (
+                "RESTORE_SESSION",
+                json!({"session_id": sid, "root_grant": ["v1"]}),
+                GRANT,
+                Some("root_grant"),
+            ),
+            (
+                "RESTORE_SESSION",
+                json!({"root_grant": "v1.a.b"}),
+                GENERIC,
+                Some("session_id"),
+            ),
+            // DETACH_SESSION: only a session id, which has no code of its own.
+            ("DETACH_SESSION", json!({}), GENERIC, Some("session_id")),
+            (
+                "DETACH_SESSION",
+                json!({"session_id": false}),
+                GENERIC,
+                Some("session_id"),
+            ),
+            // SCREENSHOT_REQUEST.
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"format": "webp"}),
+                FEATURE,
+                Some("format"),
+            ),
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"region": [0, 0, 5, 5], "window_id": "win_1"}),
+                FEATURE,
+                Some("region"),
+            ),
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"window_id": 3}),
+                STALE,
+                Some("window_id"),
+            ),
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"quality": 0}),
+                GENERIC,
+                Some("quality"),
+            ),
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"quality": 101}),
+                GENERIC,
+                Some("quality"),
+            ),
+            // A region that cannot be captured, like an empty one (the reference), is unsupported.
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"region": [0, 0, 5]}),
+                FEATURE,
+                Some("region"),
+            ),
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"monitor": "all"}),
+                GENERIC,
+                Some("monitor"),
+            ),
+            (
+                "SCREENSHOT_REQUEST",
+                json!({"include_cursor": "yes"}),
+                GENERIC,
+                Some("include_cursor"),
+            ),
+            // INPUT_ACTION: unknown operations, buttons, modifiers and directions.
+            ("INPUT_ACTION", json!({}), FEATURE, None),
+            (
+                "INPUT_ACTION",
+                json!({"action": "quadruple_click"}),
+                FEATURE,
+                Some("action"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": 1}),
+                FEATURE,
+                Some("action"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "mouse_down", "button": "fourth"}),
+                FEATURE,
+                Some("button"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "left_click", "coordinate": [1, 1], "modifiers": ["hyper"]}),
+                FEATURE,
+                Some("modifiers"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "scroll", "direction": "inward"}),
+                FEATURE,
+                Some("direction"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "scroll", "scroll_direction": "back"}),
+                FEATURE,
+                Some("scroll_direction"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "left_click", "coordinate": [1]}),
+                GENERIC,
+                Some("coordinate"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "drag", "path": [[1, 2], "x"]}),
+                GENERIC,
+                Some("path"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "type", "text": 5}),
+                GENERIC,
+                Some("text"),
+            ),
+            (
+                "INPUT_ACTION",
+                json!({"action": "hold_key", "duration_ms": -5}),
+                GENERIC,
+                Some("duration_ms"),
+            ),
+            // WINDOW_FOCUS and A11Y_SNAPSHOT_REQUEST: an id that names no live window.
+            ("WINDOW_FOCUS", json!({}), STALE, None),
+            (
+                "WINDOW_FOCUS",
+                json!({"window_id": null}),
+                STALE,
+                Some("window_id"),
+            ),
+            (
+                "WINDOW_FOCUS",
+                json!({"window_id": 42}),
+                STALE,
+                Some("window_id"),
+            ),
+            (
+                "WINDOW_FOCUS",
+                json!({"window_id": "win_1", "raise": "no"}),
+                GENERIC,
+                Some("raise"),
+            ),
+            ("A11Y_SNAPSHOT_REQUEST", json!({}), STALE, None),
+            (
+                "A11Y_SNAPSHOT_REQUEST",
+                json!({"window_id": []}),
+                STALE,
+                Some("window_id"),
+            ),
+            (
+                "A11Y_SNAPSHOT_REQUEST",
+                json!({"window_id": "win_1", "max_elements": 0}),
+                GENERIC,
+                Some("max_elements"),
+            ),
+            (
+                "A11Y_SNAPSHOT_REQUEST",
+                json!({"window_id": "win_1", "max_depth": 65}),
+                GENERIC,
+                Some("max_depth"),
+            ),
+            (
+                "A11Y_SNAPSHOT_REQUEST",
+                json!({"window_id": "win_1", "deadline_ms": 10_001}),
+                GENERIC,
+                Some("deadline_ms"),
+            ),
+            // The clipboard: a format no shim offers.
+            (
+                "CLIPBOARD_READ",
+                json!({"format": "rtf"}),
+                FEATURE,
+                Some("format"),
+            ),
+            (
+                "CLIPBOARD_WRITE",
+                json!({"format": "html", "content": "x"}),
+                FEATURE,
+                Some("format"),
+            ),
+            ("CLIPBOARD_WRITE", json!({"format": "text"}), GENERIC, None),
+            (
+                "CLIPBOARD_WRITE",
+                json!({"content": 9}),
+                GENERIC,
+                Some("content"),
+            ),
+            // The rest have no code of their own in the spec.
+            (
+                "WINDOW_LIST_REQUEST",
+                json!({"include_minimized": "yes"}),
+                GENERIC,
+                Some("include_minimized"),
+            ),
+            (
+                "APP_LIST_REQUEST",
+                json!({"include_background": 1}),
+                GENERIC,
+                Some("include_background"),
+            ),
+            ("APP_LAUNCH", json!({"args": "one"}), GENERIC, Some("args")),
+            (
+                "PERMISSIONS_CHECK_REQUEST",
+                json!({"permissions": "all"}),
+                GENERIC,
+                Some("permissions"),
+            ),
+            ("CURSOR_POSITION_REQUEST", json!([1]), GENERIC, None),
+            ("DISPLAY_INFO_REQUEST", json!(5), GENERIC, None),
+        ];
+        for (kind, payload, code, field) in cases {
+            let frame = json!({"type": kind, "id": "q", "ts": 1.0, "payload": payload}).to_string();
+            let reply = parse_frame(&frame)
+                .error_reply(2.0, 1)
+                .unwrap_or_else(|| panic!("{frame}: no reply"));
+            let json: Value = serde_json::from_str(&reply.to_json().unwrap()).unwrap();
+            assert_eq!(json["id"], "q", "{frame}");
+            assert_eq!(json["payload"]["code"], code, "{frame}");
+            assert_eq!(
+                json["payload"]["message"],
+                format!("invalid {kind} payload"),
+                "{frame}"
+            );
+            assert_eq!(
+                json["payload"]["details"],
+                match field {
+                    Some(field) => json!({"message_type": kind, "field": field}),
+                    None => json!({"message_type": kind}),
+                },
+                "{frame}"
+            );
         }
     }
 

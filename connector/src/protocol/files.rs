@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::messages::Payload;
+use super::messages::{Invalid, Payload};
 
 /// FILE_LIST `max_entries` when omitted.
 pub const DEFAULT_MAX_LIST_ENTRIES: u64 = 1000;
@@ -50,9 +50,9 @@ pub struct FileReadPayload {
 }
 
 impl Payload for FileReadPayload {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         if self.length == Some(0) {
-            Err("length must be positive or null".to_owned())
+            Err(Invalid::at("length", "length must be positive or null"))
         } else {
             Ok(())
         }

@@ -6,7 +6,7 @@ use std::num::{NonZeroU32, NonZeroU64};
 use serde::{Deserialize, Serialize};
 
 use super::codes::{Capability, OrUnknown};
-use super::messages::Payload;
+use super::messages::{Invalid, Payload};
 use super::version::PROTOCOL_VERSION_STR;
 
 /// `max_file_size_bytes` when HELLO_ACK omits it (10 MiB).
@@ -204,10 +204,10 @@ impl HelloAckPayload {
 }
 
 impl Payload for HelloAckPayload {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         match self.session_id.as_deref() {
             None | Some("") => Ok(()),
-            Some(id) => check_session_id(id),
+            Some(id) => check_session_id(id).map_err(|reason| Invalid::at("session_id", reason)),
         }
     }
 }

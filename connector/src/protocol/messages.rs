@@ -9,7 +9,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
 
-use super::codes::Capability;
+use super::codes::{Capability, ErrorCode};
 use super::common::{
     AckPayload, EmptyPayload, ErrorPayload, PreviewPayload, SessionRevokedPayload, StatusPayload,
 };
@@ -40,14 +40,101 @@ use super::shell::{CommandResultPayload, ExecuteCommandPayload};
 pub trait Payload: Serialize + DeserializeOwned {
     /// Constraints serde cannot express (exclusive fields, ranges, id patterns); a
     /// violation makes an inbound frame [`Parsed::InvalidPayload`](super::Parsed).
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         Ok(())
+    }
+
+    /// The most specific code of the spec's error list for a payload whose `field` is
+    /// wrong (`None`: no single field is to blame, for example a required one is missing).
+    /// The generic `INTERNAL_ERROR`, the reference's answer to any validation failure,
+    /// unless the payload's own module names a better one.
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        let _ = field;
+        ErrorCode::InternalError
     }
 }
 
 impl<T: Payload> Payload for Box<T> {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         T::validate(self)
+    }
+
+    fn invalid_code(field: Option<&str>) -> ErrorCode {
+        T::invalid_code(field)
+    }
+}
+
+/// Why a payload was refused by [`Payload::validate`]: the field at fault, when one is, and
+/// what was wrong with it (for tests and the log; never sent, since it may quote the value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// The top-level payload field at fault.
+    pub field: Option<&'static str>,
+    /// What did not fit.
+    pub reason: String,
+}
+
+impl Invalid {
+    /// A violation of one field's rule.
+    pub fn at(field: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            field: Some(field),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<String> for Invalid {
+    fn from(reason: String) -> Self {
+        Self {
+            field: None,
+            reason,
+        }
+    }
+}
+
+/// A payload that did not decode or validate, with the code its ERROR reply carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadFault {
+    /// From [`Payload::invalid_code`].
+    pub code: ErrorCode,
+    /// The top-level payload field at fault, when one is.
+    pub field: Option<String>,
+    /// What did not fit (may quote the payload: never sent or logged).
+    pub reason: String,
+}
+
+/// Decodes and validates one payload, naming the field at fault on failure.
+fn decode<T: Payload>(payload: serde_json::Value) -> Result<T, PayloadFault> {
+    let whole = !payload.is_object();
+    let decoded = match serde_path_to_error::deserialize::<_, T>(payload) {
+        Ok(decoded) => decoded,
+        Err(err) => {
+            let field = match err.path().iter().next() {
+                Some(serde_path_to_error::Segment::Map { key }) => Some(key.clone()),
+                _ => None,
+            };
+            // A payload that is not an object at all is malformed as a whole, whatever
+            // its type's most likely field would be.
+            let code = if whole && field.is_none() {
+                ErrorCode::InternalError
+            } else {
+                T::invalid_code(field.as_deref())
+            };
+            return Err(PayloadFault {
+                code,
+                field,
+                reason: err.into_inner().to_string(),
+            });
+        }
+    };
+    match decoded.validate() {
+        Ok(()) => Ok(decoded),
+        Err(invalid) => Err(PayloadFault {
+            code: T::invalid_code(invalid.field),
+            field: invalid.field.map(str::to_owned),
+            reason: invalid.reason,
+        }),
     }
 }
 
@@ -128,14 +215,9 @@ macro_rules! catalogue {
             pub fn from_payload(
                 message_type: MessageType,
                 payload: serde_json::Value,
-            ) -> Result<Self, String> {
+            ) -> Result<Self, PayloadFault> {
                 match message_type {
-                    $(MessageType::$variant => {
-                        let payload: $payload =
-                            serde_json::from_value(payload).map_err(|e| e.to_string())?;
-                        payload.validate()?;
-                        Ok(Self::$variant(payload))
-                    })*
+                    $(MessageType::$variant => decode::<$payload>(payload).map(Self::$variant),)*
                 }
             }
         }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::messages::Payload;
+use super::messages::{Invalid, Payload};
 
 /// The `shell` selector; ignored when `argv` is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -51,20 +51,23 @@ pub struct ExecuteCommandPayload {
 }
 
 impl Payload for ExecuteCommandPayload {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         match (&self.command, &self.argv) {
             (Some(_), Some(_)) | (None, None) => {
-                return Err("exactly one of command and argv must be set".to_owned());
+                return Err("exactly one of command and argv must be set"
+                    .to_owned()
+                    .into());
             }
             (None, Some(argv)) if argv.is_empty() => {
-                return Err("argv must not be empty".to_owned());
+                return Err(Invalid::at("argv", "argv must not be empty"));
             }
             _ => {}
         }
         match self.timeout_seconds {
-            Some(t) if !(t.is_finite() && t > 0.0) => {
-                Err("timeout_seconds must be positive".to_owned())
-            }
+            Some(t) if !(t.is_finite() && t > 0.0) => Err(Invalid::at(
+                "timeout_seconds",
+                "timeout_seconds must be positive",
+            )),
             _ => Ok(()),
         }
     }
@@ -96,7 +99,10 @@ mod tests {
     fn check(text: &str) -> Result<ExecuteCommandPayload, String> {
         let payload: ExecuteCommandPayload =
             serde_json::from_str(text).map_err(|e| e.to_string())?;
-        payload.validate().map(|()| payload)
+        payload
+            .validate()
+            .map(|()| payload)
+            .map_err(|invalid| invalid.reason)
     }
 
     #[test]

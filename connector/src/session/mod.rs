@@ -917,6 +917,15 @@ impl Dispatch {
             {
                 return Inbound::Nothing;
             }
+            // A malformed request is refused like a valid one first (wrong connection, not
+            // granted): its payload's own code only matters to a caller allowed to send it.
+            Parsed::InvalidPayload {
+                ref id,
+                message_type,
+                ..
+            } if let Some(refusal) = self.refusal(id, message_type) => {
+                return Inbound::Reply(refusal);
+            }
             // Frames of another major are dropped unanswered (error_reply gives None).
             other => {
                 return other
@@ -944,8 +953,9 @@ impl Dispatch {
         }
     }
 
-    fn request(&mut self, id: String, message: Message) -> Inbound {
-        let kind = message.message_type();
+    /// The refusals that depend only on a request's type: the wrong connection for it, or
+    /// its capability not granted.
+    fn refusal(&self, id: &str, kind: MessageType) -> Option<Envelope> {
         // Control messages belong to the control connection and everything else to a data
         // connection; each refuses the other's whatever was granted.
         let control_message = kind.required_capability() == Some(Capability::DirectoryBrowse);
@@ -955,27 +965,39 @@ impl Dispatch {
             } else {
                 "the control connection serves only directory browsing and session management"
             };
-            return Inbound::Reply(self.error(
-                id,
+            return Some(self.error(
+                id.to_owned(),
                 ErrorCode::FeatureNotSupported,
                 format!("{kind} is not supported on this connection."),
                 json!({ "feature": kind.as_str(), "reason": reason }),
             ));
-        }
-        if let Some(activity) = &self.host.activity {
-            activity.touch();
         }
         if let Some(required) = kind.required_capability()
             && !self.granted.contains(&required)
         {
             let mut granted: Vec<&str> = self.granted.iter().map(|cap| cap.as_str()).collect();
             granted.sort_unstable();
-            return Inbound::Reply(self.error(
-                id,
+            return Some(self.error(
+                id.to_owned(),
                 ErrorCode::CapabilityNotGranted,
                 format!("Capability {required} is not granted for this session."),
                 json!({ "required_capability": required, "granted_capabilities": granted }),
             ));
+        }
+        None
+    }
+
+    fn request(&mut self, id: String, message: Message) -> Inbound {
+        let kind = message.message_type();
+        let control_message = kind.required_capability() == Some(Capability::DirectoryBrowse);
+        // Activity counts a request on the right connection, granted or not.
+        if control_message == self.host.control.is_some()
+            && let Some(activity) = &self.host.activity
+        {
+            activity.touch();
+        }
+        if let Some(refusal) = self.refusal(&id, kind) {
+            return Inbound::Reply(refusal);
         }
         if self.free() == 0 {
             return Inbound::Reply(self.error(

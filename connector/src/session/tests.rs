@@ -515,6 +515,25 @@ async fn ungranted_capabilities_are_refused_before_any_work() {
         .call("DIRECTORY_LIST_REQUEST", "browse", &json!({}))
         .await;
     assert_eq!(error_code(&browse), "FEATURE_NOT_SUPPORTED");
+    // A malformed request is refused for its connection and grant first: its payload's own
+    // code (here DIRECTORY_REFERENCE_INVALID, FEATURE_NOT_SUPPORTED) is only for a caller
+    // allowed to send it.
+    let half = platform
+        .call(
+            "DIRECTORY_LIST_REQUEST",
+            "half",
+            &json!({"browse_id": "b", "directory_ref": null}),
+        )
+        .await;
+    assert_eq!(error_code(&half), "FEATURE_NOT_SUPPORTED");
+    let screenshot = platform
+        .call("SCREENSHOT_REQUEST", "shot", &json!({"format": "webp"}))
+        .await;
+    assert_eq!(error_code(&screenshot), "CAPABILITY_NOT_GRANTED");
+    assert_eq!(
+        screenshot["payload"]["details"],
+        json!({"required_capability": "computer_use", "granted_capabilities": []})
+    );
 }
 
 #[tokio::test]

@@ -166,9 +166,37 @@ async fn browses_attaches_and_a_child_serves_files_jailed_to_the_folder() {
             "cursor",
             json!({"browse_id": browse_id, "directory_ref": home_ref, "cursor": cursor}),
         ),
+        // A malformed pair: half null, half missing, wrong types, empty or too long.
+        (
+            "half-null",
+            json!({"browse_id": browse_id, "directory_ref": null}),
+        ),
+        (
+            "half-null-2",
+            json!({"browse_id": null, "directory_ref": home_ref}),
+        ),
+        ("half-missing", json!({"browse_id": browse_id})),
+        (
+            "wrong-type",
+            json!({"browse_id": 7, "directory_ref": home_ref}),
+        ),
+        (
+            "wrong-type-2",
+            json!({"browse_id": browse_id, "directory_ref": [home_ref]}),
+        ),
+        ("empty", json!({"browse_id": "", "directory_ref": home_ref})),
+        (
+            "too-long",
+            json!({"browse_id": "b".repeat(257), "directory_ref": home_ref}),
+        ),
+        (
+            "cursor-alone",
+            json!({"browse_id": null, "directory_ref": null, "cursor": "c"}),
+        ),
     ] {
         let reply = list(&mut control, id, payload).await;
         assert_eq!(error_code(&reply), "DIRECTORY_REFERENCE_INVALID", "{id}");
+        assert_eq!(reply["id"], id);
     }
 
     // Attach consumes the browse; revision 1; a v1 grant; global config untouched.

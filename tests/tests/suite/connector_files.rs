@@ -267,3 +267,78 @@ fn temporary_exists(dir: &std::path::Path) -> bool {
         name.starts_with('.') && name.ends_with(".tmp")
     })
 }
+
+/// FILE_MOVE's destination is jail-checked like its source: a `dst` that is a link leading out
+/// of the root (to a directory, to a file, dangling) is refused with or without `overwrite`,
+/// and nothing changes on disk; a link that stays inside is replaced as a link.
+#[tokio::test]
+async fn a_move_onto_a_link_out_of_the_root_is_refused_and_changes_nothing() {
+    let (home, root) = home_and_root("shim-move-dst");
+    let outside = home.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), SECRET).unwrap();
+    std::fs::write(root.join("src.txt"), "source").unwrap();
+    std::fs::write(root.join("target.txt"), "target").unwrap();
+    symlink(&outside, root.join("to_dir")).unwrap();
+    symlink(outside.join("secret.txt"), root.join("to_file")).unwrap();
+    symlink(outside.join("planted.txt"), root.join("dangling")).unwrap();
+    symlink("target.txt", root.join("alias")).unwrap();
+
+    let platform = Platform::bind().await;
+    let _shim = spawn(&home, &platform, &root, &[]);
+    let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+    for dst in ["to_dir", "to_file", "dangling"] {
+        for overwrite in [false, true] {
+            let reply = conn
+                .call(
+                    "FILE_MOVE",
+                    &format!("m-{dst}-{overwrite}"),
+                    json!({"src": "src.txt", "dst": dst, "overwrite": overwrite}),
+                )
+                .await;
+            assert_eq!(
+                error_code(&reply),
+                "PATH_OUTSIDE_ALLOWED_ROOT",
+                "{dst} {overwrite}"
+            );
+        }
+        assert!(
+            std::fs::symlink_metadata(root.join(dst))
+                .unwrap()
+                .is_symlink()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join("src.txt")).unwrap(),
+        "source"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        SECRET
+    );
+
+    // Inside the root, the link itself is replaced and its target keeps its content.
+    let moved = conn
+        .call(
+            "FILE_MOVE",
+            "m-alias",
+            json!({"src": "src.txt", "dst": "alias", "overwrite": true}),
+        )
+        .await;
+    assert_eq!(moved["type"], "ACK", "{moved}");
+    assert!(
+        !std::fs::symlink_metadata(root.join("alias"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("alias")).unwrap(),
+        "source"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("target.txt")).unwrap(),
+        "target"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
