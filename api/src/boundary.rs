@@ -2,7 +2,8 @@
 //!
 //! 1. loopback peer (403), 2. exactly one local `Host` (400), 3. no `Origin` (403),
 //! 4. for `/v1`, `/v1/*` and `/admin/*`: a configured token (503) and exactly one well-formed
-//!    `Bearer` header that matches in constant time (401) — decided before the body is read,
+//!    `Bearer` header that matches in constant time (401, with a `WWW-Authenticate` that says
+//!    whether the token was missing, malformed or wrong) — decided before the body is read,
 //! 5. `Content-Length` rules (400/413), 6. the body buffered under the cap and a read deadline
 //!    (413/408). Its own rejections carry no `cache-control`; everything the application
 //!    answers gets `cache-control: no-store`.
@@ -14,7 +15,7 @@ use axum::{
     extract::{ConnectInfo, Request, State},
     http::{
         HeaderMap, HeaderValue, StatusCode,
-        header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, HOST, ORIGIN},
+        header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, HOST, ORIGIN, WWW_AUTHENTICATE},
     },
     middleware::Next,
     response::Response,
@@ -26,6 +27,25 @@ use crate::error::detail;
 
 /// The one principal every authenticated caller is: ownership is per machine, not per user.
 pub const LOCAL_OWNER: &str = "local";
+
+/// 403 for a peer that is not a loopback address.
+pub const LOOPBACK_REQUIRED: &str = "Loopback client required";
+/// 400 for a `Host` that is missing, repeated or not local.
+pub const LOCAL_HOST_REQUIRED: &str = "Local Host required";
+/// 403 for any request with an `Origin` (a browser's).
+pub const ORIGIN_REFUSED: &str = "Browser origins are not allowed";
+/// 503 for a protected route when no valid token was configured.
+pub const AUTH_NOT_CONFIGURED: &str = "Local authentication is not configured";
+/// 401 for a missing, malformed or wrong bearer.
+pub const UNAUTHORIZED: &str = "Unauthorized";
+/// 400 for a `Content-Length` that is repeated or not a number.
+pub const INVALID_CONTENT_LENGTH: &str = "Invalid Content-Length";
+/// 413 for a body over the cap.
+pub const BODY_TOO_LARGE: &str = "Request body too large";
+/// 408 for a body not sent within the deadline.
+pub const BODY_TIMED_OUT: &str = "Request body timed out";
+/// 400 for a body cut short.
+pub const BODY_INCOMPLETE: &str = "Request body incomplete";
 
 /// Size of the buffered request body, kept for diagnostics.
 #[derive(Debug, Clone, Copy)]
@@ -83,19 +103,59 @@ fn is_protected(path: &str) -> bool {
     path == "/v1" || path.starts_with("/v1/") || path.starts_with("/admin/")
 }
 
+/// Why a protected request's bearer was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BearerFault {
+    /// No `Authorization` header.
+    Missing,
+    /// Not exactly one header of the form `Bearer <b64token>`.
+    Malformed,
+    /// Well-formed, but not the configured token.
+    Wrong,
+}
+
+impl BearerFault {
+    /// The `WWW-Authenticate` challenge (RFC 6750): what was wrong and what to send instead.
+    /// It never quotes the presented value.
+    #[must_use]
+    pub const fn challenge(self) -> &'static str {
+        match self {
+            // RFC 6750 3.1: a request without credentials gets no error code.
+            Self::Missing => {
+                "Bearer realm=\"msguide\", error_description=\"No bearer token was sent; send Authorization: Bearer followed by the token in MSGUIDE_LOCAL_TOKEN\""
+            }
+            Self::Malformed => {
+                "Bearer realm=\"msguide\", error=\"invalid_request\", error_description=\"The Authorization header is malformed; send exactly one header of the form Bearer <token>\""
+            }
+            Self::Wrong => {
+                "Bearer realm=\"msguide\", error=\"invalid_token\", error_description=\"The bearer token is not the one this service was started with; use the current MSGUIDE_LOCAL_TOKEN\""
+            }
+        }
+    }
+}
+
 /// Exactly one header of scheme `Bearer` (any case), one space, a b64token, equal to ours.
-fn bearer_matches(headers: &HeaderMap, token: &LocalToken) -> bool {
+fn check_bearer(headers: &HeaderMap, token: &LocalToken) -> Result<(), BearerFault> {
     let mut values = headers.get_all(AUTHORIZATION).iter();
-    let (Some(value), None) = (values.next(), values.next()) else {
-        return false;
+    let value = match (values.next(), values.next()) {
+        (None, _) => return Err(BearerFault::Missing),
+        (Some(value), None) => value,
+        (Some(_), Some(_)) => return Err(BearerFault::Malformed),
     };
     let Ok(value) = value.to_str() else {
-        return false;
+        return Err(BearerFault::Malformed);
     };
     let Some((scheme, presented)) = value.split_once(' ') else {
-        return false;
+        return Err(BearerFault::Malformed);
     };
-    scheme.eq_ignore_ascii_case("bearer") && is_b64token(presented) && token.matches(presented)
+    if !scheme.eq_ignore_ascii_case("bearer") || !is_b64token(presented) {
+        return Err(BearerFault::Malformed);
+    }
+    if token.matches(presented) {
+        Ok(())
+    } else {
+        Err(BearerFault::Wrong)
+    }
 }
 
 enum LengthCheck {
@@ -134,42 +194,44 @@ pub async fn enforce(
     next: Next,
 ) -> Response {
     if !is_loopback_peer(&request) {
-        return detail(StatusCode::FORBIDDEN, "Loopback client required");
+        return detail(StatusCode::FORBIDDEN, LOOPBACK_REQUIRED);
     }
     if !has_local_host(request.headers()) {
-        return detail(StatusCode::BAD_REQUEST, "Local Host required");
+        return detail(StatusCode::BAD_REQUEST, LOCAL_HOST_REQUIRED);
     }
     if request.headers().contains_key(ORIGIN) {
-        return detail(StatusCode::FORBIDDEN, "Browser origins are not allowed");
+        return detail(StatusCode::FORBIDDEN, ORIGIN_REFUSED);
     }
     if is_protected(request.uri().path()) {
         let Some(token) = &boundary.token else {
-            return detail(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Local authentication is not configured",
-            );
+            return detail(StatusCode::SERVICE_UNAVAILABLE, AUTH_NOT_CONFIGURED);
         };
-        if !bearer_matches(request.headers(), token) {
-            return detail(StatusCode::UNAUTHORIZED, "Unauthorized");
+        if let Err(fault) = check_bearer(request.headers(), token) {
+            let mut response = detail(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
+            response.headers_mut().insert(
+                WWW_AUTHENTICATE,
+                HeaderValue::from_static(fault.challenge()),
+            );
+            return response;
         }
     }
     match check_content_length(request.headers(), boundary.max_body_bytes) {
         LengthCheck::Fine => {}
-        LengthCheck::Invalid => return detail(StatusCode::BAD_REQUEST, "Invalid Content-Length"),
+        LengthCheck::Invalid => return detail(StatusCode::BAD_REQUEST, INVALID_CONTENT_LENGTH),
         LengthCheck::TooLarge => {
-            return detail(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large");
+            return detail(StatusCode::PAYLOAD_TOO_LARGE, BODY_TOO_LARGE);
         }
     }
 
     let (parts, body) = request.into_parts();
     let limited = Limited::new(body, boundary.max_body_bytes);
     let bytes = match tokio::time::timeout(boundary.body_timeout, limited.collect()).await {
-        Err(_elapsed) => return detail(StatusCode::REQUEST_TIMEOUT, "Request body timed out"),
+        Err(_elapsed) => return detail(StatusCode::REQUEST_TIMEOUT, BODY_TIMED_OUT),
         Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            return detail(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large");
+            return detail(StatusCode::PAYLOAD_TOO_LARGE, BODY_TOO_LARGE);
         }
         // The client went away mid-body: nobody is left to answer.
-        Ok(Err(_)) => return detail(StatusCode::BAD_REQUEST, "Request body incomplete"),
+        Ok(Err(_)) => return detail(StatusCode::BAD_REQUEST, BODY_INCOMPLETE),
         Ok(Ok(collected)) => collected.to_bytes(),
     };
     let size = BodySize(bytes.len());
@@ -248,24 +310,35 @@ mod tests {
             for v in values {
                 headers.append(AUTHORIZATION, HeaderValue::from_str(v).unwrap());
             }
-            bearer_matches(&headers, &token)
+            check_bearer(&headers, &token)
         };
-        assert!(check(&["Bearer good"]));
-        assert!(check(&["bEaReR good"]));
+        assert_eq!(check(&["Bearer good"]), Ok(()));
+        assert_eq!(check(&["bEaReR good"]), Ok(()));
         for bad in [
             "",
             "Bearer",
             "Bearer ",
             "Basic good",
-            "Bearer wrong",
             "Bearer a b",
             "Bearer\tgood",
             "Bearer  good",
             "Bearer good ",
         ] {
-            assert!(!check(&[bad]), "{bad:?}");
+            assert_eq!(check(&[bad]), Err(BearerFault::Malformed), "{bad:?}");
         }
-        assert!(!check(&["Bearer good", "Bearer good"]));
-        assert!(!check(&[]));
+        assert_eq!(check(&["Bearer wrong"]), Err(BearerFault::Wrong));
+        assert_eq!(
+            check(&["Bearer good", "Bearer good"]),
+            Err(BearerFault::Malformed)
+        );
+        assert_eq!(check(&[]), Err(BearerFault::Missing));
+        for fault in [
+            BearerFault::Missing,
+            BearerFault::Malformed,
+            BearerFault::Wrong,
+        ] {
+            assert!(HeaderValue::from_str(fault.challenge()).is_ok());
+            assert!(fault.challenge().starts_with("Bearer "));
+        }
     }
 }

@@ -2,7 +2,13 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::{
+    ToSchema,
+    openapi::{
+        RefOr, Schema,
+        schema::{AdditionalProperties, Object, ObjectBuilder, OneOfBuilder, Type},
+    },
+};
 
 use super::scalars::{
     BoxIn, GrantToken, Identifier, ImageBase64, ImageRef, ItemStatus, Label, ProcessId, Prompt,
@@ -199,13 +205,125 @@ pub struct AssistRequest {
     pub response_modes: ResponseModes,
 }
 
+/// What the `tool` field documents: the mock tools and their risk tiers. The field stays a free
+/// string: an unknown name is a valid request, answered with 403 `DENIED`.
+pub const TOOL_DESCRIPTION: &str = "The mock tool, by name. `view_logs` (low risk) and `create_work_item` (medium risk) are simulations that are previewed and need a confirmation. `modify_service_config` and `delete_personal_data` are high risk: 403 `{\"status\":\"STEP_UP_REQUIRED\",\"detail\":\"External actions are disabled\"}`. Any other name is blocked: 403 `{\"status\":\"DENIED\",\"detail\":\"External actions are disabled\"}`.";
+
+/// The tool names the documentation shows, each with its tier (a test checks them against the
+/// core's table).
+pub const DOCUMENTED_TOOLS: [(&str, &str); 5] = [
+    ("view_logs", "low"),
+    ("create_work_item", "medium"),
+    ("modify_service_config", "high"),
+    ("delete_personal_data", "high"),
+    ("deploy_production", "blocked"),
+];
+
+/// The `tool` field: a free string of 1-64 characters, with the tiers in its description; the
+/// pattern excludes the names a branch of its own covers.
+fn tool_schema(except: &[&str]) -> Object {
+    let mut tool = match <ToolName as utoipa::PartialSchema>::schema() {
+        RefOr::T(Schema::Object(object)) => object,
+        _ => ObjectBuilder::new().schema_type(Type::String).build(),
+    };
+    tool.description = Some(TOOL_DESCRIPTION.to_owned());
+    tool.examples = DOCUMENTED_TOOLS
+        .iter()
+        .filter(|(name, _)| !except.contains(name))
+        .map(|(name, _)| Value::from(*name))
+        .collect();
+    if !except.is_empty() {
+        // utoipa has no `not`: a negative lookahead says the same, and regex engines of JSON
+        // Schema (ECMA-262) and generators understand it.
+        tool.pattern = Some(format!("^(?!(?:{})$)", except.join("|")));
+    }
+    tool
+}
+
+fn text(min: usize, max: usize) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(min))
+        .max_length(Some(max))
+}
+
+/// One branch of the preview body: a tool (named, or any other) and its parameters.
+fn preview_branch(
+    tool: impl Into<RefOr<Schema>>,
+    parameters: ObjectBuilder,
+    description: &str,
+) -> Object {
+    ObjectBuilder::new()
+        .description(Some(description))
+        .property("tool", tool)
+        .property("parameters", parameters)
+        .required("tool")
+        .required("parameters")
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .build()
+}
+
+/// The preview body as the core checks it: each permitted tool with its own parameters
+/// (`local_core::actions::normalise_parameters`), any other name with any object (it is denied
+/// before its parameters are read).
+impl utoipa::PartialSchema for PreviewRequest {
+    fn schema() -> RefOr<Schema> {
+        use local_core::limits::{MAX_DESCRIPTION_CHARS, MAX_LABEL_CHARS};
+        let named = |name: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some([name]))
+                .build()
+        };
+        let view_logs = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "application",
+                text(1, MAX_LABEL_CHARS).description(Some("Default `MSGuide Demo`")),
+            )
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+        let create_work_item = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("title", text(1, MAX_LABEL_CHARS))
+            .property(
+                "description",
+                text(0, MAX_DESCRIPTION_CHARS).description(Some("Default empty")),
+            )
+            .required("title")
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+        OneOfBuilder::new()
+            .description(Some(
+                "A mock tool and its parameters. Parameters that do not fit a permitted tool's \
+                 rules answer 422 `Invalid mock tool parameters`; a denied tool's parameters are \
+                 not read.",
+            ))
+            .item(preview_branch(
+                named("view_logs"),
+                view_logs,
+                "view_logs: low risk",
+            ))
+            .item(preview_branch(
+                named("create_work_item"),
+                create_work_item,
+                "create_work_item: medium risk",
+            ))
+            .item(preview_branch(
+                tool_schema(&["view_logs", "create_work_item"]),
+                ObjectBuilder::new().schema_type(Type::Object),
+                "Any other tool: 403 STEP_UP_REQUIRED (high risk) or DENIED",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for PreviewRequest {}
+
 /// `POST /v1/actions/preview`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PreviewRequest {
     pub tool: ToolName,
-    /// The tool's parameters; checked against the tool's own schema.
-    #[schema(value_type = Object)]
+    /// The tool's parameters, checked against the tool's own rules.
     pub parameters: Map<String, Value>,
 }
 

@@ -123,7 +123,10 @@ pub struct Preview {
 }
 
 /// The 403 body of a denied preview.
+// `deny_unknown_fields` only documents `additionalProperties: false`, so a client can tell this
+// body from an `ErrorDetail` (serialisation ignores it).
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Denied {
     /// `STEP_UP_REQUIRED` or `DENIED`.
     pub status: &'static str,
@@ -183,17 +186,40 @@ pub struct AuditLog {
     pub events: Vec<AuditEvent>,
 }
 
-/// Every error but validation errors.
+/// Every error but validation errors: one fixed sentence.
+// `deny_unknown_fields` documents `additionalProperties: false` (see `Denied`).
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ErrorDetail {
     pub detail: String,
 }
 
+/// One step of a validation item's `loc`: a field name or a list index.
+fn loc_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            OneOfBuilder::new()
+                .item(ObjectBuilder::new().schema_type(Type::String))
+                .item(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(0)),
+                ),
+        )
+        .min_items(Some(1))
+        .build()
+}
+
 /// One validation failure; never echoes the input.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"loc": ["body", "observation", "elements", 1, "valueLength"], "type": "int_type", "msg": "Invalid request value"}))]
 pub struct ValidationItem {
-    /// Where: `body` or `query`, then field names and list indexes.
-    #[schema(value_type = Vec<Object>)]
+    /// Where: `body` or `query`, then field names (strings) and list indexes (integers),
+    /// e.g. `["body","observation","elements",1,"valueLength"]`; a JSON syntax error gives
+    /// `["body", <character offset>]`.
+    #[schema(schema_with = loc_schema)]
     pub loc: Vec<Value>,
     /// The pydantic error type, e.g. `missing`, `extra_forbidden`, `string_too_long`.
     #[serde(rename = "type")]
@@ -204,6 +230,29 @@ pub struct ValidationItem {
 
 /// The 422 body of a request that does not fit its contract.
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ValidationErrors {
     pub detail: Vec<ValidationItem>,
+}
+
+/// A 422 of a route with rules no schema can state (freshness, one field matching another):
+/// either the validation list or one fixed sentence. Only documents the two shapes.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum Unprocessable {
+    /// The request broke its contract.
+    Validation(ValidationErrors),
+    /// A rule across fields or time: `detail` is a fixed sentence.
+    Sentence(ErrorDetail),
+}
+
+/// The 403 of a preview: the denial of a tool, or a boundary or rule refusal with a sentence.
+/// Only documents the two shapes.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PreviewForbidden {
+    /// `STEP_UP_REQUIRED` for a high-risk tool, `DENIED` for any other unknown or blocked one.
+    Denied(Denied),
+    /// A refusal of the local boundary (peer, `Origin`).
+    Sentence(ErrorDetail),
 }

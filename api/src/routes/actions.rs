@@ -12,18 +12,45 @@ use crate::{
     contracts::{
         StrictJson, job,
         requests::{ExecuteRequest, PreviewRequest},
-        responses::{Denied, ErrorDetail, Grant, Job, Preview, ValidationErrors},
+        responses::{
+            ErrorDetail, Grant, Job, Preview, PreviewForbidden, Unprocessable, ValidationErrors,
+        },
     },
     error::ApiError,
 };
 
 /// Validates and stores a preview of a low- or medium-risk mock tool.
+///
+/// `view_logs` (low risk) and `create_work_item` (medium risk) are simulations that need a
+/// confirmation; `modify_service_config` and `delete_personal_data` are high risk and answer
+/// 403 `STEP_UP_REQUIRED`; any other name is blocked and answers 403 `DENIED`.
 #[utoipa::path(post, path = "/v1/actions/preview", tag = "actions", security(("bearer" = [])),
-    request_body = PreviewRequest,
+    request_body(content = PreviewRequest, examples(
+        ("viewLogs" = (summary = "Low risk: view_logs (application is optional, default MSGuide Demo)", value = json!({"tool": "view_logs", "parameters": {"application": "MSGuide Demo"}}))),
+        ("createWorkItem" = (summary = "Medium risk: create_work_item (title required, description optional)", value = json!({"tool": "create_work_item", "parameters": {"title": "Printer on floor 3 is offline", "description": "Reported from the demo"}}))),
+        ("highRisk" = (summary = "High risk: answers 403 STEP_UP_REQUIRED", value = json!({"tool": "delete_personal_data", "parameters": {}}))),
+        ("unknown" = (summary = "Unknown or blocked: answers 403 DENIED", value = json!({"tool": "deploy_production", "parameters": {}}))),
+    )),
     responses(
-        (status = 200, description = "Stored preview", body = Preview),
-        (status = 403, description = "STEP_UP_REQUIRED or DENIED", body = Denied),
-        (status = 422, description = "Invalid request or mock tool parameters", body = ValidationErrors),
+        (status = 200, description = "Stored preview", body = Preview,
+            links(
+                ("confirm" = (operation_id = "confirm",
+                    parameters(("previewId" = "$response.body#/previewId")),
+                    description = "Confirm this preview for its one grant")),
+                ("execute" = (operation_id = "execute",
+                    parameters(("previewId" = "$response.body#/previewId")),
+                    description = "Execute this preview (needs the grant confirm issues)")),
+            )),
+        (status = 403, description = "A high-risk tool (STEP_UP_REQUIRED) or an unknown or blocked one (DENIED)", body = PreviewForbidden,
+            examples(
+                ("stepUp" = (summary = "modify_service_config or delete_personal_data", value = json!({"status": "STEP_UP_REQUIRED", "detail": "External actions are disabled"}))),
+                ("denied" = (summary = "Any tool but the four named ones", value = json!({"status": "DENIED", "detail": "External actions are disabled"}))),
+            )),
+        (status = 422, description = "Invalid request (validation list), or parameters that do not fit the tool (sentence)", body = Unprocessable,
+            examples(
+                ("invalid" = (summary = "The request broke its contract", value = json!({"detail": [{"loc": ["body", "tool"], "type": "string_too_long", "msg": "Invalid request value"}]}))),
+                ("parameters" = (summary = "create_work_item without a title, an unknown parameter, or a value out of range", value = json!({"detail": "Invalid mock tool parameters"}))),
+            )),
         (status = 429, description = "Local state capacity reached", body = ErrorDetail),
     ))]
 pub async fn preview(
@@ -49,7 +76,13 @@ pub async fn preview(
 #[utoipa::path(post, path = "/v1/actions/{previewId}/confirm", tag = "actions", security(("bearer" = [])),
     params(("previewId" = String, Path, description = "The preview's id")),
     responses(
-        (status = 200, description = "Single-use grant", body = Grant),
+        (status = 200, description = "Single-use grant", body = Grant,
+            links(
+                ("execute" = (operation_id = "execute",
+                    parameters(("previewId" = "$request.path.previewId")),
+                    request_body = json!({"grantToken": "$response.body#/grantToken"}),
+                    description = "Spend the grant on the preview it was issued for")),
+            )),
         (status = 404, description = "Unknown preview", body = ErrorDetail),
         (status = 409, description = "Already confirmed", body = ErrorDetail),
         (status = 410, description = "Preview expired", body = ErrorDetail),
@@ -72,12 +105,21 @@ pub async fn confirm(
     params(("previewId" = String, Path, description = "The preview's id")),
     request_body = ExecuteRequest,
     responses(
-        (status = 200, description = "The started job", body = Job),
+        (status = 200, description = "The started job", body = Job,
+            links(
+                ("getJob" = (operation_id = "get_job",
+                    parameters(("jobId" = "$response.body#/jobId")),
+                    description = "Read the job's state")),
+                ("cancelJob" = (operation_id = "cancel_job",
+                    parameters(("jobId" = "$response.body#/jobId")),
+                    description = "Cancel the job while it runs")),
+            )),
         (status = 403, description = "Invalid grant or tool no longer permitted", body = ErrorDetail),
         (status = 404, description = "Unknown preview", body = ErrorDetail),
         (status = 409, description = "Grant already consumed", body = ErrorDetail),
         (status = 410, description = "Preview or grant expired", body = ErrorDetail),
-        (status = 422, description = "Invalid request", body = ValidationErrors),
+        (status = 422, description = "Invalid request", body = ValidationErrors,
+            example = json!({"detail": [{"loc": ["body", "grantToken"], "type": "missing", "msg": "Invalid request value"}]})),
         (status = 429, description = "Too many active mock jobs or capacity reached", body = ErrorDetail),
     ))]
 pub async fn execute(

@@ -9,7 +9,7 @@ use crate::{
     contracts::{
         StrictJson,
         requests::{AssistRequest, ResponseMode, SensitivityIn},
-        responses::{Assist, AssistCitation, ErrorDetail, ValidationErrors},
+        responses::{Assist, AssistCitation, ErrorDetail, Unprocessable},
     },
     error::ApiError,
 };
@@ -39,7 +39,12 @@ const fn mode(m: ResponseMode) -> &'static str {
         (status = 403, description = "Non-public context", body = ErrorDetail),
         (status = 404, description = "Unknown session", body = ErrorDetail),
         (status = 410, description = "Session expired", body = ErrorDetail),
-        (status = 422, description = "Invalid request, context mismatch or stale context", body = ValidationErrors),
+        (status = 422, description = "Invalid request (validation list), or a context of another session or a stale context (sentence)", body = Unprocessable,
+            examples(
+                ("invalid" = (summary = "The request broke its contract", value = json!({"detail": [{"loc": ["body", "prompt"], "type": "missing", "msg": "Invalid request value"}]}))),
+                ("otherSession" = (summary = "context.sessionId is not the request's sessionId", value = json!({"detail": "Context session does not match request"}))),
+                ("stale" = (summary = "context.timestamp is 60 s old or more, or over 5 s in the future", value = json!({"detail": "Observation must be at most 60 seconds old and at most 5 seconds in the future"}))),
+            )),
     ))]
 pub async fn assist(
     State(app): State<AppState>,

@@ -44,7 +44,8 @@ fn limit(query: Option<&str>) -> Result<usize, ApiError> {
     responses(
         (status = 200, description = "Audit tail", body = AuditLog),
         (status = 404, description = "Audit is disabled", body = ErrorDetail),
-        (status = 422, description = "Invalid limit", body = ValidationErrors),
+        (status = 422, description = "Invalid limit", body = ValidationErrors,
+            example = json!({"detail": [{"loc": ["query", "limit"], "type": "less_than_equal", "msg": "Invalid request value"}]})),
     ))]
 pub async fn audit_log(
     State(app): State<AppState>,

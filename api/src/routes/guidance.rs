@@ -8,7 +8,7 @@ use crate::{
     contracts::{
         StrictJson, guidance_request,
         requests::GuidanceRequest,
-        responses::{ErrorDetail, Guidance, ValidationErrors},
+        responses::{ErrorDetail, Guidance, Unprocessable},
     },
     error::ApiError,
 };
@@ -21,7 +21,11 @@ use crate::{
         (status = 403, description = "Consent missing", body = ErrorDetail),
         (status = 404, description = "Unknown session", body = ErrorDetail),
         (status = 410, description = "Session expired", body = ErrorDetail),
-        (status = 422, description = "Invalid request, invalid image, or stale observation", body = ValidationErrors),
+        (status = 422, description = "Invalid request or image (validation list), or a stale observation (sentence)", body = Unprocessable,
+            examples(
+                ("invalid" = (summary = "The request broke its contract", value = json!({"detail": [{"loc": ["body", "observation", "elements", 1, "valueLength"], "type": "int_type", "msg": "Invalid request value"}]}))),
+                ("stale" = (summary = "capturedAt is 60 s old or more, or over 5 s in the future", value = json!({"detail": "Observation must be at most 60 seconds old and at most 5 seconds in the future"}))),
+            )),
         (status = 502, description = "Invalid or failed provider result", body = ErrorDetail),
         (status = 504, description = "Guidance timed out", body = ErrorDetail),
     ))]

@@ -34,7 +34,12 @@ pub async fn get_job(
 #[utoipa::path(post, path = "/v1/jobs/{jobId}/cancel", tag = "actions", security(("bearer" = [])),
     params(("jobId" = String, Path, description = "The job's id")),
     responses(
-        (status = 200, description = "The job after cancelling", body = Job),
+        (status = 200, description = "The job after cancelling", body = Job,
+            links(
+                ("getJob" = (operation_id = "get_job",
+                    parameters(("jobId" = "$response.body#/jobId")),
+                    description = "Read the job's state again")),
+            )),
         (status = 404, description = "Unknown job", body = ErrorDetail),
         (status = 410, description = "Job record expired", body = ErrorDetail),
     ))]

@@ -21,7 +21,7 @@ use axum::{
 };
 use utoipa::{OpenApi, openapi::OpenApi as OpenApiDoc};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use utoipa_swagger_ui::SwaggerUi;
+use utoipa_swagger_ui::{Config, SwaggerUi};
 
 use crate::{AppState, error::detail, openapi::ApiDoc};
 
@@ -39,10 +39,17 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(audit::audit_log))
 }
 
+/// The router and the finished OpenAPI document of the registered handlers.
+fn documented() -> (Router<AppState>, OpenApiDoc) {
+    let (router, mut doc) = api_routes().split_for_parts();
+    crate::openapi::add_boundary_answers(&mut doc);
+    (router, doc)
+}
+
 /// The OpenAPI document, generated from the registered handlers.
 #[must_use]
 pub fn openapi() -> OpenApiDoc {
-    api_routes().split_for_parts().1
+    documented().1
 }
 
 /// The methods each documented path template accepts, for 405 and 307 answers.
@@ -183,10 +190,18 @@ async fn redoc() -> Html<&'static str> {
 
 /// The application: documented routes, docs, and the framework rules, without the boundary.
 pub fn application(state: AppState) -> Router {
-    let (router, doc) = api_routes().split_for_parts();
+    let (router, doc) = documented();
     let table = Arc::new(RouteTable::new(&doc));
     let routed = router
-        .merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .merge(
+            SwaggerUi::new("/docs").url("/openapi.json", doc).config(
+                // A browser sends an Origin with every request, which the boundary refuses, so
+                // "Try it out" could only ever show 403s; the document's description says so.
+                Config::default()
+                    .try_it_out_enabled(false)
+                    .supported_submit_methods(Vec::<String>::new()),
+            ),
+        )
         .route("/redoc", get(redoc))
         .fallback(not_found)
         .with_state(state);

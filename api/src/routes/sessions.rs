@@ -12,7 +12,15 @@ use crate::{
 /// Creates a session.
 #[utoipa::path(post, path = "/v1/sessions", tag = "local", security(("bearer" = [])),
     responses(
-        (status = 200, description = "Session created", body = Session),
+        (status = 200, description = "Session created", body = Session,
+            links(
+                ("guidance" = (operation_id = "guidance",
+                    request_body = json!({"sessionId": "$response.body#/sessionId"}),
+                    description = "The session guidance requests belong to")),
+                ("assist" = (operation_id = "assist",
+                    request_body = json!({"sessionId": "$response.body#/sessionId"}),
+                    description = "The session assist requests belong to")),
+            )),
         (status = 429, description = "Local state capacity reached", body = ErrorDetail),
     ))]
 pub async fn create_session(State(app): State<AppState>) -> Result<Json<Session>, ApiError> {

@@ -31,5 +31,6 @@ mod model_provider;
 mod openapi;
 mod privacy;
 mod real_model;
+mod schemathesis;
 mod support;
 mod tidy;

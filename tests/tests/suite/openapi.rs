@@ -80,14 +80,96 @@ fn document_is_complete_and_self_consistent() {
     refs(&doc, &mut all);
     assert!(!all.is_empty());
     for r in all {
-        let name = r
-            .strip_prefix("#/components/schemas/")
+        let (kind, name) = r
+            .strip_prefix("#/components/")
+            .and_then(|rest| rest.split_once('/'))
             .unwrap_or_else(|| panic!("odd ref {r}"));
+        assert!(matches!(kind, "schemas" | "responses"), "odd ref {r}");
         assert!(
-            doc["components"]["schemas"].get(name).is_some(),
+            doc["components"][kind].get(name).is_some(),
             "dangling $ref {r}"
         );
     }
+    // Every answer the service can give is documented: the boundary's everywhere, the bearer's
+    // wherever a token is needed, with their exact bodies.
+    let operation_ids: Vec<&str> = paths
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .map(|op| op["operationId"].as_str().unwrap())
+        .collect();
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().unwrap() {
+            let responses = operation["responses"].as_object().unwrap();
+            let mut expected = vec!["400", "403", "408", "413"];
+            if path != "/health" {
+                expected.extend(["401", "503"]);
+            }
+            for status in expected {
+                assert!(
+                    responses.contains_key(status),
+                    "{method} {path} does not document {status}"
+                );
+            }
+            for response in responses.values() {
+                for link in response["links"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|l| l.values())
+                {
+                    let target = link["operationId"].as_str().unwrap();
+                    assert!(operation_ids.contains(&target), "link to {target}");
+                }
+            }
+        }
+    }
+    let unauthorized = &doc["components"]["responses"]["Unauthorized"];
+    assert_eq!(
+        unauthorized["content"]["application/json"]["examples"]["unauthorized"]["value"],
+        serde_json::json!({"detail": "Unauthorized"})
+    );
+    assert!(unauthorized["headers"]["WWW-Authenticate"].is_object());
+    assert_eq!(
+        doc["components"]["responses"]["BoundaryForbidden"]["content"]["application/json"]["examples"]
+            ["browserOrigin"]["value"]["detail"],
+        "Browser origins are not allowed"
+    );
+    // loc holds field names and list indexes.
+    assert_eq!(
+        doc["components"]["schemas"]["ValidationItem"]["properties"]["loc"]["items"]["oneOf"],
+        serde_json::json!([{"type": "string"}, {"type": "integer", "minimum": 0}])
+    );
+    // The 422s that can carry a sentence document both shapes.
+    for path in ["/v1/guidance", "/v1/assist", "/v1/actions/preview"] {
+        let body = &paths[path]["post"]["responses"]["422"]["content"]["application/json"];
+        assert_eq!(
+            body["schema"]["$ref"], "#/components/schemas/Unprocessable",
+            "{path}"
+        );
+        assert!(body["examples"].as_object().unwrap().len() >= 2, "{path}");
+    }
+    // The action flow can be walked from the document alone.
+    let links = |path: &str, method: &str| -> Vec<String> {
+        let mut names: Vec<String> = paths[path][method]["responses"]["200"]["links"]
+            .as_object()
+            .map(|l| {
+                l.values()
+                    .map(|v| v["operationId"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    assert_eq!(links("/v1/sessions", "post"), ["assist", "guidance"]);
+    assert_eq!(links("/v1/actions/preview", "post"), ["confirm", "execute"]);
+    assert_eq!(
+        links("/v1/actions/{previewId}/confirm", "post"),
+        ["execute"]
+    );
+    assert_eq!(
+        links("/v1/actions/{previewId}/execute", "post"),
+        ["cancel_job", "get_job"]
+    );
     let element = &doc["components"]["schemas"]["UiElement"];
     assert_eq!(
         element["additionalProperties"], false,
