@@ -187,9 +187,19 @@ pub struct Platform {
 impl Platform {
     /// Listens on 127.0.0.1:0.
     pub async fn bind() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        Self { listener, addr }
+        Self::bind_at(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap()
+    }
+
+    /// Listens on `addr` (the example platform's chosen port).
+    ///
+    /// # Errors
+    /// The bind's error (port taken, no permission).
+    pub async fn bind_at(addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        Ok(Self { listener, addr })
     }
 
     /// The base URL to give the shim.
@@ -203,6 +213,19 @@ impl Platform {
             .await
             .expect("the shim never dialled")
             .unwrap();
+        Self::upgrade(tcp, refuse).await
+    }
+
+    /// Accepts one upgrade however long the dial takes (a person starting the shim by hand).
+    ///
+    /// # Errors
+    /// The listener's accept error.
+    pub async fn accept_patiently(&self) -> std::io::Result<(Option<Conn>, Seen)> {
+        let (tcp, _) = self.listener.accept().await?;
+        Ok(Self::upgrade(tcp, None).await)
+    }
+
+    async fn upgrade(tcp: TcpStream, refuse: Option<u16>) -> (Option<Conn>, Seen) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let record = Arc::clone(&seen);
         // tungstenite's `Callback` fixes this error type.
@@ -320,6 +343,28 @@ impl Platform {
         assert_eq!(seen.authorization, Some(format!("Bearer {TOKEN}")));
         let hello = conn.recv().await;
         assert_eq!(hello["type"], "HELLO", "{hello}");
+        conn.acknowledge(&hello, session_id, connection_id, grants, edit)
+            .await;
+        (conn, hello)
+    }
+}
+
+/// One accepted WebSocket.
+pub struct Conn {
+    socket: WebSocketStream<TcpStream>,
+}
+
+impl Conn {
+    /// Answers `hello` with a HELLO_ACK carrying these session and connection ids and
+    /// grants and the protocol's default limits, `edit` applied.
+    pub async fn acknowledge(
+        &mut self,
+        hello: &Value,
+        session_id: Value,
+        connection_id: Value,
+        grants: &[&str],
+        edit: impl FnOnce(&mut Value),
+    ) {
         let mut ack = json!({
             "type": "HELLO_ACK", "id": hello["id"], "ts": 1.0, "version": "1.1",
             "payload": {
@@ -333,17 +378,9 @@ impl Platform {
             }
         });
         edit(&mut ack);
-        conn.send(&ack).await;
-        (conn, hello)
+        self.send(&ack).await;
     }
-}
 
-/// One accepted WebSocket.
-pub struct Conn {
-    socket: WebSocketStream<TcpStream>,
-}
-
-impl Conn {
     /// The next envelope, STATUS included; `None` when the shim closed (with the code).
     pub async fn next(&mut self) -> Result<Value, Option<u16>> {
         loop {

@@ -24,6 +24,7 @@ mod contracts;
 mod desktop;
 #[cfg(unix)]
 mod desktop_client;
+mod example_platform;
 mod guidance;
 mod launcher;
 mod llm_client;

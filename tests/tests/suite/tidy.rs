@@ -105,3 +105,28 @@ fn only_the_llm_client_speaks_http_in_core() {
         );
     }
 }
+
+/// The build packages README.md and docs/connector.md tell a person to install before the
+/// first `cargo build` are ones `scripts/setup` installs, so the two lists cannot drift apart.
+#[test]
+fn the_documented_build_packages_are_the_ones_setup_installs() {
+    let setup = std::fs::read_to_string(root().join("scripts/setup")).unwrap();
+    for doc in ["README.md", "docs/connector.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        let line = text
+            .lines()
+            .find_map(|line| line.split("sudo apt-get install ").nth(1))
+            .unwrap_or_else(|| panic!("{doc} names no build packages"));
+        let packages: Vec<&str> = line
+            .trim_end_matches(['`', '.'])
+            .split_whitespace()
+            .collect();
+        assert!(packages.contains(&"gcc"), "{doc}: {packages:?}");
+        for package in packages {
+            assert!(
+                setup.split_whitespace().any(|word| word == package),
+                "{doc} names {package}, which scripts/setup does not install"
+            );
+        }
+    }
+}
