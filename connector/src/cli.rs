@@ -60,9 +60,15 @@ pub enum Command {
     Start(StartArgs),
     /// Check that this machine can run the daemon; exit 78 when it cannot.
     Doctor,
-    /// Show the configuration and the autostart entry.
-    Status,
-    /// Write the per-user autostart entry (the service manager command is printed, not run).
+    /// Show the last daemon's state, the configuration and the autostart entry.
+    Status {
+        /// Print one JSON object (`last_run`, `configuration`, `autostart`) for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the configuration the service starts with (from the flags and `AUTOGPT_SHIM_*`
+    /// variables given) and the per-user autostart entry; the service manager command is
+    /// printed, not run.
     Install {
         /// Start at login, the only supported trigger: `--at-login=false` is refused.
         #[arg(
@@ -75,6 +81,12 @@ pub enum Command {
             value_name = "BOOL"
         )]
         at_login: bool,
+        /// Replace settings an existing config file already holds.
+        #[arg(long)]
+        force: bool,
+        /// The switches the service starts with, as for `start`.
+        #[command(flatten)]
+        switches: StartArgs,
     },
     /// Remove the autostart entry (idempotent).
     Uninstall,
@@ -94,7 +106,7 @@ impl Command {
             Self::Revoke => "revoke",
             Self::Start(_) => "start",
             Self::Doctor => "doctor",
-            Self::Status => "status",
+            Self::Status { .. } => "status",
             Self::Install { .. } => "install",
             Self::Uninstall => "uninstall",
             Self::Audit { .. } => "audit",
@@ -105,8 +117,15 @@ impl Command {
 /// `audit` subcommands.
 #[derive(Debug, Subcommand, PartialEq, Eq)]
 pub enum AuditCommand {
-    /// Print every record, then follow the file.
-    Tail,
+    /// Print the last records with their time and a short detail, then follow the file.
+    Tail {
+        /// How many of the last records to print first (all of them when absent).
+        #[arg(short = 'n', long = "lines", value_name = "N")]
+        lines: Option<usize>,
+        /// Print and exit instead of following the file.
+        #[arg(long)]
+        no_follow: bool,
+    },
     /// Pretty-print the record with this sequence number (current, then rotated files).
     Show {
         /// The record's `seq`.
@@ -226,10 +245,13 @@ pub fn tracing_level(level: &str) -> Option<&'static str> {
 /// The command-line layer of the configuration: global flags, and `start`'s switches when
 /// the command is `start`. A switch that is absent leaves the lower layers alone.
 pub fn overrides(cli: &Cli) -> Overrides {
-    let start = if let Command::Start(start) = &cli.command {
-        Some(start)
-    } else {
-        None
+    // `install` takes `start`'s switches so the service starts with them.
+    let start = match &cli.command {
+        Command::Start(start)
+        | Command::Install {
+            switches: start, ..
+        } => Some(start),
+        _ => None,
     };
     let switch = |on: fn(&StartArgs) -> bool| start.filter(|start| on(start)).map(|_| true);
     Overrides {
@@ -541,9 +563,37 @@ mod tests {
     }
 
     #[test]
+    fn install_takes_the_switches_and_force() {
+        let cli = parse(&[
+            "--platform-url",
+            "https://p.example",
+            "install",
+            "--enable-shell",
+            "--enable-local-llm",
+            "--force",
+        ]);
+        let Command::Install { force, .. } = &cli.command else {
+            panic!("{cli:?}");
+        };
+        assert!(*force);
+        let overrides = overrides(&cli);
+        assert_eq!(overrides.enable_shell, Some(true));
+        assert_eq!(overrides.enable_local_llm, Some(true));
+        assert_eq!(overrides.enable_hardware, None);
+        assert_eq!(overrides.platform_url.as_deref(), Some("https://p.example"));
+    }
+
+    #[test]
     fn every_subcommand_parses() {
         assert!(matches!(parse(&["doctor"]).command, Command::Doctor));
-        assert!(matches!(parse(&["status"]).command, Command::Status));
+        assert!(matches!(
+            parse(&["status"]).command,
+            Command::Status { json: false }
+        ));
+        assert!(matches!(
+            parse(&["status", "--json"]).command,
+            Command::Status { json: true }
+        ));
         assert!(matches!(parse(&["uninstall"]).command, Command::Uninstall));
         assert!(matches!(parse(&["revoke"]).command, Command::Revoke));
         assert!(matches!(
@@ -560,7 +610,7 @@ mod tests {
             (&["install", "--at-login=true"][..], true),
             (&["install", "--at-login=false"][..], false),
         ] {
-            let Command::Install { at_login } = parse(args).command else {
+            let Command::Install { at_login, .. } = parse(args).command else {
                 panic!("{args:?}");
             };
             assert_eq!(at_login, expected, "{args:?}");
@@ -569,7 +619,27 @@ mod tests {
             Command::Audit { command } => command,
             other => panic!("{other:?}"),
         };
-        assert_eq!(audit(&["audit", "tail"]), AuditCommand::Tail);
+        assert_eq!(
+            audit(&["audit", "tail"]),
+            AuditCommand::Tail {
+                lines: None,
+                no_follow: false
+            }
+        );
+        assert_eq!(
+            audit(&["audit", "tail", "-n", "5", "--no-follow"]),
+            AuditCommand::Tail {
+                lines: Some(5),
+                no_follow: true
+            }
+        );
+        assert_eq!(
+            audit(&["audit", "tail", "--lines=0"]),
+            AuditCommand::Tail {
+                lines: Some(0),
+                no_follow: false
+            }
+        );
         assert_eq!(
             audit(&["audit", "show", "42"]),
             AuditCommand::Show { seq: 42 }

@@ -134,7 +134,8 @@ pub struct ShimConfig {
     /// Machine id for HELLO; `None` means detect it.
     pub machine_id: Option<String>,
     /// Display name for HELLO, 1-128 characters; defaults to `HOSTNAME` or `COMPUTERNAME`
-    /// when the environment has one, else `None`.
+    /// when the environment has one, else the system's host name ([`system_hostname`]), else
+    /// `None`.
     pub display_name: Option<String>,
     /// The FILE_* jail root; `None` only when no home directory is known.
     pub allowed_root: Option<PathBuf>,
@@ -201,9 +202,12 @@ impl ShimConfig {
             oauth_redirect_port: crate::auth::DEFAULT_REDIRECT_PORT,
             session_id: None,
             machine_id: None,
+            // Shells set HOSTNAME without exporting it, so a daemon rarely sees it: the OS
+            // knows the name either way.
             display_name: ["HOSTNAME", "COMPUTERNAME"]
                 .into_iter()
-                .find_map(|name| env.var(name).and_then(|host| display_name(&host))),
+                .find_map(|name| env.var(name).and_then(|host| display_name(&host)))
+                .or_else(|| system_hostname().and_then(|host| display_name(&host))),
             allowed_root: default_allowed_root(env),
             audit_log_path: default_audit_log_path(env),
             enable_shell: false,
@@ -427,6 +431,204 @@ pub fn load(
     apply_env(&mut config, env, &mut warnings)?;
     apply_overrides(&mut config, overrides, &mut warnings)?;
     Ok((config, warnings))
+}
+
+/// The host name the OS reports (`uname`'s node name on Unix, `COMPUTERNAME` on Windows,
+/// which the system sets for every process), if it is UTF-8 and not empty.
+#[must_use]
+pub fn system_hostname() -> Option<String> {
+    #[cfg(unix)]
+    let name = rustix::system::uname()
+        .nodename()
+        .to_str()
+        .ok()
+        .map(str::to_owned);
+    #[cfg(windows)]
+    let name = std::env::var("COMPUTERNAME").ok();
+    #[cfg(not(any(unix, windows)))]
+    let name = None;
+    name.filter(|name| !name.trim().is_empty())
+}
+
+/// The settings given explicitly, by `AUTOGPT_SHIM_*` variables and by `overrides` (flags
+/// win), as config-file values keyed by config key: what `install` writes, since the service
+/// it installs sees neither the flags nor this shell's environment. Each value is checked as
+/// [`load`] checks it, and relative paths are made absolute against `cwd` because a service
+/// starts elsewhere. `overrides.config_file` is not a setting; the token itself
+/// (`AUTOGPT_SHIM_TOKEN`) never belongs in the file and is left to the caller.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] naming the variable or flag whose value is malformed or cannot be
+/// written into a TOML file (a path that is not UTF-8, a number beyond TOML's integers).
+pub fn explicit_settings(
+    overrides: &Overrides,
+    env: &impl Env,
+    cwd: &Path,
+) -> Result<toml::Table, ConfigError> {
+    let mut config = ShimConfig::defaults(env);
+    let mut given: Vec<(Field, Origin)> = Vec::new();
+    for field in Field::ALL {
+        let name = field.env_var();
+        let Some(value) = non_blank(env, &name) else {
+            continue;
+        };
+        set(&mut config, field, Raw::Text(&value)).map_err(|expected| ConfigError::Invalid {
+            origin: Origin::Env { name: name.clone() },
+            expected,
+        })?;
+        given.push((field, Origin::Env { name }));
+    }
+    apply_overrides(&mut config, overrides, &mut Vec::new())?;
+    let flags = [
+        (
+            overrides.platform_url.is_some(),
+            Field::PlatformUrl,
+            "--platform-url",
+        ),
+        (
+            overrides.session_id.is_some(),
+            Field::SessionId,
+            "--session-id",
+        ),
+        (
+            overrides.allowed_root.is_some(),
+            Field::AllowedRoot,
+            "--allowed-root",
+        ),
+        (
+            overrides.token_file.is_some(),
+            Field::TokenFile,
+            "--token-file",
+        ),
+        (
+            overrides.enable_shell.is_some(),
+            Field::EnableShell,
+            "--enable-shell",
+        ),
+        (
+            overrides.enable_computer_use.is_some(),
+            Field::EnableComputerUse,
+            "--enable-computer-use",
+        ),
+        (
+            overrides.enable_local_llm.is_some(),
+            Field::EnableLocalLlm,
+            "--enable-local-llm",
+        ),
+        (
+            overrides.enable_hardware.is_some(),
+            Field::EnableHardware,
+            "--enable-hardware",
+        ),
+        (
+            overrides.enable_clipboard.is_some(),
+            Field::EnableClipboard,
+            "--enable-clipboard",
+        ),
+        (
+            overrides.enable_clipboard_read_foreign.is_some(),
+            Field::EnableClipboardReadForeign,
+            "--enable-clipboard-read-foreign",
+        ),
+        (
+            overrides.enable_recording.is_some(),
+            Field::EnableRecording,
+            "--enable-recording",
+        ),
+    ];
+    for (set_by_flag, field, flag) in flags {
+        if set_by_flag {
+            given.retain(|(seen, _)| *seen != field);
+            given.push((field, Origin::Flag { flag }));
+        }
+    }
+    let mut table = toml::Table::new();
+    for (field, origin) in given {
+        let value = file_value(&config, field, cwd)
+            .map_err(|expected| ConfigError::Invalid { origin, expected })?;
+        table.insert(field.name().to_owned(), value);
+    }
+    Ok(table)
+}
+
+/// Parses `text` as the config file at `path` over the defaults of `env`, without reading
+/// the environment's `AUTOGPT_SHIM_*` variables: the configuration a service started with
+/// `--config path` gets when its environment has none of them.
+///
+/// # Errors
+/// As [`load`] for the file's content.
+pub fn parse_file(
+    path: &Path,
+    text: &str,
+    env: &impl Env,
+) -> Result<(ShimConfig, Vec<String>), ConfigError> {
+    let mut config = ShimConfig::defaults(env);
+    let mut warnings = Vec::new();
+    apply_file(&mut config, path, text, &mut warnings)?;
+    config.config_file = Some(path.to_path_buf());
+    Ok((config, warnings))
+}
+
+/// `field`'s value in `config` as the file writes it; the inverse of [`set`] for a file.
+fn file_value(config: &ShimConfig, field: Field, cwd: &Path) -> Result<toml::Value, &'static str> {
+    use toml::Value;
+    const EXPECT_UTF8_PATH: &str = "a UTF-8 path (the config file is TOML text)";
+    const EXPECT_TOML_INTEGER: &str = "at most 9223372036854775807 (the largest TOML integer)";
+    let text = |value: Option<&str>| Value::String(value.unwrap_or_default().to_owned());
+    let path = |value: Option<&PathBuf>| -> Result<Value, &'static str> {
+        let value = value.ok_or(EXPECT_PATH)?;
+        let absolute = if value.is_absolute() {
+            value.clone()
+        } else {
+            cwd.join(value)
+        };
+        absolute
+            .to_str()
+            .map(|path| Value::String(path.to_owned()))
+            .ok_or(EXPECT_UTF8_PATH)
+    };
+    let integer = |value: u64| {
+        i64::try_from(value)
+            .map(Value::Integer)
+            .map_err(|_| EXPECT_TOML_INTEGER)
+    };
+    let seconds = |value: Duration| Value::Float(value.as_secs_f64());
+    Ok(match field {
+        Field::PlatformUrl => text(Some(&config.platform_url)),
+        Field::PlatformWsUrl => text(config.platform_ws_url.as_deref()),
+        Field::PlatformOauthUrl => text(config.platform_oauth_url.as_deref()),
+        Field::OauthClientId => text(Some(&config.oauth_client_id)),
+        Field::OauthRedirectPort => Value::Integer(i64::from(config.oauth_redirect_port)),
+        // Blank is control mode, and detect, as in the file.
+        Field::SessionId => text(config.session_id.as_deref()),
+        Field::MachineId => text(config.machine_id.as_deref()),
+        Field::DisplayName => text(config.display_name.as_deref()),
+        Field::AllowedRoot => path(config.allowed_root.as_ref())?,
+        Field::AuditLogPath => path(config.audit_log_path.as_ref())?,
+        Field::TokenFile => path(config.token_file.as_ref())?,
+        Field::EnableShell => Value::Boolean(config.enable_shell),
+        Field::EnableComputerUse => Value::Boolean(config.enable_computer_use),
+        Field::EnableLocalLlm => Value::Boolean(config.enable_local_llm),
+        Field::EnableHardware => Value::Boolean(config.enable_hardware),
+        Field::EnableRecording => Value::Boolean(config.enable_recording),
+        Field::EnableClipboard => Value::Boolean(config.enable_clipboard),
+        Field::EnableClipboardReadForeign => Value::Boolean(config.enable_clipboard_read_foreign),
+        Field::MaxConcurrent => integer(config.max_concurrent.get().into())?,
+        Field::MaxConcurrentCommands => integer(config.max_concurrent_commands.get().into())?,
+        Field::CommandTimeoutSeconds => integer(config.command_timeout_seconds.get())?,
+        Field::MaxFileSizeBytes => integer(config.max_file_size_bytes.get())?,
+        Field::MaxCommandsPerMinute => integer(config.max_commands_per_minute.get().into())?,
+        Field::MaxScreenshotsPerMinute => integer(config.max_screenshots_per_minute.get().into())?,
+        Field::ReconnectBaseDelay => seconds(config.reconnect_base_delay),
+        Field::ReconnectMaxDelay => seconds(config.reconnect_max_delay),
+        Field::ReconnectJitterSeconds => seconds(config.reconnect_jitter_seconds),
+        Field::IdleSessionTimeout => seconds(config.idle_session_timeout),
+        Field::OllamaUrl => text(Some(&config.ollama_url)),
+        Field::LocalLlmBackend => text(Some(match config.local_llm_backend {
+            LlmBackend::Ollama => "ollama",
+            LlmBackend::OpenAiCompatible => "openai-compatible",
+        })),
+    })
 }
 
 /// Reads a token file: a regular file of at most [`MAX_TOKEN_FILE_BYTES`] with no group or
@@ -1185,7 +1387,7 @@ mod tests {
             oauth_redirect_port: 41899,
             session_id: None,
             machine_id: None,
-            display_name: None,
+            display_name: system_hostname(),
             allowed_root: Some(PathBuf::from("/home/u/autogpt-workspace")),
             audit_log_path: Some(PathBuf::from(
                 "/home/u/.local/state/autogpt-local-executor/audit.log",
@@ -1226,14 +1428,81 @@ mod tests {
     }
 
     #[test]
+    fn explicit_settings_are_the_flags_and_variables_given() {
+        let vars = env(&[
+            ("HOME", "/home/u"),
+            ("AUTOGPT_SHIM_PLATFORM_URL", "https://env.example"),
+            ("AUTOGPT_SHIM_MAX_CONCURRENT", "3"),
+            ("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.5"),
+            ("AUTOGPT_SHIM_TOKEN", "never-written"),
+            ("AUTOGPT_SHIM_SESSION_ID", " "),
+        ]);
+        let overrides = Overrides {
+            config_file: Some(PathBuf::from("/c.toml")),
+            platform_url: Some("https://flag.example".to_owned()),
+            allowed_root: Some(PathBuf::from("work")),
+            token_file: Some(PathBuf::from("/t/token")),
+            enable_shell: Some(true),
+            ..Overrides::default()
+        };
+        let table = explicit_settings(&overrides, &vars, Path::new("/cwd")).unwrap();
+        let text = toml::to_string(&table).unwrap();
+        assert_eq!(
+            text,
+            "allowed_root = \"/cwd/work\"\n\
+             enable_shell = true\n\
+             max_concurrent = 3\n\
+             platform_url = \"https://flag.example\"\n\
+             reconnect_base_delay = 0.5\n\
+             token_file = \"/t/token\"\n"
+        );
+        assert!(!text.contains("never-written"));
+
+        // Written and read back, the file means what the flags and variables meant.
+        let mut expected = ShimConfig::defaults(&vars);
+        apply_env(&mut expected, &vars, &mut Vec::new()).unwrap();
+        apply_overrides(&mut expected, &overrides, &mut Vec::new()).unwrap();
+        expected.token = None;
+        expected.allowed_root = Some(PathBuf::from("/cwd/work"));
+        let (read, _) = parse_file(Path::new("/c.toml"), &text, &vars).unwrap();
+        assert_eq!(
+            ShimConfig {
+                config_file: None,
+                ..read
+            },
+            expected
+        );
+
+        let bad = env(&[("AUTOGPT_SHIM_MAX_CONCURRENT", "0")]);
+        let err = explicit_settings(&Overrides::default(), &bad, Path::new("/")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("AUTOGPT_SHIM_MAX_CONCURRENT must be"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn display_name_defaults_to_a_valid_hostname_only() {
         let named = ShimConfig::defaults(&env(&[("HOSTNAME", " box-1 ")]));
         assert_eq!(named.display_name.as_deref(), Some("box-1"));
         let windows = ShimConfig::defaults(&env(&[("COMPUTERNAME", "DESKTOP-7")]));
         assert_eq!(windows.display_name.as_deref(), Some("DESKTOP-7"));
         let long = "h".repeat(129);
+        // An unusable variable falls back to the system's name, as an absent one does.
         let too_long = ShimConfig::defaults(&env(&[("HOSTNAME", &long)]));
-        assert_eq!(too_long.display_name, None);
+        assert_eq!(too_long.display_name, system_hostname());
+        let unexported = ShimConfig::defaults(&env(&[]));
+        assert_eq!(unexported.display_name, system_hostname());
+        #[cfg(unix)]
+        {
+            // The kernel's node name, the same as `uname -n` prints.
+            let node = rustix::system::uname();
+            let node = node.nodename().to_str().unwrap();
+            assert!(!node.is_empty());
+            assert_eq!(system_hostname().as_deref(), Some(node));
+            assert_eq!(unexported.display_name.as_deref(), Some(node));
+        }
 
         let exact = "n".repeat(128);
         let vars = env(&[("AUTOGPT_SHIM_DISPLAY_NAME", &exact)]);

@@ -9,5 +9,6 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod protocol;
+pub mod request_log;
 pub mod session;
 pub mod ws;

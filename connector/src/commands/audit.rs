@@ -6,8 +6,9 @@
 //! access goes through `local_core::audit_chain` (the audit files) and `local_core::own_files`
 //! (the export archive).
 //!
-//! Nothing here prints a record's `details` except `audit show`, which is asked for exactly
-//! one record; `tail` stays terse, as the reference's does.
+//! Only `audit show`, which is asked for exactly one record, prints a record's `details`
+//! whole; `tail` shows one line of metadata per record (path, exit code, bytes, duration),
+//! never a command line.
 
 use std::io::{self, Cursor, Write};
 use std::path::{Path, PathBuf};
@@ -41,9 +42,10 @@ pub const DEFAULT_PRUNE_AGE: &str = "90d";
 /// Mode of the export archive: it names every operation the platform asked for.
 const EXPORT_MODE: u32 = own_files::PRIVATE_FILE_MODE;
 
-/// `audit tail`: prints every record of the live file, one line each
-/// (`seq=00042  FILE_READ  ok`), then, when `follow` holds a stop flag, keeps printing lines as
-/// they are appended (across rotations) every [`TAIL_POLL`] until the flag is set.
+/// `audit tail`: prints the records of the live file (the last `last` of them, or all), one
+/// line each (`seq=00042  2024-04-05T19:34:38Z  FILE_READ  ok  path=a.txt bytes=12`), then,
+/// when `follow` holds a stop flag, keeps printing lines as they are appended (across
+/// rotations) every [`TAIL_POLL`] until the flag is set.
 ///
 /// With a key, a record that does not match its own `hmac` is marked `[hmac_mismatch]` (only
 /// `verify` checks the links between records). Returns [`EXIT_FAILED`] when the log does not
@@ -53,10 +55,11 @@ pub fn tail(
     key: Option<&[u8; KEY_LEN]>,
     out: &mut dyn Write,
     follow: Option<&AtomicBool>,
+    last: Option<usize>,
 ) -> u8 {
     guard(out, |out| {
         let mut follower = LogFollower::new(path);
-        let first = follower.poll()?;
+        let mut first = follower.poll()?;
         if !follower.is_open() {
             if follow.is_none() {
                 writeln!(out, "no audit log at {} yet", path.display())?;
@@ -64,11 +67,16 @@ pub fn tail(
             }
             writeln!(out, "waiting for {} to appear", path.display())?;
         }
-        print_tail_lines(&first, key, out)?;
+        if follow.is_none()
+            && let Some(rest) = follower.take_partial()
+        {
+            first.push(rest);
+        }
+        // Blank lines are not records, so they do not count towards `last`.
+        first.retain(|line| !line.iter().all(u8::is_ascii_whitespace));
+        let skip = last.map_or(0, |last| first.len().saturating_sub(last));
+        print_tail_lines(&first[skip..], key, out)?;
         let Some(stop) = follow else {
-            if let Some(rest) = follower.take_partial() {
-                print_tail_line(&rest, key, out)?;
-            }
             return Ok(EXIT_OK);
         };
         out.flush()?;
@@ -392,7 +400,10 @@ fn print_tail_line(
         return Ok(());
     }
     match audit_chain::summarize_line(line, key) {
-        Some(summary) => writeln!(out, "{}", tail_text(&summary)),
+        Some(summary) => {
+            let record = serde_json::from_slice(line).unwrap_or(serde_json::Value::Null);
+            writeln!(out, "{}", tail_text(&summary, &record))
+        }
         None => writeln!(
             out,
             "[unparseable] {}",
@@ -401,11 +412,13 @@ fn print_tail_line(
     }
 }
 
-/// `seq=00042  FILE_READ  ok`, or `err:<code>` on failure, as the reference's `seq=%05d`.
-fn tail_text(summary: &RecordSummary) -> String {
+/// `seq=00042  2024-04-05T19:34:38Z  FILE_READ  ok  path=a.txt bytes=12`: the reference's
+/// `seq=%05d`, op and outcome (`err:<code>` on failure), with the time and [`tail_detail`].
+fn tail_text(summary: &RecordSummary, record: &serde_json::Value) -> String {
     let seq = summary
         .seq
         .map_or_else(|| "?????".to_owned(), |seq| format!("{seq:05}"));
+    let time = summary.ts.map_or_else(|| "?".to_owned(), tail_time);
     let op = summary
         .op
         .as_deref()
@@ -421,11 +434,60 @@ fn tail_text(summary: &RecordSummary) -> String {
         ),
         None => "?".to_owned(),
     };
-    let mut text = format!("seq={seq}  {op}  {outcome}");
+    let mut text = format!("seq={seq}  {time}  {op}  {outcome}");
+    let detail = tail_detail(record);
+    if !detail.is_empty() {
+        text.push_str("  ");
+        text.push_str(&detail);
+    }
     if summary.hmac_ok == Some(false) {
         text.push_str("  [hmac_mismatch]");
     }
     text
+}
+
+/// The record's time to the second, in UTC (`2024-04-05T19:34:38Z`).
+fn tail_time(ts: f64) -> String {
+    let full = audit_chain::format_epoch(ts);
+    match (full.get(..19), full.ends_with("+00:00")) {
+        (Some(seconds), true) => format!("{seconds}Z"),
+        _ => full,
+    }
+}
+
+/// How much of a path `tail` shows.
+const TAIL_PATH_SHOWN: usize = 80;
+
+/// The short detail of a record, from metadata the audit log already holds and never a
+/// command line or content: the path (or `src` and `dst`), the exit code, the bytes moved
+/// and the duration, whichever it has. `audit show` prints the whole record.
+fn tail_detail(record: &serde_json::Value) -> String {
+    let details = &record["details"];
+    let result = &record["result"];
+    let mut parts = Vec::new();
+    for key in ["path", "src", "dst"] {
+        if let Some(path) = details[key].as_str() {
+            parts.push(format!("{key}={}", terminal_safe(path, TAIL_PATH_SHOWN)));
+        }
+    }
+    if let Some(code) = result["exit_code"].as_i64() {
+        parts.push(format!("exit={code}"));
+    }
+    let bytes = [
+        "size_bytes_written",
+        "size_bytes_returned",
+        "image_bytes_returned",
+        "size_bytes",
+    ]
+    .iter()
+    .find_map(|key| details[*key].as_u64());
+    if let Some(bytes) = bytes {
+        parts.push(format!("bytes={bytes}"));
+    }
+    if let Some(ms) = result["duration_ms"].as_u64() {
+        parts.push(format!("ms={ms}"));
+    }
+    parts.join(" ")
 }
 
 /// At most `max` characters of `text` with control and formatting characters escaped: the log
@@ -691,30 +753,69 @@ mod tests {
         text.push("not json \u{1b}[31m".to_owned());
         write_lines(&log, &text);
 
-        let (code, out) = run(|out| tail(&log, None, out, None));
+        let (code, out) = run(|out| tail(&log, None, out, None, None));
         assert_eq!(code, EXIT_OK);
-        assert_eq!(
-            out,
-            "seq=00001  FILE_STAT  ok\n\
-             seq=00002  FILE_STAT  err:FILE_NOT_FOUND\n\
-             seq=00003  FILE_STAT  ok\n\
-             [unparseable] not json \\u{1b}[31m\n"
-        );
-        assert!(!out.contains("/tmp/"), "details must not be printed: {out}");
-
-        let (_, out) = run(|out| tail(&log, Some(&KEY), out, None));
+        let time = |line: &str| line.split("  ").nth(1).unwrap_or_default().to_owned();
+        let first = out.lines().next().unwrap_or_default();
+        let stamp = time(first);
+        // `2024-04-05T19:34:38Z`: the record's time to the second, in UTC.
+        assert_eq!(stamp.len(), 20, "{out}");
         assert!(
-            out.contains("seq=00003  FILE_STAT  ok  [hmac_mismatch]\n"),
+            stamp.ends_with('Z') && stamp.as_bytes()[10] == b'T',
+            "{out}"
+        );
+        let expected: Vec<String> = [
+            "seq=00001  {t}  FILE_STAT  ok  path=/tmp/file-0",
+            "seq=00002  {t}  FILE_STAT  err:FILE_NOT_FOUND  path=/tmp/file-1",
+            "seq=00003  {t}  FILE_STAT  ok  path=/tmp/other",
+            "[unparseable] not json \\u{1b}[31m",
+        ]
+        .iter()
+        .zip(out.lines())
+        .map(|(pattern, line)| pattern.replace("{t}", &time(line)))
+        .collect();
+        assert_eq!(out, expected.join("\n") + "\n");
+
+        let (_, out) = run(|out| tail(&log, Some(&KEY), out, None, None));
+        assert!(
+            out.contains("FILE_STAT  ok  path=/tmp/other  [hmac_mismatch]\n"),
             "{out}"
         );
         assert!(
-            out.contains("seq=00002  FILE_STAT  err:FILE_NOT_FOUND\n"),
+            out.contains("FILE_STAT  err:FILE_NOT_FOUND  path=/tmp/file-1\n"),
             "{out}"
         );
 
-        let (code, out) = run(|out| tail(&dir.join("absent.log"), None, out, None));
+        // `-n 2`: the last two lines only.
+        let (code, out) = run(|out| tail(&log, None, out, None, Some(2)));
+        assert_eq!(code, EXIT_OK);
+        assert_eq!(out.lines().count(), 2, "{out}");
+        assert!(out.starts_with("seq=00003  "), "{out}");
+        assert!(
+            out.ends_with("[unparseable] not json \\u{1b}[31m\n"),
+            "{out}"
+        );
+        let (_, out) = run(|out| tail(&log, None, out, None, Some(0)));
+        assert_eq!(out, "");
+
+        let (code, out) = run(|out| tail(&dir.join("absent.log"), None, out, None, None));
         assert_eq!(code, EXIT_FAILED);
         assert!(out.starts_with("no audit log at "), "{out}");
+    }
+
+    #[test]
+    fn tail_detail_is_metadata_without_command_lines() {
+        let record = serde_json::json!({
+            "details": {"command": "echo secret", "argv": ["x"], "cwd": "/w",
+                        "src": "a\u{1b}b", "dst": "c", "size_bytes_written": 12},
+            "result": {"ok": true, "exit_code": 3, "duration_ms": 40, "error_code": null},
+        });
+        assert_eq!(
+            tail_detail(&record),
+            "src=a\\u{1b}b dst=c exit=3 bytes=12 ms=40"
+        );
+        assert_eq!(tail_detail(&serde_json::json!({"details": {}})), "");
+        assert_eq!(tail_time(1_712_345_678.5), "2024-04-05T19:34:38Z");
     }
 
     /// A writer the test can read while `tail` holds it on another thread.
@@ -757,14 +858,14 @@ mod tests {
         let shared = Shared::default();
         let handle = {
             let (stop, mut out) = (Arc::clone(&stop), shared.clone());
-            thread::spawn(move || tail(&log, None, &mut out, Some(&stop)))
+            thread::spawn(move || tail(&log, None, &mut out, Some(&stop), None))
         };
         shared.wait_for("seq=00001");
         append(&mut chain, 2);
         shared.wait_for("seq=00003");
         chain.rotate().unwrap();
         append(&mut chain, 1);
-        shared.wait_for("err:FILE_NOT_FOUND\nseq=00001");
+        shared.wait_for("path=/tmp/file-1\nseq=00001");
         let before = shared.text();
         assert_eq!(before.matches("seq=00001").count(), 2, "{before}");
 

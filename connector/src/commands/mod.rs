@@ -15,6 +15,7 @@ use std::time::SystemTime;
 
 use crate::cli::{AuditCommand, Cli, Command, EXIT_PREFLIGHT, Env, load_config};
 use crate::config::{self, ShimConfig};
+use local_core::own_files;
 
 /// Runs a subcommand other than `start`, printing to `out`, and returns its exit code.
 /// `stop` ends `audit tail`'s following (set it from a Ctrl-C handler).
@@ -22,10 +23,12 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
     match &cli.command {
         // `main` runs the daemon itself.
         Command::Start(_) => EXIT_PREFLIGHT,
-        // The reference installs without loading the configuration, so a broken config file
+        Command::Install {
+            at_login, force, ..
+        } => install_command(cli, env, out, *at_login, *force),
+        // Without loading the configuration, as the reference does, so a broken config file
         // cannot stop anyone from removing the entry.
-        Command::Install { at_login } => service_command(cli, env, out, Some(*at_login)),
-        Command::Uninstall => service_command(cli, env, out, None),
+        Command::Uninstall => uninstall_command(cli, env, out),
         Command::Auth { no_browser } => with_config(cli, env, out, |config, out| {
             auth::login(config, env, *no_browser, out)
         }),
@@ -33,33 +36,8 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
         Command::Doctor => with_config(cli, env, out, |config, out| {
             doctor::doctor(&doctor_inputs(cli, config, env), out)
         }),
-        Command::Status => with_config(cli, env, out, |config, out| {
-            let Some(path) = config::status_path(env) else {
-                return fail(out, "no state directory: set HOME or XDG_STATE_HOME");
-            };
-            let code = status::report(&path, out, status::pid_alive);
-            let _ = writeln!(
-                out,
-                "platform: {}",
-                status::redact_url(&config.platform_url)
-            );
-            // The reference's configured mode: control mode has no root of its own (each
-            // chat's session is jailed to the folder picked for it).
-            match &config.session_id {
-                Some(session) => {
-                    let _ = writeln!(out, "configured mode: legacy direct session {session}");
-                    if let Some(root) = &config.allowed_root {
-                        let _ = writeln!(out, "allowed root: {}", root.display());
-                    }
-                }
-                None => {
-                    let _ = writeln!(out, "configured mode: persistent machine control");
-                }
-            }
-            if let Ok(unit) = unit(cli, env) {
-                let _ = service::describe(&unit, out);
-            }
-            code
+        Command::Status { json } => with_config(cli, env, out, |config, out| {
+            status_command(cli, config, env, out, *json)
         }),
         Command::Audit { command } => with_config(cli, env, out, |config, out| {
             let Some(log) = config.audit_log_path.clone() else {
@@ -71,6 +49,83 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
             audit_command(command, &log, env, out, stop)
         }),
     }
+}
+
+/// `status`: the last daemon's own report, the configuration a start would use now, and the
+/// autostart entry, under those three headings, or as one JSON object with `--json`.
+fn status_command(
+    cli: &Cli,
+    config: &ShimConfig,
+    env: &impl Env,
+    out: &mut dyn Write,
+    json: bool,
+) -> u8 {
+    let Some(path) = config::status_path(env) else {
+        return fail(out, "no state directory: set HOME or XDG_STATE_HOME");
+    };
+    let last = status::last_run(&path, status::pid_alive);
+    let platform = status::redact_url(&config.platform_url);
+    let file = config
+        .config_file
+        .as_ref()
+        .map(|file| file.display().to_string());
+    let unit = unit(cli, env).ok().map(|(unit, _)| unit);
+    if json {
+        let (mode, root) = match &config.session_id {
+            Some(_) => (
+                "legacy",
+                config
+                    .allowed_root
+                    .as_ref()
+                    .map(|root| root.display().to_string()),
+            ),
+            None => ("control", None),
+        };
+        let autostart = unit
+            .as_ref()
+            .and_then(|unit| service::describe_json(unit).ok());
+        let report = serde_json::json!({
+            "last_run": last,
+            "configuration": {
+                "file": file,
+                "platform_url": platform,
+                "mode": mode,
+                "session_id": config.session_id,
+                "allowed_root": root,
+            },
+            "autostart": autostart,
+        });
+        let _ = writeln!(out, "{report}");
+        return last.code;
+    }
+    let code = match status::print_last_run(&last, out) {
+        Ok(()) => last.code,
+        Err(_) => status::EXIT_UNKNOWN,
+    };
+    let _ = writeln!(
+        out,
+        "configuration: {}",
+        file.as_deref()
+            .unwrap_or("no config file (defaults, environment and flags)")
+    );
+    let _ = writeln!(out, "  platform: {platform}");
+    // The reference's configured mode: control mode has no root of its own (each chat's
+    // session is jailed to the folder picked for it).
+    match &config.session_id {
+        Some(session) => {
+            let _ = writeln!(out, "  mode: legacy direct session {session}");
+            if let Some(root) = &config.allowed_root {
+                let _ = writeln!(out, "  allowed root: {}", root.display());
+            }
+        }
+        None => {
+            let _ = writeln!(out, "  mode: persistent machine control");
+        }
+    }
+    if let Some(unit) = &unit {
+        let _ = service::describe(unit, out);
+    }
+    code
 }
 
 fn with_config<E: Env>(
@@ -109,7 +164,13 @@ fn audit_command(
     };
     let now = SystemTime::now();
     match command {
-        AuditCommand::Tail => audit::tail(log, key().ok().as_ref(), out, Some(stop)),
+        AuditCommand::Tail { lines, no_follow } => audit::tail(
+            log,
+            key().ok().as_ref(),
+            out,
+            (!no_follow).then_some(&**stop),
+            *lines,
+        ),
         AuditCommand::Show { seq } => audit::show(log, *seq, out),
         AuditCommand::Verify => audit::verify(log, &key(), out),
         AuditCommand::VerifyAll => audit::verify_all(log, &key(), out),
@@ -119,27 +180,70 @@ fn audit_command(
     }
 }
 
-fn service_command(cli: &Cli, env: &impl Env, out: &mut dyn Write, install: Option<bool>) -> u8 {
-    let unit = match unit(cli, env) {
-        Ok(unit) => unit,
+/// `install`: the config file the entry starts with (from the flags and `AUTOGPT_SHIM_*`
+/// variables, refused when the service could not start with it), then the entry itself.
+fn install_command(
+    cli: &Cli,
+    env: &impl Env,
+    out: &mut dyn Write,
+    at_login: bool,
+    force: bool,
+) -> u8 {
+    if !at_login {
+        return fail(out, "only --at-login is supported as the autostart trigger");
+    }
+    let (unit, config_path) = match unit(cli, env) {
+        Ok(found) => found,
         Err(err) => return fail(out, &err),
     };
-    let done = match install {
-        Some(at_login) => service::install(&unit, at_login, out),
-        None => service::uninstall(&unit, out),
+    let planned = std::env::current_dir()
+        .map_err(|err| format!("cannot read the current directory: {err}"))
+        .and_then(|cwd| {
+            config::explicit_settings(&crate::cli::overrides(cli), env, &cwd)
+                .map_err(|err| err.to_string())
+        })
+        .and_then(|settings| {
+            let existing = own_files::read_capped(&config_path, config::MAX_CONFIG_FILE_BYTES)
+                .map_err(|err| format!("cannot read {}: {err}", config_path.display()))?
+                .map(String::from_utf8)
+                .transpose()
+                .map_err(|_| format!("{} is not UTF-8 text", config_path.display()))?;
+            service::plan_config(&config_path, existing.as_deref(), &settings, force, env)
+                .map_err(|err| err.to_string())
+        });
+    let (plan, notes) = match planned {
+        Ok(planned) => planned,
+        Err(err) => return fail(out, &err),
     };
-    match done {
+    let done = service::write_config(&config_path, &plan, out)
+        .and_then(|()| service::install(&unit, true, out));
+    if let Err(err) = done {
+        return fail(out, &err.to_string());
+    }
+    for note in notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    0
+}
+
+fn uninstall_command(cli: &Cli, env: &impl Env, out: &mut dyn Write) -> u8 {
+    let unit = match unit(cli, env) {
+        Ok((unit, _)) => unit,
+        Err(err) => return fail(out, &err),
+    };
+    match service::uninstall(&unit, out) {
         Ok(()) => 0,
-        Err(service::ServiceError::UnsupportedTrigger) => {
-            fail(out, "only --at-login is supported as the autostart trigger")
+        Err(err @ service::ServiceError::StillEnabled { .. }) => {
+            let _ = writeln!(out, "autogpt-shim: {err}");
+            1
         }
         Err(err) => fail(out, &err.to_string()),
     }
 }
 
-/// The autostart entry for this machine: this executable, the configuration file, and the
-/// state directory for its logs.
-fn unit(cli: &Cli, env: &impl Env) -> Result<service::Unit, String> {
+/// The autostart entry for this machine (this executable, the configuration file, and the
+/// state directory for its logs) and the configuration file it names.
+fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
     let shim =
         std::env::current_exe().map_err(|err| format!("cannot find this executable: {err}"))?;
     let config_path = cli
@@ -147,6 +251,9 @@ fn unit(cli: &Cli, env: &impl Env) -> Result<service::Unit, String> {
         .clone()
         .or_else(|| config::config_path(env))
         .ok_or("no configuration directory: set HOME or XDG_CONFIG_HOME")?;
+    // The service starts elsewhere, so a relative --config would name another file.
+    let config_path = std::path::absolute(&config_path)
+        .map_err(|err| format!("cannot resolve {}: {err}", config_path.display()))?;
     let log_dir = config::state_dir(env).ok_or("no state directory: set HOME or XDG_STATE_HOME")?;
     let home = env.var("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let locations = service::Locations {
@@ -162,14 +269,15 @@ fn unit(cli: &Cli, env: &impl Env) -> Result<service::Unit, String> {
             None => user,
         }),
     };
-    service::unit_for(
+    let unit = service::unit_for(
         service::Os::current(),
         &locations,
         &shim,
         &config_path,
         &log_dir,
     )
-    .map_err(|err| err.to_string())
+    .map_err(|err| err.to_string())?;
+    Ok((unit, config_path))
 }
 
 fn doctor_inputs(cli: &Cli, config: &ShimConfig, env: &impl Env) -> doctor::DoctorInputs {

@@ -6,11 +6,20 @@
 //! activates it; it never runs `systemctl`, `launchctl` or `schtasks` itself. Every path is
 //! escaped for the format it lands in, and paths no format can carry (control characters,
 //! non-UTF-8) are refused rather than written broken.
+//!
+//! Unlike the reference, `install` also makes sure the entry can start: the service sees
+//! neither the flags nor the shell's environment, so [`plan_config`] turns them into the
+//! config file the entry names, and refuses with one sentence when the result could not
+//! start. A refused start (exit 77, 78) is never restarted: it would fail the same way.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use local_core::jail::Jail;
 use local_core::own_files;
+
+use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT};
+use crate::config::{self, Env, ShimConfig};
 
 /// The systemd unit's file name.
 pub const SYSTEMD_UNIT_NAME: &str = "autogpt-shim.service";
@@ -83,6 +92,13 @@ pub struct Unit {
     /// The directory the service manager appends the daemon's output to, which must exist
     /// before it starts; `None` where output is not redirected (Windows).
     pub log_dir: Option<PathBuf>,
+    /// A file that exists while the entry is enabled (systemd's `default.target.wants`
+    /// link), so `uninstall` can ask for the disable first: `systemctl disable` needs the
+    /// unit file. `None` where this cannot be told from a file.
+    pub enabled_marker: Option<PathBuf>,
+    /// What `uninstall` advises once the file is gone: how to stop what the service manager
+    /// may still have loaded, with a command that needs no file.
+    pub after_removal: String,
 }
 
 /// Why an autostart entry cannot be made, written or removed.
@@ -114,6 +130,20 @@ pub enum ServiceError {
         /// The cause.
         source: io::Error,
     },
+    /// `uninstall` while the entry is still enabled.
+    #[error(
+        "{} is still enabled; disable it first with: {disable}, then run `autogpt-shim uninstall` again",
+        path.display()
+    )]
+    StillEnabled {
+        /// The entry.
+        path: PathBuf,
+        /// The command that disables it.
+        disable: String,
+    },
+    /// The configuration the entry would start with is missing something or cannot work.
+    #[error("{0}")]
+    Config(String),
     /// The report could not be printed.
     #[error("cannot print: {0}")]
     Output(#[from] io::Error),
@@ -169,11 +199,28 @@ pub fn install(unit: &Unit, at_login: bool, out: &mut dyn Write) -> Result<(), S
 }
 
 /// Removes the entry if present (so running it twice is fine) and prints the command that
-/// stops and deactivates what the service manager may still have loaded.
+/// stops what the service manager may still have loaded. An entry known to be enabled is
+/// left in place: its disable command needs the file, so that comes first.
 ///
 /// # Errors
-/// The file exists but cannot be removed, or the report cannot be printed.
+/// [`ServiceError::StillEnabled`]; the file exists but cannot be removed, or the report
+/// cannot be printed.
 pub fn uninstall(unit: &Unit, out: &mut dyn Write) -> Result<(), ServiceError> {
+    if let Some(marker) = &unit.enabled_marker {
+        // The link resolves only while the unit file it points at exists.
+        let enabled = own_files::read_capped(marker, UNIT_CAP)
+            .map_err(|source| ServiceError::Io {
+                path: marker.clone(),
+                source,
+            })?
+            .is_some();
+        if enabled {
+            return Err(ServiceError::StillEnabled {
+                path: unit.path.clone(),
+                disable: unit.disable_command.clone(),
+            });
+        }
+    }
     let removed = own_files::remove(&unit.path).map_err(|source| ServiceError::Io {
         path: unit.path.clone(),
         source,
@@ -187,11 +234,7 @@ pub fn uninstall(unit: &Unit, out: &mut dyn Write) -> Result<(), ServiceError> {
             unit.path.display()
         )?;
     }
-    writeln!(
-        out,
-        "if it is still loaded, stop and disable it with: {}",
-        unit.disable_command
-    )?;
+    writeln!(out, "{}", unit.after_removal)?;
     Ok(())
 }
 
@@ -201,16 +244,12 @@ pub fn uninstall(unit: &Unit, out: &mut dyn Write) -> Result<(), ServiceError> {
 /// # Errors
 /// The file exists but cannot be read, or the report cannot be printed.
 pub fn describe(unit: &Unit, out: &mut dyn Write) -> Result<bool, ServiceError> {
-    let current =
-        own_files::read_capped(&unit.path, UNIT_CAP).map_err(|source| ServiceError::Io {
-            path: unit.path.clone(),
-            source,
-        })?;
-    match &current {
-        Some(bytes) if bytes.as_slice() == unit.contents.as_bytes() => {
+    let current = installed(unit)?;
+    match current {
+        Some(true) => {
             writeln!(out, "autostart: installed at {}", unit.path.display())?;
         }
-        Some(_) => writeln!(
+        Some(false) => writeln!(
             out,
             "autostart: installed at {} (differs from this build's entry; run install again to update it)",
             unit.path.display()
@@ -227,6 +266,241 @@ pub fn describe(unit: &Unit, out: &mut dyn Write) -> Result<bool, ServiceError> 
         writeln!(out, "  note: {note}")?;
     }
     Ok(current.is_some())
+}
+
+/// The entry's state for `status --json`: `path`, `installed`, `current` (whether it is this
+/// build's entry; null when not installed), `enable_command` and `disable_command`.
+///
+/// # Errors
+/// The file exists but cannot be read.
+pub fn describe_json(unit: &Unit) -> Result<serde_json::Value, ServiceError> {
+    let current = installed(unit)?;
+    Ok(serde_json::json!({
+        "path": unit.path.display().to_string(),
+        "installed": current.is_some(),
+        "current": current,
+        "enable_command": unit.enable_command,
+        "disable_command": unit.disable_command,
+    }))
+}
+
+/// `None` when the entry is not installed, else whether it is this build's entry.
+fn installed(unit: &Unit) -> Result<Option<bool>, ServiceError> {
+    let current =
+        own_files::read_capped(&unit.path, UNIT_CAP).map_err(|source| ServiceError::Io {
+            path: unit.path.clone(),
+            source,
+        })?;
+    Ok(current.map(|bytes| bytes.as_slice() == unit.contents.as_bytes()))
+}
+
+/// What `install` does with the config file the entry starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigPlan {
+    /// The file exists and already holds every setting given.
+    Keep,
+    /// Write `text`: a new file, or with `--force` an existing one updated.
+    Write {
+        /// The whole file.
+        text: String,
+        /// The keys set from the flags and environment.
+        keys: Vec<String>,
+        /// Whether a file was there before.
+        updated: bool,
+    },
+}
+
+/// The first line of a config file `install` creates.
+const CONFIG_HEADER: &str = "# autogpt-shim configuration, written by `autogpt-shim install` from its flags and\n\
+     # AUTOGPT_SHIM_* variables. Keys and meanings: docs/connector.md, \"Configuration\".\n";
+
+/// Decides what the config file at `path` (holding `existing`, if any) must become so a
+/// service started with `--config path start` gets `settings`, and checks that it could start
+/// with it ([`check_startable`]); returns the plan and the advice to print. `env` is this
+/// shell's environment; the service is assumed to see none of its `AUTOGPT_SHIM_*`.
+///
+/// An existing file is kept when it already means the same; changing it needs `force`, and
+/// then only the given keys change (comments are not kept: the file is rewritten from its
+/// parsed form).
+///
+/// # Errors
+/// [`ServiceError::Config`] with one sentence naming what is missing or wrong.
+pub fn plan_config(
+    path: &Path,
+    existing: Option<&str>,
+    settings: &toml::Table,
+    force: bool,
+    env: &impl Env,
+) -> Result<(ConfigPlan, Vec<String>), ServiceError> {
+    let service_env = |name: &str| {
+        if name.starts_with(config::ENV_PREFIX) {
+            None
+        } else {
+            env.var(name)
+        }
+    };
+    let parse = |text: &str| {
+        config::parse_file(path, text, &service_env)
+            .map(|(config, _)| config)
+            .map_err(|err| ServiceError::Config(err.to_string()))
+    };
+    let (plan, config) = match existing {
+        None => {
+            let body = toml::to_string(settings).map_err(|err| config_text_error(&err))?;
+            let text = format!("{CONFIG_HEADER}{body}");
+            let config = parse(&text)?;
+            let keys = settings.keys().cloned().collect();
+            (
+                ConfigPlan::Write {
+                    text,
+                    keys,
+                    updated: false,
+                },
+                config,
+            )
+        }
+        Some(current_text) => {
+            let current = parse(current_text)?;
+            let mut table: toml::Table = current_text.parse().map_err(|_| {
+                ServiceError::Config(format!("{} is not valid TOML", path.display()))
+            })?;
+            let changed: Vec<String> = settings
+                .iter()
+                .filter(|(key, value)| table.get(key.as_str()) != Some(value))
+                .map(|(key, _)| key.clone())
+                .collect();
+            table.extend(settings.clone());
+            let text = toml::to_string(&table).map_err(|err| config_text_error(&err))?;
+            let config = parse(&text)?;
+            if config == current {
+                (ConfigPlan::Keep, current)
+            } else if !force {
+                return Err(ServiceError::Config(format!(
+                    "{} already sets {} differently; pass --force to change {} (its other settings are kept), or edit the file",
+                    path.display(),
+                    changed.join(", "),
+                    if changed.len() == 1 { "it" } else { "them" }
+                )));
+            } else {
+                (
+                    ConfigPlan::Write {
+                        text,
+                        keys: changed,
+                        updated: true,
+                    },
+                    config,
+                )
+            }
+        }
+    };
+    if config.token_file.is_none()
+        && env
+            .var(config::TOKEN_ENV)
+            .is_some_and(|t| !t.trim().is_empty())
+    {
+        return Err(ServiceError::Config(format!(
+            "the token is in {}, which the service will not see and the config file never holds; put it in a file only you can read (chmod 600) and pass --token-file FILE",
+            config::TOKEN_ENV
+        )));
+    }
+    let notes = check_startable(&config, &service_env)?;
+    Ok((plan, notes))
+}
+
+/// What `start` would refuse in `config` before dialling, as one sentence, or the advice for
+/// what it cannot check (a token only `auth` stores).
+///
+/// # Errors
+/// [`ServiceError::Config`] naming the problem and what to pass or do.
+pub fn check_startable(config: &ShimConfig, env: &impl Env) -> Result<Vec<String>, ServiceError> {
+    let refuse = |message: String| Err(ServiceError::Config(message));
+    if config.enable_recording {
+        return refuse(
+            "enable_recording is a design preview and always fails closed; install without --enable-recording".to_owned(),
+        );
+    }
+    let url = match &config.session_id {
+        Some(session) => config.data_url(session),
+        None => config.ws_endpoint(),
+    };
+    if let Err(err) = url {
+        return refuse(format!("bad platform URL: {err}"));
+    }
+    match &config.session_id {
+        Some(_) => {
+            let Some(root) = &config.allowed_root else {
+                return refuse("no allowed root: pass --allowed-root or set HOME".to_owned());
+            };
+            if Jail::open(root).is_err() {
+                return refuse(format!(
+                    "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
+                    root.display()
+                ));
+            }
+        }
+        None => {
+            if config::home_dir(env).is_none_or(|home| Jail::open(&home).is_err()) {
+                return refuse(
+                    "control mode browses from the home directory, and HOME is not a readable directory".to_owned(),
+                );
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    match config.read_token() {
+        Ok(Some(_)) => {}
+        Ok(None) => notes.push(
+            "no token is configured: the service uses the tokens `autogpt-shim auth` stores, so run that first if you have not"
+                .to_owned(),
+        ),
+        Err(err) => return refuse(err.to_string()),
+    }
+    Ok(notes)
+}
+
+/// Writes the planned config file atomically with mode 0600 (it names the token file and may
+/// hold a URL with credentials) and says what it wrote; prints that a kept file is used.
+///
+/// # Errors
+/// The file cannot be written, or the report cannot be printed.
+pub fn write_config(
+    path: &Path,
+    plan: &ConfigPlan,
+    out: &mut dyn Write,
+) -> Result<(), ServiceError> {
+    match plan {
+        ConfigPlan::Keep => {
+            writeln!(out, "using the existing configuration {}", path.display())?;
+        }
+        ConfigPlan::Write {
+            text,
+            keys,
+            updated,
+        } => {
+            own_files::write_atomic(path, text.as_bytes(), own_files::PRIVATE_FILE_MODE).map_err(
+                |source| ServiceError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                },
+            )?;
+            let verb = if *updated { "updated" } else { "wrote" };
+            let what = if keys.is_empty() {
+                "no settings, so the defaults apply".to_owned()
+            } else {
+                keys.join(", ")
+            };
+            writeln!(
+                out,
+                "{verb} the configuration {} (mode 0600): {what}",
+                path.display()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn config_text_error(err: &toml::ser::Error) -> ServiceError {
+    ServiceError::Config(format!("cannot write the settings as TOML: {err}"))
 }
 
 fn systemd_unit(
@@ -257,6 +531,7 @@ fn systemd_unit(
          ExecStart={exec}\n\
          Restart=on-failure\n\
          RestartSec=5\n\
+         RestartPreventExitStatus={EXIT_AUTH} {EXIT_PREFLIGHT}\n\
          StandardOutput=append:{out_log}\n\
          StandardError=append:{err_log}\n\
          \n\
@@ -279,8 +554,22 @@ fn systemd_unit(
                 "output goes to shim.out.log and shim.err.log in {}",
                 log_dir.display()
             ),
+            format!(
+                "a refused start (exit {EXIT_AUTH} or {EXIT_PREFLIGHT}) is not retried: fix what \
+                 shim.err.log names, then run: systemctl --user restart {SYSTEMD_UNIT_NAME}"
+            ),
         ],
         log_dir: Some(log_dir.to_path_buf()),
+        enabled_marker: Some(
+            base.join("systemd")
+                .join("user")
+                .join("default.target.wants")
+                .join(SYSTEMD_UNIT_NAME),
+        ),
+        after_removal: format!(
+            "if it is still running, stop it with: systemctl --user stop {SYSTEMD_UNIT_NAME}; \
+             systemctl --user daemon-reload"
+        ),
     })
 }
 
@@ -320,7 +609,10 @@ fn launchd_agent(
   <key>RunAtLoad</key>
   <true/>
   <key>KeepAlive</key>
-  <true/>
+  <dict>
+    <key>Crashed</key>
+    <true/>
+  </dict>
   <key>StandardOutPath</key>
   <string>{out_log}</string>
   <key>StandardErrorPath</key>
@@ -337,8 +629,9 @@ fn launchd_agent(
         enable_command: format!("launchctl load -w {quoted}"),
         disable_command: format!("launchctl unload -w {quoted}"),
         notes: vec![
-            "KeepAlive restarts the daemon whenever it exits, even after a refused start; \
-             unload the agent to stop it"
+            "launchd restarts the daemon only after a crash: it reconnects by itself, and a \
+             refused start (exit 77 or 78) would fail again; fix what shim.err.log names, then \
+             load the agent again"
                 .to_owned(),
             format!(
                 "output goes to shim.out.log and shim.err.log in {}",
@@ -346,6 +639,11 @@ fn launchd_agent(
             ),
         ],
         log_dir: Some(log_dir.to_path_buf()),
+        enabled_marker: None,
+        // By label: `unload` needs the plist, which is gone by then.
+        after_removal: format!(
+            "if it is still loaded, stop it with: launchctl bootout gui/$(id -u)/{LAUNCHD_LABEL}"
+        ),
     })
 }
 
@@ -392,10 +690,6 @@ fn scheduled_task(locations: &Locations, shim: &Path, config: &Path) -> Result<U
     <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>
     <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>
     <ExecutionTimeLimit>PT0S</ExecutionTimeLimit>
-    <RestartOnFailure>
-      <Interval>PT1M</Interval>
-      <Count>3</Count>
-    </RestartOnFailure>
     <Enabled>true</Enabled>
   </Settings>
   <Actions Context="Author">
@@ -417,11 +711,20 @@ fn scheduled_task(locations: &Locations, shim: &Path, config: &Path) -> Result<U
         disable_command: format!("schtasks /Delete /TN \"{WINDOWS_TASK_NAME}\" /F"),
         notes: vec![
             "the task starts at logon and runs only while you are logged in".to_owned(),
+            "Task Scheduler does not restart it: the daemon reconnects by itself, and the task \
+             cannot tell a refused start (exit 77 or 78) from a crash"
+                .to_owned(),
             "Task Scheduler expands %VARIABLE% in the command and arguments, so keep % out of \
              these paths"
                 .to_owned(),
         ],
         log_dir: None,
+        enabled_marker: None,
+        // The task lives in Task Scheduler, not in the XML it was created from.
+        after_removal: format!(
+            "if the task is still registered, stop and delete it with: schtasks /End /TN \
+             \"{WINDOWS_TASK_NAME}\" and schtasks /Delete /TN \"{WINDOWS_TASK_NAME}\" /F"
+        ),
     })
 }
 
@@ -579,6 +882,8 @@ mod tests {
         for line in [
             "Restart=on-failure",
             "RestartSec=5",
+            // A refused start would fail the same way every 5 s.
+            "RestartPreventExitStatus=77 78",
             "StandardOutput=append:/home/me/.local/state/autogpt-local-executor/shim.out.log",
             "StandardError=append:/home/me/.local/state/autogpt-local-executor/shim.err.log",
             "WantedBy=default.target",
@@ -629,7 +934,14 @@ mod tests {
             "{c}"
         );
         assert!(c.contains("<key>RunAtLoad</key>\n  <true/>"), "{c}");
-        assert!(c.contains("<key>KeepAlive</key>\n  <true/>"), "{c}");
+        // Restarted after a crash only: never after a refused start (exit 77 or 78).
+        assert!(
+            c.contains(
+                "<key>KeepAlive</key>\n  <dict>\n    <key>Crashed</key>\n    <true/>\n  </dict>"
+            ),
+            "{c}"
+        );
+        assert!(!c.contains("SuccessfulExit"), "{c}");
         assert!(
             c.contains(&format!("<string>{LOGS}/shim.err.log</string>")),
             "{c}"
@@ -668,8 +980,6 @@ mod tests {
             "<LogonTrigger>",
             r"<UserId>CORP\me &amp; you</UserId>",
             "<RunLevel>LeastPrivilege</RunLevel>",
-            "<Interval>PT1M</Interval>",
-            "<Count>3</Count>",
             r"<URI>\AutoGPT\Shim</URI>",
         ] {
             assert!(c.contains(fragment), "{fragment} in {c}");
@@ -687,6 +997,8 @@ mod tests {
             r#"schtasks /Delete /TN "\AutoGPT\Shim" /F"#
         );
         assert!(unit.log_dir.is_none());
+        // Task Scheduler cannot tell a refused start from a crash, so it never restarts.
+        assert!(!c.contains("RestartOnFailure"), "{c}");
 
         assert_eq!(windows_arg("plain"), "plain");
         assert_eq!(windows_arg(r"C:\a b\"), r#""C:\a b\\""#);
@@ -771,6 +1083,32 @@ mod tests {
         assert!(text.contains("autostart: installed at "), "{text}");
         assert!(text.contains("differs from this build's entry"), "{text}");
 
+        // Enabled (what `systemctl --user enable` links): the disable comes first, since it
+        // needs the unit file.
+        #[cfg(unix)]
+        {
+            let marker = unit.enabled_marker.clone().unwrap();
+            own_files::ensure_dir(marker.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&unit.path, &marker).unwrap();
+            let refused = uninstall(&unit, &mut out).unwrap_err();
+            assert!(matches!(refused, ServiceError::StillEnabled { .. }));
+            assert_eq!(
+                refused.to_string(),
+                format!(
+                    "{} is still enabled; disable it first with: systemctl --user disable --now \
+                     autogpt-shim.service, then run `autogpt-shim uninstall` again",
+                    unit.path.display()
+                )
+            );
+            assert!(
+                own_files::read_capped(&unit.path, UNIT_CAP)
+                    .unwrap()
+                    .is_some()
+            );
+            // What `systemctl --user disable` does.
+            assert!(own_files::remove(&marker).unwrap());
+        }
+
         uninstall(&unit, &mut out).unwrap();
         uninstall(&unit, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -780,14 +1118,191 @@ mod tests {
         );
         assert!(text.contains("nothing to remove: "), "{text}");
         assert_eq!(
-            text.matches("systemctl --user disable --now autogpt-shim.service")
-                .count(),
-            2
+            text.matches(
+                "if it is still running, stop it with: systemctl --user stop \
+                 autogpt-shim.service; systemctl --user daemon-reload\n"
+            )
+            .count(),
+            2,
+            "{text}"
         );
         assert!(
             own_files::read_capped(&unit.path, UNIT_CAP)
                 .unwrap()
                 .is_none()
         );
+    }
+
+    /// An environment of `HOME` and the given pairs.
+    fn vars(home: &Path, pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let mut map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        map.insert("HOME".to_owned(), home.to_string_lossy().into_owned());
+        move |name| map.get(name).cloned()
+    }
+
+    fn settings(pairs: &[(&str, toml::Value)]) -> toml::Table {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_new_config_file_holds_the_given_settings() {
+        let dir = TempDir::new("plan-new");
+        let path = dir.join("config.toml");
+        let token = dir.join("token");
+        own_files::write_atomic(&token, b"t-1\n", 0o600).unwrap();
+        let given = settings(&[
+            ("platform_url", "https://p.example".into()),
+            ("token_file", token.to_string_lossy().as_ref().into()),
+            ("enable_shell", true.into()),
+        ]);
+        let env = vars(dir.path(), &[]);
+        let (plan, notes) = plan_config(&path, None, &given, false, &env).unwrap();
+        let ConfigPlan::Write {
+            text,
+            keys,
+            updated,
+        } = &plan
+        else {
+            panic!("{plan:?}");
+        };
+        assert!(!updated);
+        assert_eq!(keys, &["enable_shell", "platform_url", "token_file"]);
+        assert!(text.starts_with("# autogpt-shim configuration"), "{text}");
+        assert!(notes.is_empty(), "{notes:?}");
+        let (config, warnings) = config::parse_file(&path, text, &env).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(config.platform_url, "https://p.example");
+        assert!(config.enable_shell);
+        assert_eq!(config.token_file.as_deref(), Some(token.as_path()));
+
+        let mut out = Vec::new();
+        write_config(&path, &plan, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "wrote the configuration {} (mode 0600): enable_shell, platform_url, token_file\n",
+                path.display()
+            )
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            #[allow(clippy::disallowed_methods, reason = "the test inspects the mode")]
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+
+        // Without a token anywhere, the stored OAuth tokens are the service's only hope.
+        let (_, notes) = plan_config(&path, None, &toml::Table::new(), false, &env).unwrap();
+        assert!(notes[0].contains("autogpt-shim auth"), "{notes:?}");
+    }
+
+    #[test]
+    fn an_existing_file_changes_only_with_force() {
+        let dir = TempDir::new("plan-existing");
+        let path = dir.join("config.toml");
+        let env = vars(dir.path(), &[]);
+        let existing = "# mine\nplatform_url = \"https://p.example\"\nmax_concurrent = 2\nreconnect_base_delay = 1\n";
+        // The same settings, even spelled differently (1 and 1.0 seconds): kept as it is.
+        let same = settings(&[
+            ("platform_url", "https://p.example".into()),
+            ("reconnect_base_delay", 1.0.into()),
+        ]);
+        let (plan, _) = plan_config(&path, Some(existing), &same, false, &env).unwrap();
+        assert_eq!(plan, ConfigPlan::Keep);
+        let mut out = Vec::new();
+        write_config(&path, &plan, &mut out).unwrap();
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .starts_with("using the existing configuration ")
+        );
+        assert!(
+            own_files::read_capped(&path, 1024).unwrap().is_none(),
+            "kept means untouched"
+        );
+
+        let other = settings(&[
+            ("platform_url", "https://q.example".into()),
+            ("enable_shell", true.into()),
+        ]);
+        let refused = plan_config(&path, Some(existing), &other, false, &env).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!(
+                "{} already sets enable_shell, platform_url differently; pass --force to change \
+                 them (its other settings are kept), or edit the file",
+                path.display()
+            )
+        );
+        let (plan, _) = plan_config(&path, Some(existing), &other, true, &env).unwrap();
+        let ConfigPlan::Write {
+            text,
+            keys,
+            updated,
+        } = plan
+        else {
+            panic!("{plan:?}");
+        };
+        assert!(updated);
+        assert_eq!(keys, ["enable_shell", "platform_url"]);
+        let (config, _) = config::parse_file(&path, &text, &env).unwrap();
+        assert_eq!(config.platform_url, "https://q.example");
+        assert_eq!(config.max_concurrent.get(), 2, "{text}");
+        assert!(config.enable_shell);
+    }
+
+    #[test]
+    fn a_service_that_could_not_start_is_refused_with_what_is_missing() {
+        let dir = TempDir::new("plan-refused");
+        let path = dir.join("config.toml");
+        let env = vars(dir.path(), &[("AUTOGPT_SHIM_TOKEN", "secret-value")]);
+        let refusal = |given: &toml::Table, env: &dyn Fn(&str) -> Option<String>| {
+            plan_config(&path, None, given, false, &env)
+                .unwrap_err()
+                .to_string()
+        };
+        let none = toml::Table::new();
+        let message = refusal(&none, &env);
+        assert!(
+            message.starts_with("the token is in AUTOGPT_SHIM_TOKEN"),
+            "{message}"
+        );
+        assert!(message.contains("--token-file"), "{message}");
+        assert!(!message.contains("secret-value"), "{message}");
+
+        let env = vars(dir.path(), &[]);
+        let missing_root = dir.join("no-such-root");
+        let legacy = settings(&[
+            ("session_id", "s-1".into()),
+            (
+                "allowed_root",
+                missing_root.to_string_lossy().as_ref().into(),
+            ),
+        ]);
+        let message = refusal(&legacy, &env);
+        assert_eq!(
+            message,
+            format!(
+                "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
+                missing_root.display()
+            )
+        );
+
+        let open_token = dir.join("open-token");
+        own_files::write_atomic(&open_token, b"t\n", 0o644).unwrap();
+        let given = settings(&[("token_file", open_token.to_string_lossy().as_ref().into())]);
+        let message = refusal(&given, &env);
+        #[cfg(unix)]
+        assert!(message.contains("chmod 600"), "{message}");
+        let message = refusal(&settings(&[("enable_recording", true.into())]), &env);
+        assert!(message.contains("--enable-recording"), "{message}");
+        assert!(own_files::read_capped(&path, 1024).unwrap().is_none());
     }
 }

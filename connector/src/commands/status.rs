@@ -90,71 +90,106 @@ pub fn write(path: &Path, status: &DaemonStatus) -> io::Result<()> {
     own_files::write_atomic(path, &bytes, own_files::PRIVATE_FILE_MODE)
 }
 
-/// Prints whether a daemon is running (the status file exists, its pid is alive and it has not
-/// reported `stopped`) with its last state, since when, and its last error. Returns
-/// [`EXIT_RUNNING`], [`EXIT_NOT_RUNNING`] or [`EXIT_UNKNOWN`]; `is_alive` is [`pid_alive`]
-/// outside tests.
+/// What the status file says about the last daemon, for the text and the JSON report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LastRun {
+    /// [`EXIT_RUNNING`], [`EXIT_NOT_RUNNING`] or [`EXIT_UNKNOWN`]: `status`'s exit code.
+    #[serde(skip)]
+    pub code: u8,
+    /// Whether a daemon is running now.
+    pub running: bool,
+    /// One line: `running (pid 42)`, `not running (stopped cleanly; ...)`, ...
+    pub summary: String,
+    /// The status file.
+    pub status_file: String,
+    /// What the daemon last wrote, when the file could be read.
+    pub daemon: Option<DaemonStatus>,
+}
+
+/// Reads the status file: a daemon is running when the file exists, its pid is alive and it
+/// has not reported `stopped`. `is_alive` is [`pid_alive`] outside tests.
 ///
 /// A pid reused by an unrelated process makes a crashed daemon's file look alive; the state
 /// and `updated_at` lines let the reader judge.
-pub fn report(path: &Path, out: &mut dyn Write, is_alive: impl Fn(u32) -> bool) -> u8 {
-    match report_inner(path, out, is_alive) {
-        Ok(code) => code,
-        Err(err) => {
-            let _ = writeln!(out, "status unknown: {err}");
-            EXIT_UNKNOWN
-        }
-    }
-}
-
-fn report_inner(
-    path: &Path,
-    out: &mut dyn Write,
-    is_alive: impl Fn(u32) -> bool,
-) -> io::Result<u8> {
+pub fn last_run(path: &Path, is_alive: impl Fn(u32) -> bool) -> LastRun {
+    let unknown = |summary: String| LastRun {
+        code: EXIT_UNKNOWN,
+        running: false,
+        summary,
+        status_file: path.display().to_string(),
+        daemon: None,
+    };
     let bytes = match own_files::read_capped(path, STATUS_CAP) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => {
-            writeln!(
-                out,
-                "not running: no daemon has run as this user yet (no status file at {})",
-                path.display()
-            )?;
-            return Ok(EXIT_NOT_RUNNING);
+            return LastRun {
+                code: EXIT_NOT_RUNNING,
+                ..unknown(format!(
+                    "not running: no daemon has run as this user yet (no status file at {})",
+                    path.display()
+                ))
+            };
         }
         Err(err) => {
-            writeln!(out, "status unknown: cannot read {}: {err}", path.display())?;
-            return Ok(EXIT_UNKNOWN);
+            return unknown(format!(
+                "status unknown: cannot read {}: {err}",
+                path.display()
+            ));
         }
     };
     let status: DaemonStatus = match serde_json::from_slice(&bytes) {
         Ok(status) => status,
         Err(err) => {
-            writeln!(
-                out,
+            return unknown(format!(
                 "status unknown: {} is not a daemon status file ({err})",
                 path.display()
-            )?;
-            return Ok(EXIT_UNKNOWN);
+            ));
         }
     };
     let alive = status.state != DaemonState::Stopped && is_alive(status.pid);
-    if alive {
-        writeln!(out, "running (pid {})", status.pid)?;
+    let summary = if alive {
+        format!("running (pid {})", status.pid)
     } else if status.state == DaemonState::Stopped {
-        writeln!(
-            out,
-            "not running (stopped cleanly; last pid {})",
-            status.pid
-        )?;
+        format!("not running (stopped cleanly; last pid {})", status.pid)
     } else {
-        writeln!(
-            out,
+        format!(
             "not running (stale status from pid {}: the daemon exited without updating it, so it crashed or was killed)",
             status.pid
-        )?;
+        )
+    };
+    LastRun {
+        code: if alive {
+            EXIT_RUNNING
+        } else {
+            EXIT_NOT_RUNNING
+        },
+        running: alive,
+        summary,
+        status_file: path.display().to_string(),
+        daemon: Some(status),
     }
-    let state_label = if alive { "state" } else { "last state" };
+}
+
+/// Prints the "last run" section: whether a daemon is running, with its last state, since
+/// when, and its last error. Returns the exit code of [`LastRun::code`].
+pub fn report(path: &Path, out: &mut dyn Write, is_alive: impl Fn(u32) -> bool) -> u8 {
+    let last = last_run(path, is_alive);
+    match print_last_run(&last, out) {
+        Ok(()) => last.code,
+        Err(_) => EXIT_UNKNOWN,
+    }
+}
+
+/// Prints the "last run" section of `last`.
+///
+/// # Errors
+/// The report cannot be printed.
+pub fn print_last_run(last: &LastRun, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "last run: {}", last.summary)?;
+    let Some(status) = &last.daemon else {
+        return Ok(());
+    };
+    let state_label = if last.running { "state" } else { "last state" };
     writeln!(
         out,
         "  {state_label}: {} since {}",
@@ -187,12 +222,7 @@ fn report_inner(
         out,
         "  updated: {}",
         audit_chain::format_epoch(status.updated_at)
-    )?;
-    Ok(if alive {
-        EXIT_RUNNING
-    } else {
-        EXIT_NOT_RUNNING
-    })
+    )
 }
 
 /// Whether a process with this pid exists. `kill(pid, 0)` answering `EPERM` means it exists
@@ -280,7 +310,7 @@ mod tests {
         assert_eq!(
             out,
             format!(
-                "running (pid {})\n  state: connected since 2024-04-05T19:34:38.500000+00:00\n  \
+                "last run: running (pid {})\n  state: connected since 2024-04-05T19:34:38.500000+00:00\n  \
                  mode: legacy (session s-1)\n  platform: wss://platform.example/base\n  \
                  allowed root: /home/me/autogpt-workspace\n  \
                  last error: connection failed: refused\n  \
@@ -300,7 +330,10 @@ mod tests {
         write(&path, &status(std::process::id(), DaemonState::Stopped)).unwrap();
         let (code, out) = run(&path, pid_alive);
         assert_eq!(code, EXIT_NOT_RUNNING);
-        assert!(out.starts_with("not running (stopped cleanly"), "{out}");
+        assert!(
+            out.starts_with("last run: not running (stopped cleanly"),
+            "{out}"
+        );
         assert!(out.contains("  last state: stopped since "), "{out}");
     }
 
@@ -325,7 +358,9 @@ mod tests {
         let (code, out) = run(&path, pid_alive);
         assert_eq!(code, EXIT_NOT_RUNNING);
         assert!(
-            out.starts_with(&format!("not running (stale status from pid {pid}")),
+            out.starts_with(&format!(
+                "last run: not running (stale status from pid {pid}"
+            )),
             "{out}"
         );
         assert!(out.contains("  last state: reconnecting since "), "{out}");
@@ -372,14 +407,14 @@ mod tests {
         let (code, out) = run(&path, |_| true);
         assert_eq!(code, EXIT_NOT_RUNNING);
         assert!(
-            out.starts_with("not running: no daemon has run as this user yet"),
+            out.starts_with("last run: not running: no daemon has run as this user yet"),
             "{out}"
         );
 
         own_files::write_atomic(&path, b"{\"pid\": 1}", 0o600).unwrap();
         let (code, out) = run(&path, |_| true);
         assert_eq!(code, EXIT_UNKNOWN);
-        assert!(out.starts_with("status unknown: "), "{out}");
+        assert!(out.starts_with("last run: status unknown: "), "{out}");
     }
 
     #[test]

@@ -42,6 +42,7 @@ use crate::protocol::{
     SessionRevokedPayload, StatusPayload, close_code, negotiate, parse_frame, unix_now,
     version_mismatch_close_reason,
 };
+use crate::request_log::RequestLog;
 use computer::ComputerOp;
 use files::{FileOp, error_message};
 use llm::LlmOp;
@@ -843,8 +844,8 @@ struct Dispatch {
     started: Instant,
     /// One task per admitted request; its length is the in-flight count.
     tasks: JoinSet<Message>,
-    /// Request id per task, so even a panicked task gets its ERROR.
-    requests: HashMap<task::Id, String>,
+    /// Request id per task, so even a panicked task gets its ERROR, and its log line.
+    requests: HashMap<task::Id, (String, RequestLog)>,
     /// Where streaming tasks send their partial replies.
     chunks: mpsc::UnboundedSender<(String, Message)>,
     /// Admitted tasks still waiting on the machine work gate (children only).
@@ -949,7 +950,14 @@ impl Dispatch {
             Message::SessionRevoked(payload) => Inbound::Revoked(payload),
             // A repeated ACK changes nothing once the session is established.
             Message::HelloAck(_) => Inbound::Nothing,
-            request => self.request(id, request),
+            request => {
+                let log = RequestLog::start(request.message_type());
+                let inbound = self.request(id, request, log);
+                if let Inbound::Reply(reply) = &inbound {
+                    log.finish(&reply.id, &reply.message);
+                }
+                inbound
+            }
         }
     }
 
@@ -987,7 +995,7 @@ impl Dispatch {
         None
     }
 
-    fn request(&mut self, id: String, message: Message) -> Inbound {
+    fn request(&mut self, id: String, message: Message, log: RequestLog) -> Inbound {
         let kind = message.message_type();
         let control_message = kind.required_capability() == Some(Capability::DirectoryBrowse);
         // Activity counts a request on the right connection, granted or not.
@@ -1071,7 +1079,7 @@ impl Dispatch {
                 }
             },
         };
-        self.requests.insert(task, id);
+        self.requests.insert(task, (id, log));
         Inbound::Nothing
     }
 
@@ -1233,7 +1241,11 @@ impl Dispatch {
             Ok((task_id, message)) => (task_id, message),
             Err(err) => (err.id(), internal_error()),
         };
-        let id = self.requests.remove(&task_id).unwrap_or_default();
+        let (id, log) = self.requests.remove(&task_id).unzip();
+        let id = id.unwrap_or_default();
+        if let Some(log) = log {
+            log.finish(&id, &message);
+        }
         // The set no longer holds this task, so `free` already counts its slot as released.
         let was_saturated = self.free() == 1;
         let reply = self.reply(id, message);

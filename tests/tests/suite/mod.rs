@@ -13,6 +13,9 @@ mod connector_cli;
 #[cfg(unix)]
 mod connector_computer;
 mod connector_control;
+// Mode bits, symbolic links and signals.
+#[cfg(unix)]
+mod connector_first_hour;
 // Symbolic links (a privilege on Windows) and SIGKILL.
 #[cfg(unix)]
 mod connector_files;
