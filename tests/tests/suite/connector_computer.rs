@@ -918,3 +918,208 @@ async fn two_monitors_make_one_virtual_desktop_for_capture_and_input() {
                {"index": 1, "origin": [1920, 0], "size": [1280, 1024]}])
     );
 }
+
+/// A real xterm on a private desktop, killed and reaped on drop (its `sleep` goes with the
+/// terminal's hang-up).
+pub(super) struct Xterm {
+    child: std::process::Child,
+    /// The X window id the window manager lists it under.
+    pub(super) window: u32,
+}
+
+impl Xterm {
+    /// Starts `xterm -T title` in the C.UTF-8 locale, so it reads the title's UTF-8 and, as
+    /// xterm does with a title Latin-1 can hold, sets it only as the ICCCM `WM_NAME` of type
+    /// `STRING`; waits until the window manager lists it.
+    pub(super) fn start(desktop: &Desktop, title: &str) -> Self {
+        require("xterm", "xterm");
+        let child = desktop
+            .command("xterm")
+            .env("LC_ALL", "C.UTF-8")
+            .args(["+ut", "-T", title, "-e", "sleep", "600"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start xterm");
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let window = loop {
+            if let Some(window) = managed_window_of(desktop, pid) {
+                break window;
+            }
+            assert!(Instant::now() < deadline, "xterm {pid} was never managed");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Self { child, window }
+    }
+
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Xterm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `xprop -id <window> args…` on `desktop` (in C.UTF-8): the independent view of a window's
+/// properties.
+pub(super) fn xprop(desktop: &Desktop, window: u32, args: &[&str]) -> String {
+    let out = desktop
+        .command("xprop")
+        .env("LC_ALL", "C.UTF-8")
+        .arg("-id")
+        .arg(window.to_string())
+        .args(args)
+        .output()
+        .expect("run xprop");
+    assert!(out.status.success(), "xprop {args:?} failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Fails unless `window` is named `title` only in `WM_NAME`, as `STRING` holding the title's
+/// Latin-1 bytes (é as the one byte 0xE9, not UTF-8's two): the premise that makes a test of
+/// this window a test of the Latin-1 decoding.
+pub(super) fn assert_named_only_in_latin1_wm_name(desktop: &Desktop, window: u32, title: &str) {
+    let names = xprop(desktop, window, &["_NET_WM_NAME"]);
+    assert!(
+        names.contains("_NET_WM_NAME:  not found."),
+        "the window has a _NET_WM_NAME: {names}"
+    );
+    let latin1: Vec<String> = title
+        .chars()
+        .map(|c| {
+            format!(
+                "0x{:x}",
+                u8::try_from(u32::from(c)).expect("a Latin-1 title")
+            )
+        })
+        .collect();
+    let raw = xprop(desktop, window, &["-f", "WM_NAME", "8x", "WM_NAME"]);
+    assert_eq!(
+        raw.trim(),
+        format!("WM_NAME(STRING) = {}", latin1.join(", ")),
+        "WM_NAME is not {title:?} as a Latin-1 STRING"
+    );
+}
+
+/// The window the window manager lists (`_NET_CLIENT_LIST`) for the process `pid`.
+pub(super) fn managed_window_of(desktop: &Desktop, pid: u32) -> Option<u32> {
+    let out = desktop
+        .command("xprop")
+        .args(["-root", "_NET_CLIENT_LIST"])
+        .output()
+        .expect("run xprop");
+    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    list.split(['#', ','])
+        .skip(1)
+        .filter_map(|id| u32::from_str_radix(id.trim().trim_start_matches("0x"), 16).ok())
+        .find(|&window| {
+            xprop(desktop, window, &["_NET_WM_PID"]).trim()
+                == format!("_NET_WM_PID(CARDINAL) = {pid}")
+        })
+}
+
+/// A directory removed with everything in it when dropped; declared before the shim whose
+/// home it is, so the shim has stopped by then.
+struct RemovedOnDrop(std::path::PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The listed windows titled `title`.
+async fn windows_titled(conn: &mut Conn, title: &str) -> Vec<Value> {
+    let list = conn.call("WINDOW_LIST_REQUEST", "wl", json!({})).await;
+    assert_eq!(list["type"], "WINDOW_LIST_RESPONSE", "{list}");
+    list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["title"] == title)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn an_xterm_naming_itself_only_in_icccm_wm_name_is_listed_and_focused_by_that_title() {
+    require("xdotool", "xdotool");
+    let desktop = Desktop::start();
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let title = format!("café-{tag}");
+    let xterm = Xterm::start(&desktop, &title);
+    assert_named_only_in_latin1_wm_name(&desktop, xterm.window, &title);
+    // A second terminal, started later, holds the focus.
+    let other = Xterm::start(&desktop, &format!("other-{tag}"));
+    let platform = Platform::bind().await;
+    let (home, root) = home_and_root("cu-xterm");
+    let home = RemovedOnDrop(home);
+    let env = desktop.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let _shim = spawn_env(&home.0, &platform, &root, &["--enable-computer-use"], &env);
+    let (mut conn, _) = platform.session(&["files", "computer_use"], |_| {}).await;
+
+    // Listed exactly once, under its Latin-1 title, with its application and pid.
+    let listed = windows_titled(&mut conn, &title).await;
+    assert_eq!(listed.len(), 1, "{title} listed {} times", listed.len());
+    let mine = &listed[0];
+    assert_eq!(mine["app_name"], "XTerm");
+    assert_eq!(mine["pid"], xterm.pid());
+    assert_eq!(mine["is_focused"], false);
+    assert_eq!(
+        windows_titled(&mut conn, &format!("other-{tag}")).await[0]["pid"],
+        other.pid()
+    );
+
+    // Focus by that listing's id: the window manager activates it, as xdotool sees.
+    let listed = windows_titled(&mut conn, &title).await;
+    assert_ack(
+        &conn
+            .call(
+                "WINDOW_FOCUS",
+                "fx",
+                json!({"window_id": listed[0]["window_id"], "raise": true}),
+            )
+            .await,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let active = desktop
+            .command("xdotool")
+            .arg("getactivewindow")
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&active.stdout).trim() == xterm.window.to_string() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "focus did not move to {title}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        windows_titled(&mut conn, &title).await[0]["is_focused"],
+        true
+    );
+
+    // The same window renamed through Xlib in COMPOUND_TEXT (xprop's `8t`), which encodes €
+    // by designating Latin-9 (ESC - b): listed under the new title.
+    let renamed = format!("crème €-{tag}");
+    xprop(
+        &desktop,
+        xterm.window,
+        &["-f", "WM_NAME", "8t", "-set", "WM_NAME", &renamed],
+    );
+    let raw = xprop(&desktop, xterm.window, &["-f", "WM_NAME", "8x", "WM_NAME"]);
+    assert!(
+        raw.starts_with("WM_NAME(COMPOUND_TEXT) = ") && raw.contains("0x1b, 0x2d, 0x62"),
+        "Xlib did not encode the title as COMPOUND_TEXT with Latin-9: {raw}"
+    );
+    let listed = windows_titled(&mut conn, &renamed).await;
+    assert_eq!(listed.len(), 1, "{renamed} listed {} times", listed.len());
+    assert_eq!(listed[0]["pid"], xterm.pid());
+}

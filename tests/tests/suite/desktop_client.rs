@@ -575,3 +575,48 @@ async fn msguide_start_opens_the_window_and_sigterm_closes_it_with_the_api() {
         "the API stopped"
     );
 }
+
+#[test]
+fn observe_finds_windows_by_the_title_they_set_only_in_icccm_wm_name() {
+    use super::connector_computer::{
+        Xterm, assert_named_only_in_latin1_wm_name, managed_window_of, xprop,
+    };
+    let desktop = Desktop::start();
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+
+    // A GTK window (so it has an accessibility tree) stripped of its EWMH name: GTK also
+    // sets WM_NAME, as Latin-1 STRING for this title. Observed by that title, whole.
+    let title = format!("crème-{tag}");
+    let witness = e2e::witness::Witness::start(&desktop, &title);
+    let window = managed_window_of(&desktop, witness.pid).expect("the witness is managed");
+    xprop(&desktop, window, &["-remove", "_NET_WM_NAME"]);
+    assert_named_only_in_latin1_wm_name(&desktop, window, &title);
+    let observation = wait_for_window(&desktop, &title);
+    assert_eq!(observation["application"], title.as_str());
+
+    // A real xterm: found by its title, so observing gets as far as the accessibility tree,
+    // which xterm does not have; a title nobody has stops before that.
+    let xterm_title = format!("café-{tag}");
+    let xterm = Xterm::start(&desktop, &xterm_title);
+    assert_named_only_in_latin1_wm_name(&desktop, xterm.window, &xterm_title);
+    let observe = |title: &str| {
+        let out = desktop
+            .command(binary("msguide-desktop"))
+            .args(["observe", "--window-title", title])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let found = observe(&xterm_title);
+    assert!(
+        found.contains("did not show up in the accessibility tree"),
+        "{found}"
+    );
+    let absent = observe(&format!("absent-{tag}"));
+    assert!(
+        absent.contains("No open window has exactly that title"),
+        "{absent}"
+    );
+}
