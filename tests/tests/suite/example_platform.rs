@@ -52,7 +52,7 @@ fn the_example_platform_serves_a_person_typing_requests() {
         .trim_end_matches('.')
         .to_owned();
     let root_arg = root.to_string_lossy().into_owned();
-    let _shim = Shim::spawn(
+    let shim = Shim::spawn(
         &home,
         &[
             "--platform-url",
@@ -90,5 +90,7 @@ fn the_example_platform_serves_a_person_typing_requests() {
     let status = platform.wait().unwrap();
     assert!(status.success(), "{status}");
     reader.join().unwrap();
-    let _ = std::fs::remove_dir_all(&home);
+    // The shim reconnects after the close and would write into its home again.
+    drop(shim);
+    std::fs::remove_dir_all(&home).unwrap();
 }
