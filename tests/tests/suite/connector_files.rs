@@ -285,7 +285,7 @@ async fn a_move_onto_a_link_out_of_the_root_is_refused_and_changes_nothing() {
     symlink("target.txt", root.join("alias")).unwrap();
 
     let platform = Platform::bind().await;
-    let _shim = spawn(&home, &platform, &root, &[]);
+    let shim = spawn(&home, &platform, &root, &[]);
     let (mut conn, _) = platform.session(&["files"], |_| {}).await;
     for dst in ["to_dir", "to_file", "dangling"] {
         for overwrite in [false, true] {
@@ -340,5 +340,6 @@ async fn a_move_onto_a_link_out_of_the_root_is_refused_and_changes_nothing() {
         std::fs::read_to_string(root.join("target.txt")).unwrap(),
         "target"
     );
-    let _ = std::fs::remove_dir_all(&home);
+    drop(shim);
+    std::fs::remove_dir_all(&home).unwrap();
 }
