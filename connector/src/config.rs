@@ -1427,6 +1427,8 @@ mod tests {
         assert_eq!(config_path(&env(&[])), None);
     }
 
+    // Unix paths: a relative path joins `/cwd` with `/`.
+    #[cfg(unix)]
     #[test]
     fn explicit_settings_are_the_flags_and_variables_given() {
         let vars = env(&[

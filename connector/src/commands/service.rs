@@ -1295,12 +1295,15 @@ mod tests {
             )
         );
 
-        let open_token = dir.join("open-token");
-        own_files::write_atomic(&open_token, b"t\n", 0o644).unwrap();
-        let given = settings(&[("token_file", open_token.to_string_lossy().as_ref().into())]);
-        let message = refusal(&given, &env);
+        // Windows has no mode bits to refuse.
         #[cfg(unix)]
-        assert!(message.contains("chmod 600"), "{message}");
+        {
+            let open_token = dir.join("open-token");
+            own_files::write_atomic(&open_token, b"t\n", 0o644).unwrap();
+            let given = settings(&[("token_file", open_token.to_string_lossy().as_ref().into())]);
+            let message = refusal(&given, &env);
+            assert!(message.contains("chmod 600"), "{message}");
+        }
         let message = refusal(&settings(&[("enable_recording", true.into())]), &env);
         assert!(message.contains("--enable-recording"), "{message}");
         assert!(own_files::read_capped(&path, 1024).unwrap().is_none());
