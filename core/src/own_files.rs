@@ -116,6 +116,42 @@ pub fn read_private(path: &Path, cap: u64) -> Result<Vec<u8>, PrivateFileError> 
     })
 }
 
+/// What is at `path`, following symbolic links: for reports on the operator's own paths
+/// (`doctor`), which look without opening or creating anything.
+///
+/// # Errors
+/// The I/O error (`NotFound` when nothing is there).
+pub fn look(path: &Path) -> io::Result<fs::Metadata> {
+    fs::metadata(path)
+}
+
+/// Whether this user may write the file at `path`, or create entries in the folder at
+/// `path`, asked of the OS (`access(2)` on Unix, the read-only attribute elsewhere) without
+/// opening or creating anything.
+///
+/// # Errors
+/// `PermissionDenied`, `ReadOnlyFilesystem`, `NotFound` and the like.
+pub fn writable(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{Access, access};
+        let wanted = if fs::metadata(path)?.is_dir() {
+            Access::WRITE_OK | Access::EXEC_OK
+        } else {
+            Access::WRITE_OK
+        };
+        access(path, wanted).map_err(io::Error::from)
+    }
+    #[cfg(not(unix))]
+    {
+        if fs::metadata(path)?.permissions().readonly() {
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// Creates a directory and its missing parents; the ones created get mode 0700 on Unix.
 ///
 /// # Errors

@@ -3,9 +3,9 @@
 //! (shim-reference-behaviour.md section 16).
 //!
 //! The caller resolves the configuration and the environment into [`DoctorInputs`]; nothing
-//! here reads configuration or environment variables. The checks do what the daemon would do
-//! at start-up and no more: they create the allowed root (legacy mode), the audit directory
-//! and the audit key when missing, and leave no probe file behind.
+//! here reads configuration or environment variables. The checks only look: they create no
+//! folder, key or file of any kind (writability is asked of the OS, not probed with a file),
+//! and each failure says how to fix it (`mkdir -p <root>`, `chmod 600 <file>`).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -142,11 +142,22 @@ fn virtual_roots(inputs: &DoctorInputs) -> Check {
     }
     let roots = local_core::browse::virtual_roots(inputs.home.as_deref());
     if roots.is_empty() {
-        return Some((
-            Level::Fail,
-            LABEL,
-            "no folder to browse from: the home directory is missing or not readable, writable and searchable".to_owned(),
-        ));
+        let detail = match inputs.home.as_deref() {
+            Some(home) if !home.exists() => format!(
+                "no folder to browse from: the home directory {} does not exist; create it with `mkdir -p {}`, or set HOME to your home folder",
+                home.display(),
+                shell_quote(home)
+            ),
+            Some(home) => format!(
+                "no folder to browse from: the home directory {} is not readable, writable and searchable by you; run `chmod u+rwx {}`, or set HOME to your home folder",
+                home.display(),
+                shell_quote(home)
+            ),
+            None => {
+                "no folder to browse from: HOME is not set; set it to your home folder".to_owned()
+            }
+        };
+        return Some((Level::Fail, LABEL, detail));
     }
     let mut shown: Vec<String> = roots
         .iter()
@@ -172,62 +183,189 @@ fn allowed_root(inputs: &DoctorInputs) -> Check {
             ),
         ));
     }
-    // The daemon creates it in legacy mode too, so creating it here is no surprise.
-    if let Err(err) = own_files::ensure_dir(root) {
-        return Some((
+    // `start` refuses a missing root, so doctor reports it and leaves creating it to the user
+    // (a typo in --allowed-root must not become a folder).
+    Some(match own_files::look(root) {
+        Err(err) if err.kind() == io::ErrorKind::NotADirectory => (
             Level::Fail,
             LABEL,
-            format!("cannot create {}: {err}", root.display()),
-        ));
-    }
-    Some(match probe_dir(root) {
-        Ok(()) => (Level::Ok, LABEL, format!("{} is writable", root.display())),
-        Err(err) => (
-            Level::Fail,
-            LABEL,
-            format!("{} is not writable: {err}", root.display()),
+            format!(
+                "{} cannot be a folder because a file stands in its path: pass --allowed-root with a folder",
+                root.display()
+            ),
         ),
-    })
-}
-
-/// Creates and removes an empty file in `dir`.
-fn probe_dir(dir: &Path) -> io::Result<()> {
-    let probe = dir.join(format!(
-        ".autogpt-shim-doctor-{}",
-        local_core::secret::new_id().simple()
-    ));
-    own_files::write_atomic(&probe, b"", own_files::PRIVATE_FILE_MODE)?;
-    own_files::remove(&probe).map(drop)
-}
-
-fn audit_log(path: &Path) -> Check {
-    const LABEL: &str = "audit log";
-    Some(match audit_chain::probe_writable(path) {
-        Ok(()) => (Level::Ok, LABEL, format!("{} is writable", path.display())),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => (
+            Level::Fail,
+            LABEL,
+            format!(
+                "{} does not exist: create it with `mkdir -p {}`, or pass --allowed-root with an existing folder",
+                root.display(),
+                shell_quote(root)
+            ),
+        ),
         Err(err) => (
             Level::Fail,
             LABEL,
             format!(
-                "cannot write {}: {err}; the daemon refuses to run unaudited",
-                path.display()
+                "{} cannot be read ({}): check the folders above it, or pass --allowed-root with another folder",
+                root.display(),
+                describe(&err)
             ),
         ),
+        Ok(meta) if !meta.is_dir() => (
+            Level::Fail,
+            LABEL,
+            format!(
+                "{} is not a folder: pass --allowed-root with a folder",
+                root.display()
+            ),
+        ),
+        Ok(_) => match own_files::writable(root) {
+            Ok(()) => (Level::Ok, LABEL, format!("{} is writable", root.display())),
+            Err(err) => (
+                Level::Fail,
+                LABEL,
+                format!(
+                    "{} is not writable by you ({}): run `chmod u+rwx {}`, or pass --allowed-root with another folder",
+                    root.display(),
+                    describe(&err),
+                    shell_quote(root)
+                ),
+            ),
+        },
     })
+}
+
+/// Whether `start` could create the folder `dir` (and any missing parents): `Ok(None)` when it
+/// exists and is writable, `Ok(Some(ancestor))` when it is missing and its nearest existing
+/// ancestor is writable, or the ancestor at fault and why.
+fn creatable(dir: &Path) -> Result<Option<&Path>, (&Path, io::Error)> {
+    let mut current = dir;
+    loop {
+        match own_files::look(current) {
+            Ok(meta) if meta.is_dir() => {
+                own_files::writable(current).map_err(|err| (current, err))?;
+                return Ok((current != dir).then_some(current));
+            }
+            Ok(_) => {
+                return Err((
+                    current,
+                    io::Error::new(io::ErrorKind::NotADirectory, "not a folder"),
+                ));
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => match current.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => current = parent,
+                _ => return Err((current, err)),
+            },
+            Err(err) => return Err((current, err)),
+        }
+    }
+}
+
+/// An I/O error in words, without the `(os error N)` suffix.
+fn describe(err: &io::Error) -> String {
+    match err.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        io::ErrorKind::NotADirectory => "not a folder".to_owned(),
+        io::ErrorKind::NotFound => "it does not exist".to_owned(),
+        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".to_owned(),
+        kind => kind.to_string(),
+    }
+}
+
+/// `path` as a POSIX shell word, quoted only when it needs to be.
+fn shell_quote(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    if plain {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+fn audit_log(path: &Path) -> Check {
+    const LABEL: &str = "audit log";
+    let unaudited = "the daemon refuses to run unaudited";
+    match own_files::writable(path) {
+        Ok(()) => return Some((Level::Ok, LABEL, format!("{} is writable", path.display()))),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+        Err(err) => {
+            return Some((
+                Level::Fail,
+                LABEL,
+                format!(
+                    "cannot write {} ({}): run `chmod u+rw {}`, or set audit_log_path; {unaudited}",
+                    path.display(),
+                    describe(&err),
+                    shell_quote(path)
+                ),
+            ));
+        }
+    }
+    Some(new_file(LABEL, path, "audit_log_path", unaudited))
+}
+
+/// A file `start` will create at `path`: fine when its folder exists and is writable or can
+/// be created; otherwise how to make one that can.
+fn new_file(
+    label: &'static str,
+    path: &Path,
+    setting: &str,
+    consequence: &str,
+) -> (Level, &'static str, String) {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match creatable(dir) {
+        Ok(None) => (
+            Level::Ok,
+            label,
+            format!("{} does not exist yet; `start` creates it", path.display()),
+        ),
+        Ok(Some(_)) => (
+            Level::Ok,
+            label,
+            format!(
+                "{} does not exist yet; `start` creates it and its folder {}",
+                path.display(),
+                dir.display()
+            ),
+        ),
+        Err((at, err)) => (
+            Level::Fail,
+            label,
+            format!(
+                "{} cannot be created: {} is {} ({}); run `mkdir -p {}` as a user who can, or set {setting}; {consequence}",
+                path.display(),
+                at.display(),
+                if err.kind() == io::ErrorKind::NotADirectory {
+                    "not a folder"
+                } else {
+                    "not writable"
+                },
+                describe(&err),
+                shell_quote(dir)
+            ),
+        ),
+    }
 }
 
 fn audit_key(path: &Path) -> Check {
     const LABEL: &str = "audit key";
-    // Loading without creating first: a file holding no key must be reported, not replaced.
+    // Loading only: a missing key is left for `start` to create, and a file holding no key is
+    // reported, not replaced.
     let level_detail = match audit_chain::load_key_file(path) {
         Ok(_) => (Level::Ok, format!("loaded from {}", path.display())),
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            match audit_chain::load_or_create_key_file(path) {
-                Ok(_) => (Level::Ok, format!("created {}", path.display())),
-                Err(err) => (
-                    Level::Fail,
-                    format!("cannot create {}: {err}", path.display()),
-                ),
-            }
+            let (level, _, detail) = new_file(
+                LABEL,
+                path,
+                "XDG_STATE_HOME",
+                "the daemon cannot sign its audit log without it",
+            );
+            (level, detail)
         }
         Err(err) if err.kind() == io::ErrorKind::InvalidData => (
             Level::Warn,
@@ -235,7 +373,19 @@ fn audit_key(path: &Path) -> Check {
                 "{err}; the daemon will replace it, and records signed with the old key will no longer verify"
             ),
         ),
-        Err(err) => (Level::Fail, err.to_string()),
+        // The key file's own check already says `chmod 600`.
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied && err.get_ref().is_some() => {
+            (Level::Fail, err.to_string())
+        }
+        Err(err) => (
+            Level::Fail,
+            format!(
+                "cannot read {} ({}): run `chmod 600 {}` if it is yours, or remove it so `start` makes a new one",
+                path.display(),
+                describe(&err),
+                shell_quote(path)
+            ),
+        ),
     };
     Some((level_detail.0, LABEL, level_detail.1))
 }
@@ -300,7 +450,13 @@ fn platform_url(url: &str) -> Check {
     let shown = redact_url(url);
     let base = match ws_base(url) {
         Ok(base) => base,
-        Err(err) => return Some((Level::Fail, LABEL, format!("{shown}: {err}"))),
+        Err(err) => {
+            return Some((
+                Level::Fail,
+                LABEL,
+                format!("{shown}: {err}; pass --platform-url with a wss:// or https:// URL"),
+            ));
+        }
     };
     let host = base
         .parse::<Uri>()
@@ -311,7 +467,9 @@ fn platform_url(url: &str) -> Check {
         return Some((
             Level::Fail,
             LABEL,
-            format!("{shown}: not a URL with a host"),
+            format!(
+                "{shown}: not a URL with a host; pass --platform-url with a wss:// or https:// URL"
+            ),
         ));
     };
     let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]" | "::1");
@@ -420,24 +578,48 @@ mod tests {
         (code, String::from_utf8(out).unwrap())
     }
 
+    /// Every path under `dir` with its modification time: what a run must leave as it was.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test walks its own temporary folder"
+    )]
+    fn tree(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(path) = stack.pop() {
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            }
+            found.push((path, meta.modified().unwrap()));
+        }
+        found.sort();
+        found
+    }
+
     #[test]
-    fn a_clean_setup_passes() {
+    fn a_clean_setup_passes_and_nothing_is_created() {
         let dir = TempDir::new("doctor-clean");
         let inputs = inputs(&dir);
         own_files::write_atomic(&dir.join("token"), b"secret\n", 0o600).unwrap();
+        let root = dir.join("workspace/root");
+        own_files::ensure_dir(&root).unwrap();
+        let before = tree(dir.path());
         let (code, out) = run(&inputs);
         assert_eq!(code, 0, "{out}");
-        let root = dir.join("workspace/root");
+        let state = dir.join("state");
         let expected = [
             "[INFO] mode  legacy direct session s-1".to_owned(),
             format!("[OK  ] allowed root  {} is writable", root.display()),
             format!(
-                "[OK  ] audit log  {} is writable",
-                dir.join("state/audit.log").display()
+                "[OK  ] audit log  {} does not exist yet; `start` creates it and its folder {}",
+                dir.join("state/audit.log").display(),
+                state.display()
             ),
             format!(
-                "[OK  ] audit key  created {}",
-                dir.join("state/audit-key").display()
+                "[OK  ] audit key  {} does not exist yet; `start` creates it and its folder {}",
+                dir.join("state/audit-key").display(),
+                state.display()
             ),
             format!(
                 "[OK  ] token  {} is readable by you only",
@@ -450,17 +632,69 @@ mod tests {
         ];
         assert_eq!(out.lines().collect::<Vec<_>>(), expected);
         assert!(!out.contains("secret") && !out.contains("pw@"));
-        // The root exists and no probe file was left in it or in the audit directory.
-        assert!(
-            own_files::read_capped(&dir.join("state/audit.log"), 1)
-                .unwrap()
-                .is_none()
-        );
+        // No folder, key, log or probe file appeared, and nothing was touched.
+        assert_eq!(tree(dir.path()), before);
 
-        // A second run loads the key it created.
+        // With the state folder, the log and a key in place, they are read, not rewritten.
+        own_files::ensure_dir(&state).unwrap();
+        own_files::write_atomic(&inputs.audit_log_path, b"", 0o600).unwrap();
+        own_files::write_atomic(&inputs.audit_key_path, &[b'a'; 64], 0o600).unwrap();
+        let before = tree(dir.path());
         let (code, out) = run(&inputs);
         assert_eq!(code, 0, "{out}");
+        assert!(
+            out.contains("[OK  ] audit log  ") && out.contains(" is writable\n"),
+            "{out}"
+        );
         assert!(out.contains("[OK  ] audit key  loaded from "), "{out}");
+        assert_eq!(tree(dir.path()), before);
+    }
+
+    #[test]
+    fn a_missing_root_blocks_names_mkdir_and_is_not_created() {
+        let dir = TempDir::new("doctor-typo");
+        let mut inputs = inputs(&dir);
+        inputs.allowed_root = dir.join("a/typo");
+        let before = tree(dir.path());
+        let (code, out) = run(&inputs);
+        assert_eq!(code, EXIT_BLOCKED, "{out}");
+        assert!(
+            out.contains(&format!(
+                "[FAIL] allowed root  {root} does not exist: create it with `mkdir -p {root}`",
+                root = dir.join("a/typo").display()
+            )),
+            "{out}"
+        );
+        assert_eq!(tree(dir.path()), before);
+        assert!(!dir.join("a").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_state_folder_that_cannot_be_made_blocks_with_the_command_to_make_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new("doctor-locked");
+        let mut inputs = inputs(&dir);
+        own_files::ensure_dir(&inputs.allowed_root).unwrap();
+        let locked = dir.join("locked");
+        own_files::ensure_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o500)).unwrap();
+        inputs.audit_log_path = locked.join("state/audit.log");
+        let (code, out) = run(&inputs);
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // Root ignores permissions: the check then (rightly) finds the folder creatable.
+        if rustix::process::geteuid().is_root() {
+            assert!(out.contains("[OK  ] audit log  "), "{out}");
+            return;
+        }
+        assert_eq!(code, EXIT_BLOCKED, "{out}");
+        assert!(
+            out.contains(&format!(
+                "is not writable (permission denied); run `mkdir -p {}` as a user who can",
+                locked.join("state").display()
+            )),
+            "{out}"
+        );
     }
 
     #[test]
@@ -471,7 +705,10 @@ mod tests {
         inputs.allowed_root = dir.join("file/root");
         let (code, out) = run(&inputs);
         assert_eq!(code, EXIT_BLOCKED, "{out}");
-        assert!(out.contains("[FAIL] allowed root  cannot create "), "{out}");
+        assert!(
+            out.contains("[FAIL] allowed root  ") && out.contains("a file stands in its path"),
+            "{out}"
+        );
         assert!(out.contains("[WARN] token  "), "{out}");
         assert!(out.ends_with("1 blocking problem: fix it before starting the daemon\n"));
 
@@ -515,6 +752,7 @@ mod tests {
     fn features_urls_and_sessions() {
         let dir = TempDir::new("doctor-features");
         let mut inputs = inputs(&dir);
+        own_files::ensure_dir(&inputs.allowed_root).unwrap();
         inputs.token_file = None;
         inputs.token_in_env = true;
         inputs.enable_shell = true;
@@ -569,6 +807,7 @@ mod tests {
     fn a_key_file_open_to_others_blocks_and_a_bad_key_warns() {
         let dir = TempDir::new("doctor-key");
         let mut inputs = inputs(&dir);
+        own_files::ensure_dir(&inputs.allowed_root).unwrap();
         inputs.token_file = None;
         own_files::write_atomic(&inputs.audit_key_path, &[b'a'; 64], 0o644).unwrap();
         let (code, out) = run(&inputs);

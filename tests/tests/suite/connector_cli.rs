@@ -150,6 +150,55 @@ fn doctor_passes_a_sound_setup_and_blocks_a_broken_one() {
     assert!(out.contains("[FAIL]"), "{out}");
 }
 
+/// Every path under `dir` with its modification time: what a look-only command leaves as it was.
+fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+        found.push((path, meta.modified().unwrap()));
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn doctor_reports_a_missing_root_with_mkdir_and_creates_nothing() {
+    // A fresh account: HOME and its XDG folders exist and are empty, so any folder, key, log
+    // or probe file doctor made would show.
+    let home = e2e::platform::fresh_dir("shim-doctor-typo");
+    for dir in [".config", ".local/state"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    let typo = home.join("a/typo");
+    let typo_arg = typo.to_string_lossy().into_owned();
+    let before = tree(&home);
+
+    let (code, out, err) = run_shim(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &typo_arg, "doctor"],
+    );
+    assert_eq!(code, Some(78), "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "[FAIL] allowed root  {typo_arg} does not exist: create it with `mkdir -p {typo_arg}`"
+        )),
+        "{out}"
+    );
+    // The audit log and key are left for `start` to create.
+    assert!(out.contains("[OK  ] audit key  "), "{out}");
+    assert!(out.contains("`start` creates it"), "{out}");
+    // Control mode runs the other checks (virtual roots): they create nothing either.
+    let (code, out, err) = run_shim(&home, &["doctor"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(tree(&home), before, "doctor changed the home");
+    assert!(!typo.exists());
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
 #[test]
 fn install_writes_the_user_unit_and_uninstall_is_idempotent() {
     let (home, _) = home_and_root("shim-install");
