@@ -139,8 +139,12 @@ impl Desktop {
     /// The session bus and the window manager on the running X server.
     fn start_session(&mut self) {
         let desktop = self;
+        // The socket in the runtime directory, removed with it: the session default
+        // (`unix:tmpdir=/tmp`) would leave one `dbus-*` file in /tmp per test.
+        let address = format!("--address=unix:dir={}", desktop.runtime_dir.display());
         let mut bus = Command::new("dbus-daemon")
             .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(address)
             .env("XDG_RUNTIME_DIR", &desktop.runtime_dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

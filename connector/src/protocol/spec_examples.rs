@@ -638,3 +638,106 @@ fn comment_stripper_keeps_slashes_in_strings() {
         "{\"a\": \"x//y\\\"//z\"} \n"
     );
 }
+
+/// `docs/protocol.md`, the protocol as documented for people: its examples and names are
+/// held to the code here, so the document cannot drift from what the shim parses.
+const PROTOCOL_DOC: &str = include_str!("../../../docs/protocol.md");
+
+/// Every JSON value in the document's `json` code blocks; a block may hold several frames,
+/// one after the other.
+fn doc_frames() -> Vec<Value> {
+    let mut frames = Vec::new();
+    let mut blocks = PROTOCOL_DOC.split("```json\n").skip(1);
+    for (i, block) in blocks.by_ref().enumerate() {
+        let body = block
+            .split("```")
+            .next()
+            .unwrap_or_else(|| panic!("json block {i} is not closed"));
+        for value in serde_json::Deserializer::from_str(body).into_iter::<Value>() {
+            frames.push(value.unwrap_or_else(|e| panic!("json block {i}: {e}\n{body}")));
+        }
+    }
+    frames
+}
+
+#[test]
+fn protocol_doc_examples_parse_and_cover_every_type() {
+    let mut covered = Vec::new();
+    for frame in doc_frames() {
+        // Fails on a field the example has and the typed payload drops (a misspelt name)
+        // or changes, and on any frame that does not parse as a valid message.
+        let (message_type, _) = round_trip(&frame.to_string());
+        let shim_answer = message_type.direction() == super::Direction::ShimToPlatform
+            && !matches!(message_type, MessageType::Hello | MessageType::Pong)
+            && message_type.required_capability() != Some(super::Capability::Recording);
+        if shim_answer {
+            assert!(
+                frame["pending_capacity"].is_u64(),
+                "{message_type} example without pending_capacity: {frame}"
+            );
+        }
+        covered.push(message_type);
+    }
+    let missing: Vec<&str> = MessageType::ALL
+        .iter()
+        .filter(|t| !covered.contains(t))
+        .map(|t| t.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/protocol.md has no example for {missing:?}"
+    );
+}
+
+#[test]
+fn protocol_doc_names_every_type_code_capability_and_close_code() {
+    let names = MessageType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .chain(super::ErrorCode::ALL.iter().map(|c| c.as_str()))
+        .chain(super::Capability::ALL.iter().map(|c| c.as_str()));
+    for name in names {
+        assert!(
+            PROTOCOL_DOC.contains(&format!("`{name}`")),
+            "docs/protocol.md never names `{name}`"
+        );
+    }
+    use super::close_code as close;
+    for code in [
+        close::NORMAL,
+        close::SERVER_ERROR,
+        close::BAD_HANDSHAKE,
+        close::SESSION_MISMATCH,
+        close::PROTOCOL_VERSION_MISMATCH,
+        close::SESSION_TAKEN_OVER,
+        close::SESSION_REVOKED,
+        close::PLATFORM_SHUTDOWN,
+    ] {
+        assert!(
+            PROTOCOL_DOC.contains(&format!("\n| {code} "))
+                || PROTOCOL_DOC.contains(&format!("\n| {code}, ")),
+            "docs/protocol.md has no close-code row for {code}"
+        );
+        if let Some(label) = close::label(code) {
+            assert!(PROTOCOL_DOC.contains(&format!("`{label}`")), "{label}");
+        }
+    }
+    // The HELLO_ACK defaults as the handshake table states them.
+    for (field, default) in [
+        (
+            "max_file_size_bytes",
+            super::DEFAULT_MAX_FILE_SIZE_BYTES.get(),
+        ),
+        (
+            "command_timeout_seconds",
+            super::DEFAULT_COMMAND_TIMEOUT_SECONDS.get(),
+        ),
+        (
+            "max_concurrent",
+            u64::from(super::DEFAULT_MAX_CONCURRENT.get()),
+        ),
+    ] {
+        let row = format!("| `{field}` | integer ≥ 1 | {default} |");
+        assert!(PROTOCOL_DOC.contains(&row), "no row {row:?}");
+    }
+}

@@ -356,8 +356,10 @@ impl KeyringBus {
         let runtime = home.join(format!("runtime-{attempt}"));
         std::fs::create_dir_all(&runtime).unwrap();
         std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // The socket in the private runtime directory, not the session default's /tmp.
         let mut bus = Command::new("dbus-daemon")
             .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(format!("--address=unix:dir={}", runtime.display()))
             .env("XDG_RUNTIME_DIR", &runtime)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
