@@ -14,13 +14,19 @@ pub enum ConfigError {
     /// `MSGUIDE_MODE` is anything but `demo`.
     #[error("Only local MSGUIDE_MODE=demo is supported")]
     Mode,
-    /// `MSGUIDE_GUIDANCE_PROVIDER` names no provider.
-    #[error("Unknown guidance provider")]
+    /// `MSGUIDE_GUIDANCE_PROVIDER` names no provider. The reference's sentence comes first.
+    #[error(
+        "Unknown guidance provider: set MSGUIDE_GUIDANCE_PROVIDER to demo (the default) or openai-compatible"
+    )]
     UnknownProvider,
-    /// `openai-compatible` was chosen but its settings are missing, malformed or not approved.
+    /// `openai-compatible` was chosen but its settings are missing, malformed or not approved:
+    /// the reference's sentence, then the variable that is missing, or the ones to check.
     /// The message names no value, so the API key never reaches the terminal.
-    #[error(transparent)]
-    Model(#[from] InvalidModelConfig),
+    #[error("{}: {}", InvalidModelConfig, match .0 {
+        Some(variable) => format!("{variable} is not set"),
+        None => "check MSGUIDE_MODEL_URL, MSGUIDE_MODEL_NAME, MSGUIDE_MODEL_API_KEY, MSGUIDE_ALLOW_REMOTE_MODEL and MSGUIDE_MODEL_AUTH_HEADER (docs/running.md)".to_owned(),
+    })]
+    Model(Option<&'static str>),
     /// The provider exists in the reference but is not part of this build yet.
     #[error(
         "Guidance provider {0} is not available in this build; use MSGUIDE_GUIDANCE_PROVIDER=demo"
@@ -64,13 +70,20 @@ impl Config {
         let provider = match var("MSGUIDE_GUIDANCE_PROVIDER").as_deref() {
             None | Some("demo") => ProviderChoice::Demo,
             Some("openai-compatible") => {
-                ProviderChoice::OpenAiCompatible(ModelConfig::from_settings(ModelSettings {
-                    allow_remote: var("MSGUIDE_ALLOW_REMOTE_MODEL"),
-                    url: var("MSGUIDE_MODEL_URL"),
-                    name: var("MSGUIDE_MODEL_NAME"),
-                    api_key: var("MSGUIDE_MODEL_API_KEY").map(ApiKey::new),
-                    auth_header: var("MSGUIDE_MODEL_AUTH_HEADER"),
-                })?)
+                // The variables without a default, named when absent; the core judges the rest.
+                let missing = ["MSGUIDE_MODEL_URL", "MSGUIDE_MODEL_NAME"]
+                    .into_iter()
+                    .find(|name| var(name).is_none());
+                ProviderChoice::OpenAiCompatible(
+                    ModelConfig::from_settings(ModelSettings {
+                        allow_remote: var("MSGUIDE_ALLOW_REMOTE_MODEL"),
+                        url: var("MSGUIDE_MODEL_URL"),
+                        name: var("MSGUIDE_MODEL_NAME"),
+                        api_key: var("MSGUIDE_MODEL_API_KEY").map(ApiKey::new),
+                        auth_header: var("MSGUIDE_MODEL_AUTH_HEADER"),
+                    })
+                    .map_err(|InvalidModelConfig| ConfigError::Model(missing))?,
+                )
             }
             Some("copilot-sdk") => return Err(ConfigError::UnavailableProvider("copilot-sdk")),
             Some(_) => return Err(ConfigError::UnknownProvider),
@@ -174,11 +187,14 @@ mod tests {
             ("MSGUIDE_MODEL_AUTH_HEADER", "basic"),
         ] {
             let error = model(&[broken]).unwrap_err();
-            assert_eq!(error, ConfigError::Model(InvalidModelConfig), "{broken:?}");
-            assert_eq!(
-                error.to_string(),
-                "Invalid or unapproved model configuration"
+            assert_eq!(error, ConfigError::Model(None), "{broken:?}");
+            assert!(
+                error.to_string().starts_with(
+                    "Invalid or unapproved model configuration: check MSGUIDE_MODEL_URL"
+                ),
+                "{error}"
             );
+            assert!(!error.to_string().contains(KEY));
         }
         let no_key = config(&[
             ("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible"),
@@ -186,11 +202,27 @@ mod tests {
             ("MSGUIDE_MODEL_URL", "https://models.example.com/v1"),
             ("MSGUIDE_MODEL_NAME", "gpt-test"),
         ]);
-        assert_eq!(no_key.unwrap_err(), ConfigError::Model(InvalidModelConfig));
+        assert_eq!(no_key.unwrap_err(), ConfigError::Model(None));
+        let bare = config(&[("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible")]).unwrap_err();
         assert_eq!(
-            config(&[("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible")]).unwrap_err(),
-            ConfigError::Model(InvalidModelConfig),
+            bare,
+            ConfigError::Model(Some("MSGUIDE_MODEL_URL")),
             "no defaults for URL, name or key"
+        );
+        assert_eq!(
+            bare.to_string(),
+            "Invalid or unapproved model configuration: MSGUIDE_MODEL_URL is not set"
+        );
+        assert_eq!(
+            config(&[
+                ("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible"),
+                (
+                    "MSGUIDE_MODEL_URL",
+                    "http://127.0.0.1:8080/v1/chat/completions"
+                ),
+            ])
+            .unwrap_err(),
+            ConfigError::Model(Some("MSGUIDE_MODEL_NAME"))
         );
 
         // A model on this machine needs neither the approval flag nor a key.

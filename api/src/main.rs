@@ -1,6 +1,6 @@
 //! `msguide-api`: serves the local API on a loopback address until Ctrl-C or SIGTERM.
 
-use std::{process::ExitCode, sync::Arc, time::Duration};
+use std::{io::IsTerminal, process::ExitCode, sync::Arc, time::Duration};
 
 use clap::Parser;
 use local_core::{
@@ -50,6 +50,10 @@ async fn shutdown_signal() {
     }
 }
 
+/// What a valid `MSGUIDE_LOCAL_TOKEN` looks like (`local_core::secret::is_b64token`).
+const TOKEN_SHAPE: &str = "it must be one or more letters, digits, '-', '.', '_', '~', '+' or \
+                           '/', optionally followed by '=' signs, with no spaces";
+
 async fn run(cli: Cli) -> Result<(), String> {
     let config = Config::from_vars(|name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
     let ip = loopback_host(&cli.host).map_err(|e| e.to_string())?;
@@ -72,7 +76,18 @@ async fn run(cli: Cli) -> Result<(), String> {
         ),
     };
     if config.token.is_none() {
-        tracing::warn!("MSGUIDE_LOCAL_TOKEN is missing or malformed: /v1 and /admin answer 503");
+        // Said once at start, never with the value: what is wrong and how to put it right.
+        if std::env::var_os("MSGUIDE_LOCAL_TOKEN").is_some() {
+            tracing::warn!(
+                "MSGUIDE_LOCAL_TOKEN is not a valid token, so every /v1 and /admin request will \
+                 answer 503; {TOKEN_SHAPE}"
+            );
+        } else {
+            tracing::warn!(
+                "MSGUIDE_LOCAL_TOKEN is not set, so every /v1 and /admin request will answer \
+                 503; start through `msguide start`, which sets it, or export it: {TOKEN_SHAPE}"
+            );
+        }
     }
     let local = Arc::new(LocalState::new(LocalConfig {
         audit_enabled: config.audit_enabled,
@@ -115,6 +130,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "msguide_api=info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in the launcher's backend.log.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

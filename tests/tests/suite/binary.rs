@@ -31,6 +31,10 @@ fn refusal(args: &[&str], env: &[(&str, &str)]) -> String {
         .args(args)
         .env_remove("MSGUIDE_MODE")
         .env_remove("MSGUIDE_GUIDANCE_PROVIDER")
+        .env_remove("MSGUIDE_MODEL_URL")
+        .env_remove("MSGUIDE_MODEL_NAME")
+        .env_remove("MSGUIDE_MODEL_API_KEY")
+        .env_remove("MSGUIDE_ALLOW_REMOTE_MODEL")
         .env("MSGUIDE_LOCAL_TOKEN", TOKEN);
     for (k, v) in env {
         command.env(k, v);
@@ -53,9 +57,41 @@ fn refuses_bad_configuration_with_one_line() {
         refusal(&["--port", "0"], &[("MSGUIDE_MODE", "enterprise")])
             .contains("Only local MSGUIDE_MODE=demo is supported")
     );
+    // Each refusal names what would be valid.
+    let provider = refusal(&["--port", "0"], &[("MSGUIDE_GUIDANCE_PROVIDER", "model")]);
     assert!(
-        refusal(&["--port", "0"], &[("MSGUIDE_GUIDANCE_PROVIDER", "model")])
-            .contains("Unknown guidance provider")
+        provider.contains(
+            "Unknown guidance provider: set MSGUIDE_GUIDANCE_PROVIDER to demo (the default) or openai-compatible"
+        ),
+        "{provider}"
+    );
+    let model = |extra: &[(&str, &str)]| {
+        let mut env = vec![("MSGUIDE_GUIDANCE_PROVIDER", "openai-compatible")];
+        env.extend_from_slice(extra);
+        refusal(&["--port", "0"], &env)
+    };
+    assert!(
+        model(&[])
+            .contains("Invalid or unapproved model configuration: MSGUIDE_MODEL_URL is not set"),
+        "the first missing variable is named"
+    );
+    assert!(
+        model(&[(
+            "MSGUIDE_MODEL_URL",
+            "http://127.0.0.1:9/v1/chat/completions"
+        )])
+        .contains("Invalid or unapproved model configuration: MSGUIDE_MODEL_NAME is not set")
+    );
+    let remote = model(&[
+        (
+            "MSGUIDE_MODEL_URL",
+            "https://models.example.com/v1/chat/completions",
+        ),
+        ("MSGUIDE_MODEL_NAME", "m"),
+    ]);
+    assert!(
+        remote.contains("Invalid or unapproved model configuration: check MSGUIDE_MODEL_URL"),
+        "{remote}"
     );
     assert!(refusal(&["--host", "0.0.0.0", "--port", "0"], &[]).contains("loopback"));
     assert!(refusal(&["--host", "192.0.2.1", "--port", "0"], &[]).contains("loopback"));
@@ -149,4 +185,59 @@ async fn lifecycle_is_logged_and_sigterm_stops_cleanly() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains(TOKEN), "the token never reaches a log");
+}
+
+/// Started without a usable token, the service says so once at start-up, naming the variable
+/// and the shape it must have, never the value; its log has no colour codes when stderr is a
+/// file (the launcher's backend.log), only when it is a terminal.
+#[tokio::test]
+async fn start_up_explains_a_missing_or_malformed_token_in_a_plain_log() {
+    let dir = temp_dir("token-warning");
+    for (token, says) in [
+        (None, "MSGUIDE_LOCAL_TOKEN is not set"),
+        (
+            Some("not a token"),
+            "MSGUIDE_LOCAL_TOKEN is not a valid token",
+        ),
+    ] {
+        let log = dir.join("backend.log");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut command = Command::new(binary());
+        command
+            .args(["--port", &port.to_string()])
+            .env_remove("MSGUIDE_LOCAL_TOKEN")
+            .env_remove("NO_COLOR")
+            .stderr(std::fs::File::create(&log).unwrap());
+        if let Some(token) = token {
+            command.env("MSGUIDE_LOCAL_TOKEN", token);
+        }
+        let mut child = command.spawn().unwrap();
+        let addr = listening(port).await;
+        assert_eq!(
+            Req::new(addr, "POST", "/v1/sessions").send().await.status,
+            503
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let text = std::fs::read(&log).unwrap();
+        assert!(!text.contains(&0x1b), "no ANSI escape in a log file");
+        let text = String::from_utf8(text).unwrap();
+        let warning = text
+            .lines()
+            .find(|l| l.contains(says))
+            .unwrap_or_else(|| panic!("no start-up warning in {text}"));
+        assert!(warning.contains("503"), "{warning}");
+        assert!(
+            warning.contains("letters, digits, '-', '.', '_', '~', '+' or '/'"),
+            "the shape is named: {warning}"
+        );
+        if let Some(token) = token {
+            assert!(!text.contains(token), "the value is never logged");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

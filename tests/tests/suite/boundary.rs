@@ -196,6 +196,62 @@ async fn every_protected_route_refuses_bad_bearers_even_with_bad_bodies() {
     assert_eq!(any_case.status, 200);
 }
 
+/// RFC 6750: every 401 challenges with `Bearer` and says whether the token was missing,
+/// malformed or wrong, while the body stays the contract's and nothing presented is echoed.
+#[tokio::test]
+async fn unauthorized_answers_say_why_in_www_authenticate() {
+    let server = Server::start().await;
+    let presented = "Wr0ngButWellFormed.token";
+    let cases = [
+        (None, "No bearer token was sent"),
+        (
+            Some("Basic dXNlcjpwYXNz"),
+            "The Authorization header is malformed",
+        ),
+        (
+            Some("Bearer two words"),
+            "The Authorization header is malformed",
+        ),
+        (
+            Some(&*format!("Bearer {presented}")),
+            "The bearer token is not the one this service was started with",
+        ),
+    ];
+    for (method, path) in PROTECTED {
+        for (authorization, reason) in &cases {
+            let mut request = Req::new(server.addr, method, path);
+            if let Some(value) = authorization {
+                request = request.header("Authorization", value);
+            }
+            let res = request.send().await;
+            assert_eq!(res.status, 401, "{method} {path} {authorization:?}");
+            assert_eq!(res.text(), r#"{"detail":"Unauthorized"}"#);
+            let challenge = res
+                .header("www-authenticate")
+                .unwrap_or_else(|| panic!("no challenge for {authorization:?}"));
+            assert!(challenge.starts_with("Bearer "), "{challenge}");
+            assert!(
+                challenge.contains(&format!("error_description=\"{reason}")),
+                "{authorization:?}: {challenge}"
+            );
+            for part in [presented, "dXNlcjpwYXNz", "two words"] {
+                assert!(!challenge.contains(part), "echoed: {challenge}");
+            }
+        }
+    }
+    let twice = server.post("/v1/sessions").bearer(TOKEN).send().await;
+    assert_eq!(twice.status, 401);
+    assert!(
+        twice
+            .header("www-authenticate")
+            .unwrap()
+            .contains("invalid_request")
+    );
+    let fine = server.post("/v1/sessions").send().await;
+    assert_eq!(fine.status, 200);
+    assert!(fine.header("www-authenticate").is_none());
+}
+
 #[tokio::test]
 async fn only_v1_and_admin_prefixes_are_protected() {
     let server = Server::start().await;

@@ -211,9 +211,54 @@ async fn served_document_and_offline_docs() {
         bundle.body.len() > 100_000,
         "the UI is served from the binary, not a CDN"
     );
+    // "Try it out" could only show 403s from a browser (it always sends an Origin): it is off,
+    // and the page's description says why.
+    let initializer = Req::new(server.addr, "GET", "/docs/swagger-initializer.js")
+        .send()
+        .await
+        .text();
+    assert!(
+        initializer.contains("\"tryItOutEnabled\": false"),
+        "{initializer}"
+    );
+    assert!(
+        initializer.contains("\"supportedSubmitMethods\": []"),
+        "{initializer}"
+    );
+    assert!(
+        served.json()["info"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("\"Try it out\" is switched off on this page: a browser sends an Origin")
+    );
     let browser = Req::new(server.addr, "GET", "/docs/")
         .header("Origin", "http://localhost")
         .send()
         .await;
     assert_eq!(browser.status, 403, "docs do not authorise browser access");
+}
+
+/// The mock tools and their tiers are documented in the document and in docs/api.md, as the
+/// core's table has them.
+#[test]
+fn mock_tools_are_documented_with_their_tiers() {
+    use msguide_api::contracts::requests::{DOCUMENTED_TOOLS, TOOL_DESCRIPTION};
+    let doc = msguide_api::openapi().to_json().unwrap();
+    let api_md =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/api.md"))
+            .unwrap();
+    for (name, tier) in DOCUMENTED_TOOLS {
+        assert_eq!(local_core::actions::Risk::of(name).as_str(), tier, "{name}");
+        assert!(
+            doc.contains(&format!("\"{name}\"")),
+            "{name} not in the document"
+        );
+        assert!(
+            api_md.contains(&format!("`{name}`")),
+            "{name} not in docs/api.md"
+        );
+        if tier != "blocked" {
+            assert!(TOOL_DESCRIPTION.contains(name), "{name}");
+        }
+    }
 }
