@@ -1,5 +1,6 @@
 //! Round-trip tests over PROTOCOL.md's own JSON examples (copied verbatim, comments and
-//! all) plus hand-written frames for the types the spec only describes in prose.
+//! all) plus hand-written frames for the types the spec only describes in prose, and the
+//! checks that keep `docs/protocol.md` (its examples and names) true to the code.
 
 use serde_json::Value;
 
@@ -647,8 +648,7 @@ const PROTOCOL_DOC: &str = include_str!("../../../docs/protocol.md");
 /// one after the other.
 fn doc_frames() -> Vec<Value> {
     let mut frames = Vec::new();
-    let mut blocks = PROTOCOL_DOC.split("```json\n").skip(1);
-    for (i, block) in blocks.by_ref().enumerate() {
+    for (i, block) in PROTOCOL_DOC.split("```json\n").skip(1).enumerate() {
         let body = block
             .split("```")
             .next()
