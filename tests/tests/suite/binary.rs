@@ -2,7 +2,7 @@
 
 use std::{
     net::TcpListener,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -185,6 +185,7 @@ async fn lifecycle_is_logged_and_sigterm_stops_cleanly() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains(TOKEN), "the token never reaches a log");
+    std::fs::remove_dir_all(log.parent().and_then(Path::parent).unwrap()).unwrap();
 }
 
 /// Started without a usable token, the service says so once at start-up, naming the variable
