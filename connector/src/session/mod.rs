@@ -920,11 +920,14 @@ impl Dispatch {
             }
             // A malformed request is refused like a valid one first (wrong connection, not
             // granted): its payload's own code only matters to a caller allowed to send it.
+            // Keepalive and revocation are no capability's requests and no connection's alone.
             Parsed::InvalidPayload {
                 ref id,
                 message_type,
                 ..
-            } if let Some(refusal) = self.refusal(id, message_type) => {
+            } if message_type.required_capability().is_some()
+                && let Some(refusal) = self.refusal(id, message_type) =>
+            {
                 return Inbound::Reply(refusal);
             }
             // Frames of another major are dropped unanswered (error_reply gives None).

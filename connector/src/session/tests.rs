@@ -1184,6 +1184,18 @@ async fn a_control_connection_checks_its_ack_and_serves_only_control_messages() 
     assert_eq!(plane.connected.load(std::sync::atomic::Ordering::SeqCst), 1);
     let stat = platform.call("FILE_STAT", "f", &json!({"path": "x"})).await;
     assert_eq!(error_code(&stat), "FEATURE_NOT_SUPPORTED");
+    // Malformed, a control request gets its own code; a keepalive belongs to every
+    // connection, so it is the generic validation failure here as on a data connection.
+    let half = platform
+        .call(
+            "DIRECTORY_LIST_REQUEST",
+            "half",
+            &json!({"browse_id": null, "directory_ref": "d"}),
+        )
+        .await;
+    assert_eq!(error_code(&half), "DIRECTORY_REFERENCE_INVALID");
+    let ping = platform.call("PING", "p", &json!([1])).await;
+    assert_eq!(error_code(&ping), "INTERNAL_ERROR");
 
     // The ACK checks: a session id closes 4403; no connection id, no browse grant or a
     // negotiated 1.0 closes 4426.

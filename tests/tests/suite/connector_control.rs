@@ -673,8 +673,10 @@ async fn children_share_a_machine_work_gate_sized_by_the_control_ack_and_status_
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("mode: control"), "{out}");
     assert!(out.contains("allowed root: none"), "{out}");
+    // The configuration is its own section, after the last run's facts.
+    let (_, configuration) = out.split_once("\nconfiguration:").unwrap();
     assert!(
-        out.contains("configured mode: persistent machine control"),
+        configuration.contains("mode: persistent machine control"),
         "{out}"
     );
     assert!(!out.contains("allowed root: /"), "{out}");
