@@ -60,15 +60,11 @@ fn jpeg_size(reply: &Value) -> (u16, u16) {
 
 /// The listed window titled `title`.
 async fn listed_window(conn: &mut Conn, title: &str) -> Value {
-    let list = conn.call("WINDOW_LIST_REQUEST", "wl", json!({})).await;
-    assert_eq!(list["type"], "WINDOW_LIST_RESPONSE", "{list}");
-    list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["title"] == title)
-        .cloned()
-        .unwrap_or_else(|| panic!("{title} not listed: {list}"))
+    windows_titled(conn, title)
+        .await
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{title} not listed"))
 }
 
 async fn act(conn: &mut Conn, id: &str, payload: Value) -> Value {

@@ -277,18 +277,23 @@ fn element(desktop: &Desktop, title: &str, label: &str) -> Value {
     }
 }
 
+/// `msguide-desktop observe --window-title title` on `desktop`, with no API to talk to.
+fn observe_without_api(desktop: &Desktop, title: &str) -> Output {
+    desktop
+        .command(binary("msguide-desktop"))
+        .args(["observe", "--window-title", title])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// Waits until `msguide-desktop observe` sees the window titled `title`: the app prints
 /// before it maps, the window manager lists it a moment later, and its accessibility tree
 /// comes after that. Observing needs no API.
 fn wait_for_window(desktop: &Desktop, title: &str) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
-        let out = desktop
-            .command(binary("msguide-desktop"))
-            .args(["observe", "--window-title", title])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = observe_without_api(desktop, title);
         if out.status.success() {
             return json_of(&out);
         }
@@ -600,12 +605,7 @@ fn observe_finds_windows_by_the_title_they_set_only_in_icccm_wm_name() {
     let xterm = Xterm::start(&desktop, &xterm_title);
     assert_named_only_in_latin1_wm_name(&desktop, xterm.window, &xterm_title);
     let observe = |title: &str| {
-        let out = desktop
-            .command(binary("msguide-desktop"))
-            .args(["observe", "--window-title", title])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = observe_without_api(&desktop, title);
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
