@@ -15,7 +15,12 @@ fn main() -> ExitCode {
     // The siblings are looked for next to the real executable (a symlink to it is resolved).
     let own_dir = match std::env::current_exe() {
         Ok(exe) => exe.parent().map(std::path::Path::to_path_buf),
-        Err(err) => return fail(&format!("cannot find the launcher's own executable: {err}")),
+        Err(err) => {
+            return fail(&format!(
+                "cannot find the launcher's own executable ({}): start it by its full path",
+                err.kind()
+            ));
+        }
     };
     let Some(own_dir) = own_dir else {
         return fail("cannot find the launcher's own directory");
@@ -26,7 +31,12 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(err) => return fail(&format!("cannot start the runtime: {err}")),
+        Err(err) => {
+            return fail(&format!(
+                "cannot start the runtime ({}): close some programs and try again",
+                err.kind()
+            ));
+        }
     };
     let context = Context {
         own_dir,

@@ -20,7 +20,7 @@ pub enum PortError {
     )]
     InUse(u16),
     /// Binding failed for another reason.
-    #[error("cannot listen on 127.0.0.1:{port}: {kind}")]
+    #[error("cannot listen on 127.0.0.1:{port} ({kind}); choose another port with --port")]
     Bind {
         /// The port.
         port: u16,

@@ -37,7 +37,10 @@ pub struct Context {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The stop signals could not be hooked.
-    #[error("cannot install the signal handlers: {0}")]
+    #[error(
+        "cannot watch for Ctrl-C and SIGTERM ({}), so the API could not be stopped cleanly: start again, and report it if it stays",
+        describe_io(.0.kind())
+    )]
     Signals(io::Error),
     /// `msguide-api` is not next to the launcher.
     #[error(
@@ -60,7 +63,11 @@ pub enum StartError {
     )]
     NoStateDir,
     /// The state directory cannot be created.
-    #[error("cannot create the state directory {}: {kind}", .path.display())]
+    #[error(
+        "cannot create the state directory {} for the logs ({}): fix the permissions of its parent, or set XDG_STATE_HOME (LOCALAPPDATA on Windows) to a writable folder",
+        .path.display(),
+        describe_io(*.kind)
+    )]
     StateDir {
         /// The directory.
         path: PathBuf,
@@ -71,7 +78,10 @@ pub enum StartError {
     #[error(transparent)]
     Token(#[from] TokenError),
     /// A child could not be started.
-    #[error("cannot start {name}: {kind}")]
+    #[error(
+        "cannot start {name} ({}): check that it is an executable file next to the launcher, or rebuild with cargo build --release --workspace --bins",
+        describe_io(*.kind)
+    )]
     Spawn {
         /// The binary.
         name: &'static str,
@@ -80,7 +90,7 @@ pub enum StartError {
     },
     /// The API did not become ready; it has been stopped.
     #[error(
-        "{API_BINARY} was not ready: {cause} (stage={stage}, lastError={last_error}); its diagnostic log is {}",
+        "{API_BINARY} was not ready: {cause} (stage={stage}, lastError={last_error}); its diagnostic log {} says why, fix that and start again",
         .log.display()
     )]
     NotReady {
@@ -273,6 +283,16 @@ async fn shut(child: &mut Child, name: &str) {
     }
 }
 
+/// An I/O failure in words a person reads, without the `(os error N)` of `io::Error`.
+fn describe_io(kind: io::ErrorKind) -> String {
+    match kind {
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        io::ErrorKind::NotFound => "it does not exist".to_owned(),
+        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".to_owned(),
+        kind => kind.to_string(),
+    }
+}
+
 fn describe(status: Option<ExitStatus>) -> String {
     status.map_or_else(|| "status unknown".to_owned(), |status| status.to_string())
 }
@@ -371,6 +391,60 @@ mod tests {
             own_dir: dir.to_path_buf(),
             os: Os::Linux,
             vars: vec![("HOME".into(), dir.into())],
+        }
+    }
+
+    /// One line a person can act on: no dump of a library's innards, and the remedy named.
+    fn assert_readable(message: &str, remedy: &str) {
+        for noise in ["{", "Os {", "Error(", "\n", "os error", "Kind("] {
+            assert!(!message.contains(noise), "{noise:?} in {message:?}");
+        }
+        assert!(message.contains(remedy), "no {remedy:?} in {message:?}");
+    }
+
+    #[test]
+    fn every_refusal_names_its_remedy() {
+        for (refusal, remedy) in [
+            (
+                StartError::Signals(io::Error::from_raw_os_error(24)),
+                "start again",
+            ),
+            (
+                StartError::ApiMissing(PathBuf::from("/opt/msguide-api")),
+                "cargo build --release -p msguide-api",
+            ),
+            (
+                StartError::DesktopMissing(PathBuf::from("/opt/msguide-desktop")),
+                "--headless",
+            ),
+            (StartError::Port(PortError::InUse(8765)), "--port"),
+            (StartError::NoStateDir, "set HOME"),
+            (
+                StartError::StateDir {
+                    path: PathBuf::from("/var/empty/msguide"),
+                    kind: io::ErrorKind::PermissionDenied,
+                },
+                "set XDG_STATE_HOME",
+            ),
+            (
+                StartError::Spawn {
+                    name: API_BINARY,
+                    kind: io::ErrorKind::PermissionDenied,
+                },
+                "cargo build --release --workspace --bins",
+            ),
+            (
+                StartError::NotReady {
+                    cause: "not ready within 60 s".to_owned(),
+                    stage: Stage::Health,
+                    last_error: crate::http::HttpError::Connect(io::ErrorKind::ConnectionRefused)
+                        .to_string(),
+                    log: PathBuf::from("/home/u/.local/state/msguide/backend.log"),
+                },
+                "says why, fix that and start again",
+            ),
+        ] {
+            assert_readable(&refusal.to_string(), remedy);
         }
     }
 

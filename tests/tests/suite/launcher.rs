@@ -12,7 +12,7 @@ use std::{
 
 use e2e::platform::WAIT;
 
-use super::support::{Req, stdout_lines, temp_dir};
+use super::support::{Req, assert_readable, stdout_lines, temp_dir};
 
 /// A port nothing listens on (released at once; the launcher binds it moments later).
 fn free_port() -> u16 {
@@ -351,6 +351,7 @@ async fn a_busy_port_is_refused_and_its_holder_keeps_it() {
         stderr.contains(&format!("port {port} is in use")),
         "{stderr}"
     );
+    assert_readable(&stderr, "choose another with --port");
     assert!(stdout.is_empty(), "no token without an API: {stdout}");
     // The holder is untouched and still accepts.
     let client = std::net::TcpStream::connect(loopback(port)).unwrap();

@@ -551,3 +551,18 @@ pub(crate) fn stdout_lines(stdout: std::process::ChildStdout) -> std::sync::mpsc
 pub(crate) fn running(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
 }
+
+/// What a binary told a person on stderr is readable: no `Debug` dump of a library error
+/// (`{`, `Os {`, `Error(`), and the remedy named.
+pub(crate) fn assert_readable(stderr: &str, remedy: &str) {
+    for noise in ["{", "Os {", "Error(", "os error"] {
+        assert!(
+            !stderr.contains(noise),
+            "{noise:?} in what a person reads: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains(remedy),
+        "the remedy {remedy:?} is not named: {stderr}"
+    );
+}
