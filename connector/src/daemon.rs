@@ -62,7 +62,8 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     let jail = match (&config.session_id, &home) {
         (Some(_), _) => Jail::open(&config.allowed_root).map_err(|_| {
             preflight(format!(
-                "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
+                "the allowed root {} does not exist or is not a readable folder: create it with `mkdir -p {}`, or pass --allowed-root with an existing folder",
+                config.allowed_root.display(),
                 config.allowed_root.display()
             ))
         })?,

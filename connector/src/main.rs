@@ -36,7 +36,15 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(err) => return fail(&format!("cannot start the runtime: {err}"), EXIT_PREFLIGHT),
+        Err(err) => {
+            return fail(
+                &format!(
+                    "cannot start the runtime ({}): close some programs and start again",
+                    err.kind()
+                ),
+                EXIT_PREFLIGHT,
+            );
+        }
     };
     init_tracing(level);
     ExitCode::from(runtime.block_on(daemon::run(prepared)))

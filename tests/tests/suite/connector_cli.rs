@@ -196,6 +196,15 @@ fn doctor_reports_a_missing_root_with_mkdir_and_creates_nothing() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(tree(&home), before, "doctor changed the home");
     assert!(!typo.exists());
+
+    // `start` refuses the same root in one readable line naming the same fix.
+    let (code, _, err) = run_shim(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &typo_arg, "start"],
+    );
+    assert_eq!(code, Some(78), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    super::support::assert_readable(&err, &format!("mkdir -p {typo_arg}"));
     std::fs::remove_dir_all(&home).unwrap();
 }
 

@@ -21,7 +21,7 @@ use e2e::{
 };
 use serde_json::Value;
 
-use super::support::{Req, stdout_lines, temp_dir};
+use super::support::{Req, assert_readable, stdout_lines, temp_dir};
 
 const DEMO: &str = "MSGuide Demo";
 const PROMPT: &str = "My build is broken, what next?";
@@ -619,4 +619,113 @@ fn observe_finds_windows_by_the_title_they_set_only_in_icccm_wm_name() {
         absent.contains("No open window has exactly that title"),
         "{absent}"
     );
+}
+
+/// `msguide-desktop` on a machine where something is missing: one sentence saying what and
+/// what to do, and the library's own words only with `--verbose`.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_failure_is_one_readable_sentence_naming_the_remedy() {
+    let no_display = |args: &[&str]| {
+        let out = Command::new(binary("msguide-desktop"))
+            .args(args)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // No display: neither the window list nor the window itself.
+    for args in [&["observe", "--window-title", DEMO][..], &[][..]] {
+        let stderr = no_display(args);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("No display: DISPLAY is not set"),
+            "{stderr}"
+        );
+        assert_readable(&stderr, "run msguide-desktop inside your desktop session");
+    }
+    let verbose = no_display(&["--verbose", "observe", "--window-title", DEMO]);
+    assert!(
+        verbose
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("msguide-desktop: detail: "),
+        "{verbose}"
+    );
+
+    let Scene { desktop, api, .. } = &Scene::start("desktop-errors");
+    let on_desktop = |args: &[&str], env: &[(&str, String)]| {
+        let mut command = desktop.command(binary("msguide-desktop"));
+        command
+            .args(args)
+            .env("MSGUIDE_API_URL", api.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token)
+            .stdin(Stdio::null());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let guide = [
+        "guide",
+        "--window-title",
+        DEMO,
+        "--prompt",
+        PROMPT,
+        "--consent",
+    ];
+
+    // The window is there but the session bus (and so AT-SPI) is not.
+    let missing = std::env::temp_dir().join(format!("no-bus-{}", std::process::id()));
+    let stderr = on_desktop(
+        &["observe", "--window-title", DEMO],
+        &[(
+            "DBUS_SESSION_BUS_ADDRESS",
+            format!("unix:path={}", missing.display()),
+        )],
+    );
+    assert!(
+        stderr.contains("accessibility bus cannot be reached"),
+        "{stderr}"
+    );
+    assert_readable(&stderr, "with its AT-SPI accessibility service running");
+
+    // The API is not running: nothing listens on the port.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let stderr = on_desktop(
+        &guide,
+        &[("MSGUIDE_API_URL", format!("http://127.0.0.1:{closed}"))],
+    );
+    assert!(
+        stderr.contains(&format!("is not answering at http://127.0.0.1:{closed}")),
+        "{stderr}"
+    );
+    assert_readable(&stderr, "start it with `msguide start`");
+
+    // The API refuses the token.
+    let stderr = on_desktop(
+        &guide,
+        &[("MSGUIDE_LOCAL_TOKEN", "not-the-token".to_owned())],
+    );
+    assert!(
+        stderr.contains("Local service returned HTTP 401"),
+        "{stderr}"
+    );
+    assert_readable(
+        &stderr,
+        "the token was refused, so restart with `msguide start`",
+    );
+
+    // A window that is not open.
+    let stderr = on_desktop(&["observe", "--window-title", "No Such Window"], &[]);
+    assert_readable(&stderr, "check the title");
 }
