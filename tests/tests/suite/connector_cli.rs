@@ -148,6 +148,7 @@ fn doctor_passes_a_sound_setup_and_blocks_a_broken_one() {
     );
     assert_eq!(code, Some(78), "{out}");
     assert!(out.contains("[FAIL]"), "{out}");
+    std::fs::remove_dir_all(&home).unwrap();
 }
 
 /// Every path under `dir` with its modification time: what a look-only command leaves as it was.

@@ -9,7 +9,7 @@
 use std::{
     fs::File,
     net::{SocketAddr, TcpListener},
-    path::Path,
+    path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     sync::mpsc::Receiver,
     time::{Duration, Instant},
@@ -56,6 +56,8 @@ struct Api {
     launcher: Child,
     addr: SocketAddr,
     token: String,
+    /// The launcher's home, removed once it has stopped.
+    home: PathBuf,
 }
 
 impl Api {
@@ -89,6 +91,7 @@ impl Api {
             launcher,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             token,
+            home: home.to_path_buf(),
         }
     }
 
@@ -118,6 +121,7 @@ impl Drop for Api {
         }
         let _ = self.launcher.kill();
         let _ = self.launcher.wait();
+        let _ = std::fs::remove_dir_all(&self.home);
     }
 }
 
