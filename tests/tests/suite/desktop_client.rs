@@ -523,7 +523,7 @@ async fn the_window_sends_only_after_consent_and_outlines_a_click_through_target
     element(
         desktop,
         "MSGuide",
-        "Not outlined: the window moved or was resized since the capture",
+        "Not outlined: the window moved or was resized since the capture: capture again",
     );
     assert_eq!(try_geometry(desktop, "MSGuide outline"), None);
 
