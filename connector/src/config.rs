@@ -355,13 +355,13 @@ impl fmt::Display for Origin {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// `--config` names a file that does not exist.
-    #[error("the config file {} does not exist", path.display())]
+    #[error("the config file {} does not exist: create it (`autogpt-shim install` writes one from its flags) or leave out --config", path.display())]
     MissingFile {
         /// The file.
         path: PathBuf,
     },
     /// The config file exists but cannot be read, or is larger than the cap.
-    #[error("cannot read the config file {}: {source}", path.display())]
+    #[error("cannot read the config file {} ({}): make it readable by this user (`chmod 600` on it) or point --config elsewhere", path.display(), source.kind())]
     ReadFile {
         /// The file.
         path: PathBuf,
@@ -369,13 +369,13 @@ pub enum ConfigError {
         source: io::Error,
     },
     /// The config file is not UTF-8.
-    #[error("the config file {} is not UTF-8 text", path.display())]
+    #[error("the config file {} is not UTF-8 text: save it as UTF-8", path.display())]
     NotUtf8 {
         /// The file.
         path: PathBuf,
     },
     /// The config file is not TOML.
-    #[error("the config file {} is not valid TOML at line {line}, column {column}: {message}", path.display())]
+    #[error("the config file {} is not valid TOML at line {line}, column {column} ({message}): fix that line; the keys are listed in docs/connector.md, Configuration", path.display())]
     Syntax {
         /// The file.
         path: PathBuf,
@@ -398,7 +398,7 @@ pub enum ConfigError {
     #[error("cannot use the token file: {0}")]
     TokenFile(#[from] PrivateFileError),
     /// The token file holds only whitespace.
-    #[error("the token file {} is empty", path.display())]
+    #[error("the token file {} is empty: write the platform's token into it, or log in with `autogpt-shim auth` instead", path.display())]
     EmptyToken {
         /// The file.
         path: PathBuf,
@@ -1320,6 +1320,58 @@ mod tests {
     use local_core::own_files::write_atomic;
 
     use super::*;
+
+    /// Each refusal a person reads says what is wrong and what to do, in words: no Rust
+    /// debug text and no `(os error N)`.
+    #[test]
+    fn config_refusals_name_their_remedy_without_debug_noise() {
+        let path = PathBuf::from("/home/me/.config/autogpt-local-executor/config.toml");
+        let denied = io::Error::from_raw_os_error(13);
+        let cases: [(ConfigError, &str); 6] = [
+            (
+                ConfigError::MissingFile { path: path.clone() },
+                "autogpt-shim install",
+            ),
+            (
+                ConfigError::ReadFile {
+                    path: path.clone(),
+                    source: denied,
+                },
+                "chmod 600",
+            ),
+            (
+                ConfigError::NotUtf8 { path: path.clone() },
+                "save it as UTF-8",
+            ),
+            (
+                ConfigError::Syntax {
+                    path: path.clone(),
+                    line: 3,
+                    column: 7,
+                    message: "expected `=`".to_owned(),
+                },
+                "fix that line",
+            ),
+            (
+                ConfigError::EmptyToken { path: path.clone() },
+                "autogpt-shim auth",
+            ),
+            (
+                ConfigError::TokenFile(PrivateFileError::Io {
+                    path,
+                    source: io::Error::from_raw_os_error(2),
+                }),
+                "check that it exists",
+            ),
+        ];
+        for (error, remedy) in cases {
+            let text = error.to_string();
+            assert!(text.contains(remedy), "{text}");
+            for noise in ["{", "Os {", "Error(", "os error", "Kind("] {
+                assert!(!text.contains(noise), "{noise} in {text}");
+            }
+        }
+    }
 
     type Check = fn(&ShimConfig) -> bool;
 

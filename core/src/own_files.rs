@@ -16,7 +16,7 @@ pub const PRIVATE_DIR_MODE: u32 = 0o700;
 #[derive(Debug, thiserror::Error)]
 pub enum PrivateFileError {
     /// The file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {} ({}): check that it exists and this user may read it", path.display(), source.kind())]
     Io {
         /// The file.
         path: PathBuf,
@@ -32,7 +32,7 @@ pub enum PrivateFileError {
         mode: u32,
     },
     /// It is larger than the caller accepts.
-    #[error("{} is larger than {cap} bytes", path.display())]
+    #[error("{} is larger than {cap} bytes: it is not the file expected there; replace it", path.display())]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -40,7 +40,7 @@ pub enum PrivateFileError {
         cap: u64,
     },
     /// It is not a regular file.
-    #[error("{} is not a regular file", path.display())]
+    #[error("{} is not a regular file: replace it with one", path.display())]
     NotAFile {
         /// The file.
         path: PathBuf,

@@ -197,17 +197,27 @@ fn install_command(
         Err(err) => return fail(out, &err),
     };
     let planned = std::env::current_dir()
-        .map_err(|err| format!("cannot read the current directory: {err}"))
+        .map_err(|err| {
+            format!(
+                "cannot read the current directory ({}): run install from a folder that still exists",
+                err.kind()
+            )
+        })
         .and_then(|cwd| {
             config::explicit_settings(&crate::cli::overrides(cli), env, &cwd)
                 .map_err(|err| err.to_string())
         })
         .and_then(|settings| {
             let existing = own_files::read_capped(&config_path, config::MAX_CONFIG_FILE_BYTES)
-                .map_err(|err| format!("cannot read {}: {err}", config_path.display()))?
+                .map_err(|err| err.to_string())?
                 .map(String::from_utf8)
                 .transpose()
-                .map_err(|_| format!("{} is not UTF-8 text", config_path.display()))?;
+                .map_err(|_| {
+                    format!(
+                        "the config file {} is not UTF-8 text: save it as UTF-8",
+                        config_path.display()
+                    )
+                })?;
             service::plan_config(&config_path, existing.as_deref(), &settings, force, env)
                 .map_err(|err| err.to_string())
         });

@@ -362,7 +362,10 @@ pub fn plan_config(
         Some(current_text) => {
             let current = parse(current_text)?;
             let mut table: toml::Table = current_text.parse().map_err(|_| {
-                ServiceError::Config(format!("{} is not valid TOML", path.display()))
+                ServiceError::Config(format!(
+                    "the config file {} is not valid TOML: fix it, or replace it with --force",
+                    path.display()
+                ))
             })?;
             let changed: Vec<String> = settings
                 .iter()

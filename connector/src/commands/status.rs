@@ -131,10 +131,7 @@ pub fn last_run(path: &Path, is_alive: impl Fn(u32) -> bool) -> LastRun {
             };
         }
         Err(err) => {
-            return unknown(format!(
-                "status unknown: cannot read {}: {err}",
-                path.display()
-            ));
+            return unknown(format!("status unknown: {err}"));
         }
     };
     let status: DaemonStatus = match serde_json::from_slice(&bytes) {
