@@ -2,13 +2,15 @@
 //! `/auth/authorize` (redirects to the loopback callback with a code, or with a wrong state or an
 //! error when told to), `/api/oauth/token` (code exchange that checks the PKCE verifier against
 //! the S256 challenge, and refresh that rotates both tokens) and `/api/oauth/revoke` (JSON), with
-//! every token it issued and every revocation recorded for the test to check.
+//! every token it issued, every refresh and every revocation recorded for the test to check.
+//! Access tokens are opaque random strings, or, once told a lifetime, HS256 JWTs signed with a
+//! key of the fake's own and carrying `iat` and `exp`, as the platform issues them.
 
 use std::{
     collections::HashMap,
     net::SocketAddr,
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use axum::{
@@ -19,6 +21,8 @@ use axum::{
     routing::{get, post},
 };
 use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::{net::TcpListener, task::JoinHandle};
@@ -55,6 +59,10 @@ struct Inner {
     revoke_status: u16,
     revoked: Vec<Value>,
     client_ids: Vec<String>,
+    /// `None`: opaque access tokens; else JWTs expiring this long after issue.
+    jwt_lifetime: Option<Duration>,
+    /// The HS256 key of the JWTs, random per fake.
+    key: Vec<u8>,
 }
 
 /// The running fake.
@@ -84,6 +92,11 @@ impl FakeOAuth {
             revoke_status: 200,
             revoked: Vec::new(),
             client_ids: Vec::new(),
+            jwt_lifetime: None,
+            key: [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
+                .iter()
+                .flat_map(|id| id.into_bytes())
+                .collect(),
         }));
         let app = Router::new()
             .route("/auth/authorize", get(authorize))
@@ -111,6 +124,30 @@ impl FakeOAuth {
     /// Delays every refresh answer, so concurrent refreshes overlap.
     pub fn set_refresh_delay(&self, delay: Duration) {
         self.inner.lock().unwrap().refresh_delay = delay;
+    }
+
+    /// From now on, access tokens are HS256 JWTs whose `exp` is `lifetime` after their `iat`
+    /// (whole seconds); `None` goes back to opaque tokens (the default).
+    pub fn set_jwt_lifetime(&self, lifetime: Option<Duration>) {
+        self.inner.lock().unwrap().jwt_lifetime = lifetime;
+    }
+
+    /// The claims of a JWT this fake issued, its signature checked; `None` for anything else.
+    pub fn claims(&self, token: &str) -> Option<Value> {
+        let key = self.inner.lock().unwrap().key.clone();
+        let (message, signature) = token.rsplit_once('.')?;
+        let signature = URL_SAFE_NO_PAD.decode(signature).ok()?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+        mac.update(message.as_bytes());
+        mac.verify_slice(&signature).ok()?;
+        let payload = message.split_once('.')?.1;
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()
+    }
+
+    /// The `exp` of a JWT this fake issued, as a time.
+    pub fn expiry(&self, token: &str) -> Option<SystemTime> {
+        let exp = self.claims(token)?["exp"].as_u64()?;
+        Some(UNIX_EPOCH + Duration::from_secs(exp))
     }
 
     /// The status `/api/oauth/revoke` answers.
@@ -153,8 +190,32 @@ fn random(tag: &str) -> String {
     format!("{tag}-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// An HS256 JWT for a fake user, issued now and expiring `lifetime` later.
+fn jwt(key: &[u8], lifetime: Duration) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+    let claims = json!({
+        "sub": "fake-user",
+        "jti": random("jti"),
+        "iat": now,
+        "exp": now + lifetime.as_secs(),
+        "scope": "USE_TOOLS",
+    });
+    let message = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
+    mac.update(message.as_bytes());
+    let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+    format!("{message}.{signature}")
+}
+
 fn issue(inner: &mut Inner) -> Value {
-    let access = random("fake-access");
+    let access = match inner.jwt_lifetime {
+        Some(lifetime) => jwt(&inner.key, lifetime),
+        None => random("fake-access"),
+    };
     let refresh = random("fake-refresh");
     inner.access.push(access.clone());
     inner.refresh = Some(refresh.clone());
@@ -162,7 +223,7 @@ fn issue(inner: &mut Inner) -> Value {
         "access_token": access,
         "refresh_token": refresh,
         "token_type": "Bearer",
-        "expires_in": 3600,
+        "expires_in": inner.jwt_lifetime.map_or(3600, |lifetime| lifetime.as_secs()),
     })
 }
 
@@ -214,7 +275,7 @@ async fn token(State(inner): State<Arc<Mutex<Inner>>>, body: String) -> Response
                 return refused("invalid_grant");
             };
             let digest = Sha256::digest(field("code_verifier").as_bytes());
-            let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest);
+            let challenge = URL_SAFE_NO_PAD.encode(digest);
             if challenge != grant.challenge || grant.redirect_uri != field("redirect_uri") {
                 return refused("invalid_grant");
             }

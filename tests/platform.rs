@@ -176,6 +176,8 @@ pub struct Seen {
     pub path: String,
     /// The Authorization header, if any.
     pub authorization: Option<String>,
+    /// The status the upgrade was refused with: the test's, or 401 for an expired JWT.
+    pub refused: Option<u16>,
 }
 
 /// The platform's listening socket.
@@ -237,7 +239,15 @@ impl Platform {
                 .headers()
                 .get("authorization")
                 .map(|value| value.to_str().unwrap().to_owned());
-            if let Some(status) = refuse {
+            // As the real platform does, an expired JWT bearer is refused with 401, whatever
+            // the test asked for (checking its signature is the fake OAuth server's business).
+            let expired = seen
+                .authorization
+                .as_deref()
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .is_some_and(jwt_expired);
+            seen.refused = if expired { Some(401) } else { refuse };
+            if let Some(status) = seen.refused {
                 let mut refusal = ErrorResponse::new(None);
                 *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
                 return Err(refusal);
@@ -347,6 +357,18 @@ impl Platform {
             .await;
         (conn, hello)
     }
+}
+
+/// Whether `token` is a JWT whose `exp` has passed (RFC 7519: it is accepted only before).
+fn jwt_expired(token: &str) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    jsonwebtoken::dangerous::insecure_decode_claims::<Value>(token)
+        .ok()
+        .and_then(|claims| claims["exp"].as_f64())
+        .is_some_and(|exp| now >= exp)
 }
 
 /// One accepted WebSocket.

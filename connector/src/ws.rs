@@ -286,9 +286,9 @@ impl Backoff {
     }
 }
 
-/// A uniform sample in `[0, 1)`; the jitter only spreads reconnects, so a v4 UUID's random
-/// bits are plenty and spare a dependency.
-fn unit_random() -> f64 {
+/// A uniform sample in `[0, 1)`; the jitters only spread reconnects and token refreshes, so a
+/// v4 UUID's random bits are plenty and spare a dependency.
+pub(crate) fn unit_random() -> f64 {
     let bits = local_core::secret::new_id().as_u128() >> 75;
     // 53 bits fit an f64 mantissa exactly.
     #[allow(clippy::cast_precision_loss)]

@@ -11,13 +11,16 @@
 //! - [`oauth`]: the token endpoint (code exchange, refresh) and the revocation endpoint.
 //! - [`keyring`]: the OS keyring; on Linux the Secret Service over the session bus.
 //! - [`store`]: the stored tokens and the audit key, in the keyring or in private files.
-//! - [`credentials`]: the tokens one daemon dials with, refreshed at most once per rejection.
+//! - [`expiry`]: when a JWT access token is due for a refresh, from its unverified `exp`.
+//! - [`credentials`]: the tokens one daemon dials with, refreshed at most once per generation:
+//!   shortly before a JWT's `exp`, else on a 401.
 //!
 //! Nothing here logs or audits a token, a code, a verifier or a state: only which store was
 //! used and whether an exchange worked.
 
 pub mod callback;
 pub mod credentials;
+pub mod expiry;
 pub mod keyring;
 pub mod oauth;
 pub mod pkce;
@@ -129,10 +132,12 @@ pub fn http_base(url: &str) -> Result<String, ConnectError> {
 }
 
 /// Dials `url` for a data or control connection. With stored OAuth `credentials` the token
-/// comes from them, and a 401 on the upgrade spends one refresh (shared with every other
-/// connection that saw the same token rejected) before dialling once more; a second 401, a
-/// 403 or a failed refresh is [`ConnectError::Unauthorized`]. A token from the environment or
-/// a token file (`token`) cannot be refreshed, so its 401 is final at once.
+/// comes from them, refreshed first when it is a JWT near its `exp`
+/// ([`Credentials::for_dial`]); a 401 on the upgrade (a token without `exp`, or one the
+/// platform refused early) spends one refresh (shared with every other connection that saw the
+/// same token rejected) before dialling once more; a second 401, a 403 or a failed refresh is
+/// [`ConnectError::Unauthorized`]. A token from the environment or a token file (`token`)
+/// cannot be refreshed, so its 401 is final at once.
 ///
 /// # Errors
 /// See [`ConnectError`].
@@ -144,7 +149,7 @@ pub async fn dial(
     let Some(credentials) = credentials else {
         return connect(url, token).await;
     };
-    let (current, generation) = credentials.current().await;
+    let (current, generation) = credentials.for_dial().await;
     match connect(url, current.as_ref()).await {
         Err(ConnectError::Unauthorized { status: 401 }) => {
             if let Err(err) = credentials.refresh(generation).await {

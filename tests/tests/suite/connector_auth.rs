@@ -2,21 +2,25 @@
 //! (GET the printed address, follow the redirect to the loopback callback), PKCE checked by the
 //! server, the state check, tokens stored 0600 or in a real Secret Service keyring
 //! (gnome-keyring on a private session bus), one refresh on a 401 shared by concurrent callers,
-//! exit 77 after a second 401 or a 403, `revoke`, and no token in stderr or the audit log.
+//! a JWT refreshed shortly before its `exp` (once for concurrent dials, never presented
+//! expired), exit 77 after a second 401 or a 403, `revoke`, and no token in stderr or the
+//! audit log.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use autogpt_shim::audit::Auditor;
 use autogpt_shim::auth::keyring::Keyring;
 use autogpt_shim::auth::oauth::OAuthClient;
 use autogpt_shim::auth::store::{Places, TOKEN_FILE_NAME, TokenStore};
-use autogpt_shim::auth::{Credentials, Endpoints, Secret, Tokens};
+use autogpt_shim::auth::{Credentials, Endpoints, Secret, Tokens, dial};
+use autogpt_shim::ws::{ConnectError, Token};
 use e2e::fake_oauth::{AuthorizeMode, FakeOAuth};
-use e2e::platform::{Platform, Shim, fresh_dir, shim_command};
+use e2e::platform::{Platform, SESSION, Shim, fresh_dir, shim_command};
+use serde_json::{Value, json};
 
 use super::connector::home_and_root;
 
@@ -134,6 +138,46 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
 
+/// An OAuth client of `fake`, as `start` builds it.
+fn oauth_client(fake: &FakeOAuth) -> OAuthClient {
+    let mut config = autogpt_shim::config::ShimConfig::defaults(&|_: &str| None);
+    config.platform_url = fake.url();
+    OAuthClient::new(Endpoints::from_config(&config).unwrap()).unwrap()
+}
+
+/// The token file of the test home (no keyring).
+fn file_places(home: &Path) -> Places {
+    Places {
+        bus_address: None,
+        token_file: Some(state_dir(home).join(TOKEN_FILE_NAME)),
+    }
+}
+
+/// The credentials `start` would build from what `auth` stored in `home`.
+async fn stored_credentials(home: &Path, fake: &FakeOAuth) -> Credentials {
+    let store = TokenStore::open(&file_places(home)).await;
+    let tokens: Tokens = store.load().await.unwrap().unwrap();
+    Credentials::new(tokens, oauth_client(fake), store, Auditor::disabled())
+}
+
+/// Stops the shim with SIGTERM (exit 0) and checks its audit log has the refresh and neither
+/// it nor stderr a token.
+async fn stop_after_a_refresh(mut shim: Shim, fake: &FakeOAuth) {
+    shim.signal("TERM");
+    let (status, stderr) = shim.exit().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let audit = read(&shim.audit_log());
+    assert!(audit.contains("\"TOKEN_REFRESHED\""), "{audit}");
+    assert_no_tokens(fake, &[&stderr, &audit]);
+}
+
+/// Sleeps until the wall clock reaches `when` (JWT times are wall-clock times).
+async fn wait_until(when: SystemTime) {
+    if let Ok(left) = when.duration_since(SystemTime::now()) {
+        tokio::time::sleep(left).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_stores_a_private_file_and_a_401_refreshes_once() {
     let fake = FakeOAuth::start().await;
@@ -155,7 +199,7 @@ async fn login_stores_a_private_file_and_a_401_refreshes_once() {
     assert_no_tokens(&fake, &[&output]);
 
     let platform = Platform::bind().await;
-    let mut shim = start(&home, &root, &platform, &fake, &[]);
+    let shim = start(&home, &root, &platform, &fake, &[]);
     let (_, seen) = platform.accept(Some(401)).await;
     assert_eq!(seen.authorization, Some(format!("Bearer {first}")));
     let (conn, seen) = platform.accept(None).await;
@@ -168,12 +212,7 @@ async fn login_stores_a_private_file_and_a_401_refreshes_once() {
     assert!(read(&file).contains(&second) && !read(&file).contains(&first));
     assert_eq!(mode(&file), 0o600);
 
-    shim.signal("TERM");
-    let (status, stderr) = shim.exit().await;
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    let audit = read(&shim.audit_log());
-    assert!(audit.contains("\"TOKEN_REFRESHED\""), "{audit}");
-    assert_no_tokens(&fake, &[&stderr, &audit]);
+    stop_after_a_refresh(shim, &fake).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,16 +303,7 @@ async fn concurrent_401s_share_one_refresh() {
     let (code, output, _) = login(&home, &fake, 45_180, &[]).await;
     assert_eq!(code, Some(0), "{output}");
     fake.set_refresh_delay(Duration::from_millis(300));
-    let mut config = autogpt_shim::config::ShimConfig::defaults(&|_: &str| None);
-    config.platform_url = fake.url();
-    let client = OAuthClient::new(Endpoints::from_config(&config).unwrap()).unwrap();
-    let places = Places {
-        bus_address: None,
-        token_file: Some(state_dir(&home).join(TOKEN_FILE_NAME)),
-    };
-    let store = TokenStore::open(&places).await;
-    let tokens: Tokens = store.load().await.unwrap().unwrap();
-    let credentials = Credentials::new(tokens, client, store, Auditor::disabled());
+    let credentials = stored_credentials(&home, &fake).await;
 
     let (_, generation) = credentials.current().await;
     let callers: Vec<_> = (0..2)
@@ -301,12 +331,124 @@ async fn concurrent_401s_share_one_refresh() {
             access: Secret::new("stale").unwrap(),
             refresh: Secret::new("not-issued"),
         },
-        OAuthClient::new(Endpoints::from_config(&config).unwrap()).unwrap(),
-        TokenStore::open(&places).await,
+        oauth_client(&fake),
+        TokenStore::open(&file_places(&home)).await,
         Auditor::disabled(),
     );
     assert!(stale.refresh(0).await.is_err());
     assert_eq!(fake.refreshes(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_daemon_refreshes_a_jwt_before_its_exp() {
+    let fake = FakeOAuth::start().await;
+    let (home, root) = home_and_root("auth-expiry");
+    // The login's token lives 14 s, so it is due 7 s before its exp; refreshed ones an hour.
+    fake.set_jwt_lifetime(Some(Duration::from_secs(14)));
+    let (code, output, _) = login(&home, &fake, 45_220, &[]).await;
+    assert_eq!(code, Some(0), "{output}");
+    fake.set_jwt_lifetime(Some(Duration::from_secs(3600)));
+    let first = fake.access_tokens()[0].clone();
+    let expiry = fake.expiry(&first).expect("the login issued a signed JWT");
+
+    let platform = Platform::bind().await;
+    let shim = start(&home, &root, &platform, &fake, &[]);
+    let (conn, seen) = platform.accept(None).await;
+    assert_eq!(seen.authorization, Some(format!("Bearer {first}")));
+    assert_eq!(seen.refused, None);
+    let mut conn = conn.unwrap();
+    let hello = conn.recv().await;
+    conn.acknowledge(&hello, json!(SESSION), Value::Null, &["files"], |_| {})
+        .await;
+    assert_eq!(fake.refreshes(), 0, "refreshed a token far from its exp");
+
+    // 4 s before exp: the platform still accepts the token, but the shim's next dial is
+    // inside the margin and refreshes first, so the expiring token is never refused.
+    wait_until(expiry - Duration::from_secs(4)).await;
+    conn.close(1011).await;
+    let (conn, seen) = platform.accept(None).await;
+    let second = fake.access_tokens().get(1).cloned();
+    assert_eq!(seen.refused, None, "the shim dialled with a refused token");
+    assert_eq!(
+        seen.authorization,
+        second.as_ref().map(|token| format!("Bearer {token}")),
+        "the shim did not refresh before the token's exp"
+    );
+    assert_eq!(conn.unwrap().recv().await["type"], "HELLO");
+    assert_eq!(fake.refreshes(), 1);
+    let file = read(&state_dir(&home).join(TOKEN_FILE_NAME));
+    assert!(file.contains(second.as_deref().unwrap()) && !file.contains(&first));
+
+    stop_after_a_refresh(shim, &fake).await;
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dials_near_a_jwt_exp_share_one_refresh_and_a_401_still_refreshes() {
+    let fake = FakeOAuth::start().await;
+    let home = fresh_dir("auth-expiry-shared");
+    // A 4 s token is due 2 s before its exp; refreshed ones live an hour.
+    fake.set_jwt_lifetime(Some(Duration::from_secs(4)));
+    let (code, output, _) = login(&home, &fake, 45_240, &[]).await;
+    assert_eq!(code, Some(0), "{output}");
+    fake.set_jwt_lifetime(Some(Duration::from_secs(3600)));
+    let first = fake.access_tokens()[0].clone();
+    let credentials = stored_credentials(&home, &fake).await;
+    let platform = Platform::bind().await;
+    let url = format!("{}/ws/local-executor", platform.url());
+    let dial_with = |credentials: Credentials| {
+        let url = url.clone();
+        async move { dial(&url, None, Some(&credentials)).await.map(drop) }
+    };
+
+    // Two connections dial together 1.5 s before exp, while the refresh takes 300 ms.
+    wait_until(fake.expiry(&first).unwrap() - Duration::from_millis(1500)).await;
+    fake.set_refresh_delay(Duration::from_millis(300));
+    let (a, b, seen) = tokio::join!(
+        dial_with(credentials.clone()),
+        dial_with(credentials.clone()),
+        async { [platform.accept(None).await.1, platform.accept(None).await.1] }
+    );
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(fake.refreshes(), 1, "one refresh for both connections");
+    let second = fake.access_tokens()[1].clone();
+    for seen in &seen {
+        assert_eq!(seen.refused, None);
+        assert_eq!(seen.authorization, Some(format!("Bearer {second}")));
+    }
+    assert!(fake.claims(&second).is_some(), "a token the fake signed");
+
+    // An hour-long token is not due: dialled as it is.
+    let (dialled, (_, seen)) = tokio::join!(dial_with(credentials.clone()), platform.accept(None));
+    dialled.unwrap();
+    assert_eq!(seen.authorization, Some(format!("Bearer {second}")));
+    assert_eq!(fake.refreshes(), 1);
+
+    // Refused before its exp (revoked, say): the 401 path still refreshes once.
+    let (dialled, seen) = tokio::join!(dial_with(credentials.clone()), async {
+        [
+            platform.accept(Some(401)).await.1,
+            platform.accept(None).await.1,
+        ]
+    });
+    dialled.unwrap();
+    assert_eq!(fake.refreshes(), 2);
+    let third = fake.access_tokens()[2].clone();
+    assert_eq!(seen[0].authorization, Some(format!("Bearer {second}")));
+    assert_eq!(seen[1].authorization, Some(format!("Bearer {third}")));
+
+    // The test platform refuses the first token once it has expired, as the real one does.
+    wait_until(fake.expiry(&first).unwrap()).await;
+    let expired = Token::from_configured(Some(first.as_str()));
+    let (dialled, (_, seen)) =
+        tokio::join!(dial(&url, expired.as_ref(), None), platform.accept(None));
+    assert!(matches!(
+        dialled,
+        Err(ConnectError::Unauthorized { status: 401 })
+    ));
+    assert_eq!(seen.refused, Some(401));
+    std::fs::remove_dir_all(&home).unwrap();
 }
 
 /// How long one start of the keyring may take before it is started again.
