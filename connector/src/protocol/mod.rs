@@ -25,6 +25,8 @@ mod shell;
 mod version;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod spec_examples;
 
 pub use codes::{Capability, ErrorCode, OrUnknown, RevokeReason, close_code};

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Message, MessageType, Parsed, parse_frame};
 
 /// Every JSON example of PROTOCOL.md that is a concrete message, in document order.
-const SPEC_EXAMPLES: &[&str] = &[
+pub(super) const SPEC_EXAMPLES: &[&str] = &[
     // HELLO
     r#"{
   "type": "HELLO",
@@ -414,7 +414,7 @@ const SPEC_EXAMPLES: &[&str] = &[
 
 /// Frames for the types PROTOCOL.md names without a JSON example, shaped after its prose
 /// signatures and the reference shim's field lists. Not spec text.
-const PROSE_EXAMPLES: &[&str] = &[
+pub(super) const PROSE_EXAMPLES: &[&str] = &[
     r#"{"type":"ACTIVATE_SESSION","id":"a","ts":1.0,"payload":{"session_id":"s-1","revision":2}}"#,
     r#"{"type":"SESSION_ACTIVATED","id":"a","ts":1.0,"pending_capacity":3,"payload":{"session_id":"s-1","allowed_root":"/w","fingerprint":"ab","revision":2}}"#,
     r#"{"type":"RESTORE_SESSION","id":"a","ts":1.0,"payload":{"session_id":"s-1","root_grant":"v1.x.y"}}"#,
@@ -454,7 +454,7 @@ const PROSE_EXAMPLES: &[&str] = &[
 ];
 
 /// Removes `// ...` comments outside JSON strings, as the spec's examples carry them.
-fn strip_comments(text: &str) -> String {
+pub(super) fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let (mut in_string, mut escaped) = (false, false);
