@@ -10,7 +10,8 @@
 //! - [`env`]: the children's environment (token, demo mode, logs; no model credentials for
 //!   the desktop).
 //! - [`probe`]: the port check before anything starts.
-//! - [`http`]: a minimal HTTP/1.1 client for the two readiness calls.
+//! - [`http`]: the two readiness calls over hyper's HTTP/1.1 connection, under a deadline and
+//!   size caps.
 //! - [`readiness`]: `/health`, then an authenticated `POST /v1/sessions`, within 60 s.
 //! - [`children`]: spawning, signals, and stopping a child (SIGTERM, then SIGKILL).
 //! - [`start`]: the `start` sequence and its supervision loop.

@@ -8,6 +8,7 @@
 
 use std::{fmt, net::SocketAddr, time::Duration};
 
+use hyper::Method;
 use serde_json::Value;
 
 use crate::{
@@ -83,14 +84,14 @@ impl Probe {
 
     async fn attempt(&self, token: &LaunchToken) -> Result<(), (Stage, String)> {
         let fail = |stage| move |error: String| (stage, error);
-        let health = http::request(self.addr, "GET", "/health", None, REQUEST_TIMEOUT)
+        let health = http::request(self.addr, Method::GET, "/health", None, REQUEST_TIMEOUT)
             .await
             .map_err(|e| e.to_string())
             .map_err(fail(Stage::Health))?;
         check_health(&health).map_err(fail(Stage::Health))?;
         let session = http::request(
             self.addr,
-            "POST",
+            Method::POST,
             "/v1/sessions",
             Some(token.expose()),
             REQUEST_TIMEOUT,
@@ -198,6 +199,16 @@ mod tests {
         );
     }
 
+    /// Whether the request head carries `Authorization: Bearer <token>` (any name case).
+    fn bears(head: &str, token: &str) -> bool {
+        head.lines().any(|line| {
+            line.split_once(':').is_some_and(|(name, value)| {
+                name.eq_ignore_ascii_case("authorization")
+                    && value.trim() == format!("Bearer {token}")
+            })
+        })
+    }
+
     /// A fake API: `/health` is fine; the first `sessions` answers 503, the next ones check
     /// the bearer.
     async fn fake_api(token: String) -> SocketAddr {
@@ -219,7 +230,7 @@ mod tests {
                     sessions += 1;
                     if sessions == 1 {
                         (503, r#"{"detail":"not yet"}"#)
-                    } else if head.contains(&format!("Authorization: Bearer {token}\r\n")) {
+                    } else if bears(&head, &token) {
                         (200, r#"{"sessionId":"s-1"}"#)
                     } else {
                         (401, r#"{"detail":"Unauthorized"}"#)

@@ -5,7 +5,8 @@
 //! never through argv or a file, and is printed once, to stdout, in headless mode only.
 //! Its type has no `Display` and a redacted `Debug`, so it cannot slip into a log line.
 //! Dropping it overwrites its bytes (best effort: copies that std's `Command` makes while
-//! spawning, and the children's own copies, are beyond reach without `unsafe`).
+//! spawning, the one hyper writes the readiness request from, and the children's own copies
+//! are beyond reach without `unsafe`).
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use rand::{TryRng, rngs::SysRng};
