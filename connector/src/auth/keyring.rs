@@ -1,22 +1,24 @@
 //! The OS keyring, as the reference's `keyring` library uses it: one secret per (service,
-//! username) pair.
+//! username) pair, under the service [`KEYRING_SERVICE`].
 //!
-//! On Linux this is a small client of the freedesktop Secret Service (GNOME Keyring, KWallet)
-//! on the session bus named by `DBUS_SESSION_BUS_ADDRESS`, over zbus. It uses the "plain"
-//! session algorithm: the secret travels unencrypted over the private, per-user session bus,
-//! which is what the bus's own access control already protects. Items carry the attributes the
-//! Python library searches by (`service`, `username`), so secrets the reference stored are
-//! found and ours are found by it. A locked collection that would need an interactive prompt
-//! is reported as [`KeyringError::Locked`], never waited on.
+//! - Linux: the freedesktop Secret Service (GNOME Keyring, KWallet) on the session bus named by
+//!   `DBUS_SESSION_BUS_ADDRESS`, through the `secret-service` crate (the client keyring 4's zbus
+//!   store is built on; that store always dials the process's own bus and unlocks by prompting,
+//!   so it is not used). Items carry the attributes the Python library searches by (`service`,
+//!   `username`), so secrets the reference stored are found and ours are found by it. A locked
+//!   item or collection is reported as [`KeyringError::Locked`] before anything could prompt.
+//! - macOS: generic passwords (service, account) in the login Keychain, through keyring 4's
+//!   apple-native store.
+//! - Windows: generic credentials in the Credential Manager, through keyring 4's windows-native
+//!   store, named as Python's `WinVaultKeyring` names them (see `native`).
 //!
-//! Elsewhere (macOS Keychain, Windows Credential Manager) this build has no keyring client:
-//! [`Keyring::connect`] answers [`KeyringError::Unsupported`] and callers use their file
-//! fallback.
+//! Elsewhere [`Keyring::connect`] answers [`KeyringError::Unsupported`] and callers use their
+//! file fallback.
 
 use std::future::Future;
 use std::time::Duration;
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
 use super::KEYRING_SERVICE;
 
 /// How long one keyring call (including starting the service on demand) may take.
@@ -40,25 +42,33 @@ pub enum KeyringError {
 }
 
 /// A connected keyring.
-#[derive(Debug)]
 pub struct Keyring {
-    #[cfg(target_os = "linux")]
-    service: secret_service::SecretService,
+    #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
+    store: store::Store,
+}
+
+impl std::fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyring").finish_non_exhaustive()
+    }
 }
 
 impl Keyring {
-    /// Connects to the keyring on the session bus at `bus_address`.
+    /// Connects to the keyring: on Linux the Secret Service on the session bus at
+    /// `bus_address`; on macOS and Windows the user's store (`bus_address` is not used).
     ///
     /// # Errors
-    /// [`KeyringError::Unavailable`] when nothing answers; [`KeyringError::Unsupported`] off
-    /// Linux.
+    /// [`KeyringError::Unavailable`] when nothing answers; [`KeyringError::Unsupported`] on
+    /// other systems.
     pub async fn connect(bus_address: &str) -> Result<Self, KeyringError> {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
         {
-            let service = secret_service::SecretService::connect(bus_address).await?;
-            Ok(Self { service })
+            let store = tokio::time::timeout(CALL_TIMEOUT, store::Store::connect(bus_address))
+                .await
+                .map_err(|_| KeyringError::Unavailable("the keyring did not answer".into()))??;
+            Ok(Self { store })
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "windows")))]
         {
             let _ = bus_address;
             Err(KeyringError::Unsupported)
@@ -70,11 +80,11 @@ impl Keyring {
     /// # Errors
     /// See [`KeyringError`].
     pub async fn get(&self, user: &str) -> Result<Option<String>, KeyringError> {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
         {
-            self.service.get(KEYRING_SERVICE, user).await
+            timed(self.store.get(user)).await
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "windows")))]
         {
             let _ = user;
             Err(KeyringError::Unsupported)
@@ -86,11 +96,11 @@ impl Keyring {
     /// # Errors
     /// See [`KeyringError`].
     pub async fn set(&self, user: &str, secret: &str) -> Result<(), KeyringError> {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
         {
-            self.service.set(KEYRING_SERVICE, user, secret).await
+            timed(self.store.set(user, secret)).await
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "windows")))]
         {
             let _ = (user, secret);
             Err(KeyringError::Unsupported)
@@ -102,16 +112,25 @@ impl Keyring {
     /// # Errors
     /// See [`KeyringError`].
     pub async fn delete(&self, user: &str) -> Result<bool, KeyringError> {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
         {
-            self.service.delete(KEYRING_SERVICE, user).await
+            timed(self.store.delete(user)).await
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "windows")))]
         {
             let _ = user;
             Err(KeyringError::Unsupported)
         }
     }
+}
+
+/// `call` within [`CALL_TIMEOUT`]: a keyring that stops answering fails the call instead of
+/// hanging the connector.
+#[cfg(any(target_os = "linux", target_os = "macos", target_os = "windows"))]
+async fn timed<T>(call: impl Future<Output = Result<T, KeyringError>>) -> Result<T, KeyringError> {
+    tokio::time::timeout(CALL_TIMEOUT, call)
+        .await
+        .map_err(|_| KeyringError::Failed("the keyring did not answer in time".into()))?
 }
 
 /// Runs `future` to completion on a private single-threaded runtime in its own thread, so
@@ -145,214 +164,253 @@ where
 }
 
 #[cfg(target_os = "linux")]
-mod secret_service {
-    //! The freedesktop Secret Service API, the calls this client needs.
+mod store {
+    //! The Secret Service, through the `secret-service` crate on the connector's runtime.
 
     use std::collections::HashMap;
 
-    use serde::Serialize;
-    use serde::de::DeserializeOwned;
-    use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type, Value};
+    use secret_service::{EncryptionType, Error, Item, SecretService};
 
-    use super::{CALL_TIMEOUT, KeyringError};
+    use super::{KEYRING_SERVICE, KeyringError};
 
-    const DESTINATION: &str = "org.freedesktop.secrets";
-    const SERVICE_PATH: &str = "/org/freedesktop/secrets";
-    const SERVICE: &str = "org.freedesktop.Secret.Service";
-    const COLLECTION: &str = "org.freedesktop.Secret.Collection";
-    const ITEM: &str = "org.freedesktop.Secret.Item";
-    const PROPERTIES: &str = "org.freedesktop.DBus.Properties";
-    /// The object path meaning "none" (no prompt, no collection).
-    const NONE: &str = "/";
     /// What the Python library writes as `application`; we name ourselves.
     const APPLICATION: &str = "autogpt-shim";
 
-    /// `(session, parameters, value, content_type)`, the API's Secret struct.
-    type SecretStruct = (OwnedObjectPath, Vec<u8>, Vec<u8>, String);
-
-    #[derive(Debug)]
-    pub(super) struct SecretService {
-        connection: zbus::Connection,
-        session: OwnedObjectPath,
+    pub(super) struct Store {
+        service: SecretService<'static>,
     }
 
-    impl SecretService {
+    impl Store {
         pub(super) async fn connect(address: &str) -> Result<Self, KeyringError> {
             let unavailable = |err: zbus::Error| KeyringError::Unavailable(err.to_string());
-            let builder = zbus::connection::Builder::address(address).map_err(unavailable)?;
-            let connection = tokio::time::timeout(CALL_TIMEOUT, builder.build())
+            let connection = zbus::connection::Builder::address(address)
+                .map_err(unavailable)?
+                .build()
                 .await
-                .map_err(|_| KeyringError::Unavailable("the session bus did not answer".into()))?
                 .map_err(unavailable)?;
-            let mut service = Self {
-                connection,
-                session: OwnedObjectPath::default(),
-            };
-            let (_, session): (OwnedValue, OwnedObjectPath) = service
-                .call(
-                    SERVICE_PATH,
-                    SERVICE,
-                    "OpenSession",
-                    &("plain", Value::from("")),
-                )
+            // The Diffie-Hellman session keeps the secret encrypted on the bus, as keyring 4's
+            // store does.
+            let service = SecretService::connect_with_existing(EncryptionType::Dh, connection)
                 .await
-                .map_err(|err| match err {
-                    KeyringError::Failed(reason) => KeyringError::Unavailable(reason),
-                    other => other,
-                })?;
-            service.session = session;
-            Ok(service)
+                .map_err(|err| KeyringError::Unavailable(err.to_string()))?;
+            Ok(Self { service })
         }
 
-        pub(super) async fn get(
-            &self,
-            service: &str,
-            user: &str,
-        ) -> Result<Option<String>, KeyringError> {
-            let Some(item) = self.find(service, user).await? else {
+        pub(super) async fn get(&self, user: &str) -> Result<Option<String>, KeyringError> {
+            let Some(item) = self.find(user).await? else {
                 return Ok(None);
             };
-            let (_, _, value, _): SecretStruct = self
-                .call(item.as_str(), ITEM, "GetSecret", &(&self.session,))
-                .await?;
-            String::from_utf8(value)
+            let secret = item.get_secret().await.map_err(failed)?;
+            String::from_utf8(secret)
                 .map(Some)
                 .map_err(|_| KeyringError::Failed("the stored secret is not UTF-8".into()))
         }
 
-        pub(super) async fn set(
-            &self,
-            service: &str,
-            user: &str,
-            secret: &str,
-        ) -> Result<(), KeyringError> {
-            let collection = self.default_collection().await?;
-            self.unlock(&collection, COLLECTION).await?;
-            let attributes: HashMap<String, String> = [
-                ("application", APPLICATION),
-                ("service", service),
-                ("username", user),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-            let label = format!("Password for '{user}' on '{service}'");
-            let properties: HashMap<&str, Value<'_>> = HashMap::from([
-                ("org.freedesktop.Secret.Item.Label", Value::from(label)),
-                (
-                    "org.freedesktop.Secret.Item.Attributes",
-                    Value::from(attributes),
-                ),
-            ]);
-            let secret: SecretStruct = (
-                self.session.clone(),
-                Vec::new(),
-                secret.as_bytes().to_vec(),
-                "text/plain".to_owned(),
-            );
-            let (item, prompt): (OwnedObjectPath, OwnedObjectPath) = self
-                .call(
-                    collection.as_str(),
-                    COLLECTION,
-                    "CreateItem",
-                    &(properties, secret, true),
-                )
-                .await?;
-            if item.as_str() == NONE && prompt.as_str() != NONE {
+        pub(super) async fn set(&self, user: &str, secret: &str) -> Result<(), KeyringError> {
+            // An existing item (ours or the reference's) is updated in place, as keyring 4 does.
+            if let Some(item) = self.find(user).await? {
+                return item
+                    .set_secret(secret.as_bytes(), "text/plain")
+                    .await
+                    .map_err(failed);
+            }
+            let collection = self
+                .service
+                .get_default_collection()
+                .await
+                .map_err(|err| match err {
+                    // Creating a collection always prompts for its password.
+                    Error::NoResult => KeyringError::Failed(
+                        "the keyring has no default collection; create one in the desktop's keyring manager"
+                            .into(),
+                    ),
+                    other => failed(other),
+                })?;
+            // Creating an item in a locked collection would prompt to unlock it.
+            if collection.is_locked().await.map_err(failed)? {
                 return Err(KeyringError::Locked);
             }
+            let mut attributes = search_attributes(user);
+            attributes.insert("application", APPLICATION);
+            let label = format!("Password for '{user}' on '{KEYRING_SERVICE}'");
+            collection
+                .create_item(&label, attributes, secret.as_bytes(), true, "text/plain")
+                .await
+                .map_err(failed)?;
             Ok(())
         }
 
-        pub(super) async fn delete(&self, service: &str, user: &str) -> Result<bool, KeyringError> {
+        pub(super) async fn delete(&self, user: &str) -> Result<bool, KeyringError> {
             let mut deleted = false;
-            while let Some(item) = self.find(service, user).await? {
-                let prompt: OwnedObjectPath = self.call(item.as_str(), ITEM, "Delete", &()).await?;
-                if prompt.as_str() != NONE {
-                    return Err(KeyringError::Locked);
-                }
+            while let Some(item) = self.find(user).await? {
+                item.delete().await.map_err(failed)?;
                 deleted = true;
             }
             Ok(deleted)
         }
 
-        /// The first item for (service, user), unlocked.
-        async fn find(
-            &self,
-            service: &str,
-            user: &str,
-        ) -> Result<Option<OwnedObjectPath>, KeyringError> {
-            let attributes = HashMap::from([("service", service), ("username", user)]);
-            let (unlocked, locked): (Vec<OwnedObjectPath>, Vec<OwnedObjectPath>) = self
-                .call(SERVICE_PATH, SERVICE, "SearchItems", &(attributes,))
-                .await?;
-            if let Some(item) = unlocked.into_iter().next() {
+        /// The first unlocked item for `user`; [`KeyringError::Locked`] when only locked ones
+        /// match, since reading them would need a prompt.
+        async fn find(&self, user: &str) -> Result<Option<Item<'_>>, KeyringError> {
+            let found = self
+                .service
+                .search_items(search_attributes(user))
+                .await
+                .map_err(failed)?;
+            if let Some(item) = found.unlocked.into_iter().next() {
                 return Ok(Some(item));
             }
-            let Some(item) = locked.into_iter().next() else {
-                return Ok(None);
-            };
-            self.unlock(&item, ITEM).await?;
-            Ok(Some(item))
-        }
-
-        async fn default_collection(&self) -> Result<OwnedObjectPath, KeyringError> {
-            let collection: OwnedObjectPath = self
-                .call(SERVICE_PATH, SERVICE, "ReadAlias", &("default",))
-                .await?;
-            if collection.as_str() == NONE {
-                // Creating a collection always prompts for its password.
-                return Err(KeyringError::Failed(
-                    "the keyring has no default collection; create one in the desktop's keyring manager"
-                        .into(),
-                ));
+            if found.locked.is_empty() {
+                Ok(None)
+            } else {
+                Err(KeyringError::Locked)
             }
-            Ok(collection)
+        }
+    }
+
+    /// The attributes the Python library (and keyring 4) search by.
+    fn search_attributes(user: &str) -> HashMap<&str, &str> {
+        HashMap::from([("service", KEYRING_SERVICE), ("username", user)])
+    }
+
+    fn failed(err: Error) -> KeyringError {
+        match err {
+            Error::Locked | Error::Prompt | Error::PromptDisconnected => KeyringError::Locked,
+            other => KeyringError::Failed(other.to_string()),
+        }
+    }
+}
+
+#[cfg(any(target_os = "macos", target_os = "windows"))]
+mod store {
+    //! The native store through keyring-core's entry API. Its calls block, so each runs on the
+    //! runtime's blocking pool.
+
+    use std::sync::Arc;
+
+    use keyring_core::api::CredentialStoreApi;
+    use keyring_core::{Entry, Error};
+
+    #[cfg(target_os = "macos")]
+    use apple_native_keyring_store::keychain::Store as NativeStore;
+    #[cfg(target_os = "windows")]
+    use windows_native_keyring_store::Store as NativeStore;
+
+    use super::{KEYRING_SERVICE, KeyringError};
+
+    pub(super) struct Store {
+        native: Arc<NativeStore>,
+    }
+
+    impl Store {
+        pub(super) async fn connect(_bus_address: &str) -> Result<Self, KeyringError> {
+            let native =
+                NativeStore::new().map_err(|err| KeyringError::Unavailable(err.to_string()))?;
+            Ok(Self { native })
         }
 
-        /// Unlocks `object` (a collection or an item, named by `interface`) without a prompt
-        /// when the service allows it, else [`KeyringError::Locked`].
-        async fn unlock(
+        pub(super) async fn get(&self, user: &str) -> Result<Option<String>, KeyringError> {
+            self.blocking(user, |native, user| match existing(native, user)? {
+                Some(entry) => entry.get_password().map(Some),
+                None => Ok(None),
+            })
+            .await
+        }
+
+        pub(super) async fn set(&self, user: &str, secret: &str) -> Result<(), KeyringError> {
+            let secret = secret.to_owned();
+            self.blocking(user, move |native, user| {
+                if let Some(entry) = existing(native, user)? {
+                    return entry.set_password(&secret);
+                }
+                let entry = candidates(native, user)?
+                    .into_iter()
+                    .next()
+                    .ok_or(Error::NoEntry)?;
+                entry.set_password(&secret)?;
+                // A credential named by an explicit target is created without a user name;
+                // the reference shows and checks it.
+                #[cfg(target_os = "windows")]
+                entry.update_attributes(&std::collections::HashMap::from([("username", user)]))?;
+                Ok(())
+            })
+            .await
+        }
+
+        pub(super) async fn delete(&self, user: &str) -> Result<bool, KeyringError> {
+            self.blocking(user, |native, user| {
+                let mut deleted = false;
+                while let Some(entry) = existing(native, user)? {
+                    entry.delete_credential()?;
+                    deleted = true;
+                }
+                Ok(deleted)
+            })
+            .await
+        }
+
+        async fn blocking<T: Send + 'static>(
             &self,
-            object: &OwnedObjectPath,
-            interface: &str,
-        ) -> Result<(), KeyringError> {
-            let value: OwnedValue = self
-                .call(object.as_str(), PROPERTIES, "Get", &(interface, "Locked"))
-                .await?;
-            if !bool::try_from(value).unwrap_or(true) {
-                return Ok(());
-            }
-            let objects = [object.clone()];
-            let (_, prompt): (Vec<OwnedObjectPath>, OwnedObjectPath) = self
-                .call(SERVICE_PATH, SERVICE, "Unlock", &(objects,))
-                .await?;
-            if prompt.as_str() != NONE {
-                return Err(KeyringError::Locked);
-            }
-            Ok(())
-        }
-
-        async fn call<B, R>(
-            &self,
-            path: &str,
-            interface: &str,
-            method: &str,
-            body: &B,
-        ) -> Result<R, KeyringError>
-        where
-            B: Serialize + DynamicType,
-            R: Type + DeserializeOwned,
-        {
-            let failed = |err: zbus::Error| KeyringError::Failed(err.to_string());
-            let call =
-                self.connection
-                    .call_method(Some(DESTINATION), path, Some(interface), method, body);
-            let message = tokio::time::timeout(CALL_TIMEOUT, call)
+            user: &str,
+            call: impl FnOnce(&NativeStore, &str) -> Result<T, Error> + Send + 'static,
+        ) -> Result<T, KeyringError> {
+            let native = Arc::clone(&self.native);
+            let user = user.to_owned();
+            tokio::task::spawn_blocking(move || call(&native, &user))
                 .await
-                .map_err(|_| KeyringError::Failed(format!("{method} timed out")))?
-                .map_err(failed)?;
-            message.body().deserialize::<R>().map_err(failed)
+                .map_err(|err| KeyringError::Failed(err.to_string()))?
+                .map_err(failed)
+        }
+    }
+
+    /// The entries where the secret of `user` may be, the one to create first.
+    ///
+    /// Windows: Python's `WinVaultKeyring` stores a service's first user under the bare
+    /// service name and the others as `user@service`, and reads the compound name when the
+    /// bare one holds another user; we write the compound name and read both.
+    fn candidates(native: &NativeStore, user: &str) -> Result<Vec<Entry>, Error> {
+        #[cfg(target_os = "windows")]
+        {
+            let compound = format!("{user}@{KEYRING_SERVICE}");
+            let target = |name: &str| {
+                native.build(
+                    KEYRING_SERVICE,
+                    user,
+                    Some(&std::collections::HashMap::from([("target", name)])),
+                )
+            };
+            Ok(vec![target(&compound)?, target(KEYRING_SERVICE)?])
+        }
+        #[cfg(target_os = "macos")]
+        {
+            Ok(vec![native.build(KEYRING_SERVICE, user, None)?])
+        }
+    }
+
+    /// The first candidate that holds `user`'s secret. Past the first, a candidate counts only
+    /// when it names `user`: the bare service name may hold another user's secret (Windows).
+    fn existing(native: &NativeStore, user: &str) -> Result<Option<Entry>, Error> {
+        for (index, entry) in candidates(native, user)?.into_iter().enumerate() {
+            match entry.get_attributes() {
+                Ok(attributes)
+                    if index == 0
+                        || attributes
+                            .get("username")
+                            .is_some_and(|owner| owner == user) =>
+                {
+                    return Ok(Some(entry));
+                }
+                Ok(_) | Err(Error::NoEntry) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(None)
+    }
+
+    fn failed(err: Error) -> KeyringError {
+        match err {
+            Error::NoStorageAccess(_) => KeyringError::Locked,
+            other => KeyringError::Failed(other.to_string()),
         }
     }
 }

@@ -15,8 +15,10 @@
 //! one, the key comes from the keyring (created there, 32 random bytes as hex, when missing or
 //! not hex, as the reference does); without a keyring, the file is created as before.
 //!
-//! The keyring is looked for only on the session bus named by `DBUS_SESSION_BUS_ADDRESS`, so a
-//! headless service without a bus goes straight to the files.
+//! On Linux the keyring is looked for only on the session bus named by
+//! `DBUS_SESSION_BUS_ADDRESS` in the connector's own environment, so a headless service without
+//! a bus goes straight to the files. On macOS and Windows the user's Keychain or Credential
+//! Manager is always tried first.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -98,7 +100,7 @@ struct TokenFile {
 /// Where to look for the keyring and the files, read from the environment once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Places {
-    /// The session bus address, when there is one.
+    /// The session bus address, when there is one (Linux finds the keyring there).
     pub bus_address: Option<String>,
     /// The token file, when there is a state directory.
     pub token_file: Option<PathBuf>,
@@ -247,13 +249,23 @@ fn remove(path: &Path) -> Result<(), StoreError> {
 }
 
 async fn connect(bus_address: Option<&str>) -> Option<Keyring> {
-    let address = bus_address?;
+    let address = keyring_address(bus_address)?;
     match Keyring::connect(address).await {
         Ok(keyring) => Some(keyring),
         Err(err) => {
             tracing::debug!(error = %err, "no keyring; using files in the state directory");
             None
         }
+    }
+}
+
+/// What [`Keyring::connect`] is given, or `None` when no keyring is to be tried: only the
+/// Secret Service (Linux) lives on a bus; the Keychain and Credential Manager need none.
+fn keyring_address(bus_address: Option<&str>) -> Option<&str> {
+    if cfg!(target_os = "linux") {
+        bus_address
+    } else {
+        Some(bus_address.unwrap_or_default())
     }
 }
 
@@ -299,7 +311,7 @@ pub fn load_audit_key(key_file: &Path, places: &Places) -> io::Result<[u8; KEY_L
 
 /// The keyring's audit key; with `create`, a new one is stored when it has none (or no hex).
 fn keyring_audit_key(places: &Places, create: bool) -> Option<[u8; KEY_LEN]> {
-    let address = places.bus_address.clone()?;
+    let address = keyring_address(places.bus_address.as_deref())?.to_owned();
     keyring::block_on(async move {
         let keyring = connect(Some(&address)).await?;
         let stored = match keyring.get(AUDIT_KEY_USER).await {
@@ -353,6 +365,8 @@ fn decode_hex_key(text: &str) -> Option<[u8; KEY_LEN]> {
 mod tests {
     use super::*;
 
+    // For the Linux-only tests below.
+    #[cfg(target_os = "linux")]
     fn places(tag: &str) -> (Places, PathBuf) {
         let dir = std::env::temp_dir().join(format!(
             "auth-store-{tag}-{}",
@@ -367,6 +381,8 @@ mod tests {
         )
     }
 
+    // For the Linux-only tests below.
+    #[cfg(target_os = "linux")]
     fn tokens(access: &str, refresh: Option<&str>) -> Tokens {
         Tokens {
             access: Secret::new(access).unwrap(),
@@ -374,6 +390,8 @@ mod tests {
         }
     }
 
+    // Only Linux finds its keyring on a bus: elsewhere the user's real keyring would answer.
+    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn without_a_keyring_tokens_live_in_a_private_file() {
         let (places, dir) = places("file");
@@ -416,6 +434,8 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    // Only Linux finds its keyring on a bus: elsewhere the user's real keyring would answer.
+    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn an_unreachable_bus_means_files() {
         let (mut places, dir) = places("nobus");
@@ -429,6 +449,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    // Only Linux finds its keyring on a bus: elsewhere the user's real keyring would answer.
+    #[cfg(target_os = "linux")]
     #[test]
     fn an_existing_audit_key_file_keeps_being_used() {
         let (places, dir) = places("audit");
