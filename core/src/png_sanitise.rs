@@ -303,6 +303,9 @@ fn encode_with(
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -322,7 +325,7 @@ mod tests {
         }
     }
 
-    fn crc32(bytes: &[u8]) -> u32 {
+    pub(super) fn crc32(bytes: &[u8]) -> u32 {
         let mut crc = 0xFFFF_FFFF_u32;
         for &b in bytes {
             crc ^= u32::from(b);
@@ -334,7 +337,7 @@ mod tests {
         !crc
     }
 
-    fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
+    pub(super) fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(data.len() + 12);
         out.extend_from_slice(&u32::try_from(data.len()).unwrap().to_be_bytes());
         out.extend_from_slice(kind);
@@ -345,26 +348,26 @@ mod tests {
         out
     }
 
-    struct Chunk {
-        kind: [u8; 4],
+    pub(super) struct Chunk {
+        pub(super) kind: [u8; 4],
         /// Offset of the length field.
-        start: usize,
-        len: usize,
+        pub(super) start: usize,
+        pub(super) len: usize,
     }
 
     impl Chunk {
-        fn data_start(&self) -> usize {
+        pub(super) fn data_start(&self) -> usize {
             self.start + 8
         }
-        fn crc_start(&self) -> usize {
+        pub(super) fn crc_start(&self) -> usize {
             self.start + 8 + self.len
         }
-        fn end(&self) -> usize {
+        pub(super) fn end(&self) -> usize {
             self.start + 12 + self.len
         }
     }
 
-    fn chunks(png: &[u8]) -> Vec<Chunk> {
+    pub(super) fn chunks(png: &[u8]) -> Vec<Chunk> {
         assert!(png.starts_with(&PNG_SIGNATURE));
         let mut out = Vec::new();
         let mut at = 8;
