@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use autogpt_shim::audit::Auditor;
-use autogpt_shim::auth::keyring::Keyring;
+use autogpt_shim::auth::keyring::{Keyring, KeyringError};
 use autogpt_shim::auth::oauth::OAuthClient;
 use autogpt_shim::auth::store::{Places, TOKEN_FILE_NAME, TokenStore};
 use autogpt_shim::auth::{Credentials, Endpoints, Secret, Tokens, dial};
@@ -613,4 +613,36 @@ async fn with_a_keyring_tokens_and_the_audit_key_live_in_it() {
     assert_eq!(revoked.status.code(), Some(0));
     assert_eq!(keyring.get("access_token").await.unwrap(), None);
     assert_eq!(keyring.get("refresh_token").await.unwrap(), None);
+
+    // A locked collection is reported at once, never waited on behind an unlock prompt.
+    keyring.set("access_token", "kept-while-locked").await.unwrap();
+    let locked = Command::new("dbus-send")
+        .arg(format!("--bus={}", bus.address))
+        .args([
+            "--print-reply",
+            "--dest=org.freedesktop.secrets",
+            "/org/freedesktop/secrets",
+            "org.freedesktop.Secret.Service.Lock",
+            "array:objpath:/org/freedesktop/secrets/aliases/default",
+        ])
+        .output()
+        .unwrap();
+    assert!(locked.status.success(), "{locked:?}");
+    let started = Instant::now();
+    assert!(matches!(
+        keyring.get("access_token").await,
+        Err(KeyringError::Locked)
+    ));
+    assert!(matches!(
+        keyring.set("access_token", "x").await,
+        Err(KeyringError::Locked)
+    ));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a locked keyring took {:?}",
+        started.elapsed()
+    );
+    drop(keyring);
+    drop(bus);
+    std::fs::remove_dir_all(&home).unwrap();
 }
