@@ -615,7 +615,10 @@ async fn with_a_keyring_tokens_and_the_audit_key_live_in_it() {
     assert_eq!(keyring.get("refresh_token").await.unwrap(), None);
 
     // A locked collection is reported at once, never waited on behind an unlock prompt.
-    keyring.set("access_token", "kept-while-locked").await.unwrap();
+    keyring
+        .set("access_token", "kept-while-locked")
+        .await
+        .unwrap();
     let locked = Command::new("dbus-send")
         .arg(format!("--bus={}", bus.address))
         .args([
