@@ -442,7 +442,13 @@ fn apply(png: &mut Vec<u8>, mutation: &Mutation) -> Expect {
             png[at + 4..at + 8].copy_from_slice(&h.to_be_bytes());
             let crc = crc32(&png[ihdr.start + 4..ihdr.crc_start()]);
             png[ihdr.crc_start()..ihdr.end()].copy_from_slice(&crc.to_be_bytes());
-            Expect::Either
+            let in_range = |side: u32| (1..=super::MAX_SIDE).contains(&side);
+            if in_range(*w) && in_range(*h) && u64::from(*w) * u64::from(*h) <= super::MAX_PIXELS {
+                Expect::Either
+            } else {
+                // Refused from the IHDR alone (the time bound shows nothing was decoded).
+                Expect::Refused
+            }
         }
         Mutation::Animate(frames, with_fctl) => {
             let (w, h) = {
