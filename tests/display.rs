@@ -222,11 +222,29 @@ impl Desktop {
 impl Drop for Desktop {
     fn drop(&mut self) {
         while let Some(mut child) = self.children.pop() {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(&mut child);
         }
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
     }
+}
+
+/// SIGTERM, then SIGKILL after two seconds: an X server ended with SIGTERM removes its socket
+/// from /tmp/.X11-unix, one killed outright leaves it behind.
+fn stop(child: &mut Child) {
+    let asked = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while asked && Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Xorg with the dummy driver: one screen whose RandR outputs DUMMY0..DUMMY15 xrandr can lay
