@@ -1940,6 +1940,9 @@ const fn hex_value(digit: u8) -> Option<u8> {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
