@@ -39,6 +39,8 @@ pub mod llm;
 pub mod observe;
 pub mod own_files;
 pub mod png_sanitise;
+#[cfg(test)]
+mod proptest_config;
 pub mod root_grant;
 pub mod secret;
 pub mod sessions;

@@ -13,7 +13,6 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use serde_json::{Number, Value};
 
 use super::{ascii_only, parse_line, write_canonical};
@@ -22,16 +21,7 @@ use super::{ascii_only, parse_line, write_canonical};
 const SEED: u64 = 0x5EED_0016_0005;
 
 fn config(default_cases: u32) -> ProptestConfig {
-    // `default()` is what reads PROPTEST_CASES and PROPTEST_RNG_SEED.
-    let mut config = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = default_cases;
-    }
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        config.rng_seed = RngSeed::Fixed(SEED);
-    }
-    config.failure_persistence = None;
-    config
+    crate::proptest_config::config(SEED, default_cases)
 }
 
 /// Finite floats of every class, and the exponents where Python's repr switches notation.

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use png::{BitDepth, ColorType, Encoder};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::RngSeed;
 
 use super::tests::{chunk, chunks, crc32};
 use super::{PNG_SIGNATURE, PngError, SanitisedPng, sanitise_png};
@@ -25,18 +24,8 @@ const SEED: u64 = 0x5EED_0016_0002;
 /// Far above what a case takes (milliseconds); only a runaway decode would reach it.
 const CASE_TIME_BOUND: Duration = Duration::from_secs(5);
 
-/// `default_cases` cases from the fixed seed, unless the environment asks for others.
 fn config(default_cases: u32) -> ProptestConfig {
-    // `default()` is what reads PROPTEST_CASES and PROPTEST_RNG_SEED.
-    let mut config = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = default_cases;
-    }
-    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
-        config.rng_seed = RngSeed::Fixed(SEED);
-    }
-    config.failure_persistence = None;
-    config
+    crate::proptest_config::config(SEED, default_cases)
 }
 
 /// A small image as its samples, before any encoding.
