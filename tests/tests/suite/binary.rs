@@ -1,13 +1,12 @@
 //! The real `msguide-api` binary: start-up refusals and a served request.
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use super::support::{Req, TOKEN, temp_dir};
+use super::support::{Req, TOKEN, free_port, temp_dir};
 
 /// The `msguide-api` cargo built next to this test executable.
 fn binary() -> PathBuf {
@@ -107,11 +106,7 @@ fn refuses_bad_configuration_with_one_line() {
 #[tokio::test]
 async fn serves_with_a_token_and_answers_503_without_one() {
     for (token, expected) in [(Some(TOKEN), 200), (None, 503)] {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut command = Command::new(binary());
         command
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
@@ -140,11 +135,7 @@ async fn serves_with_a_token_and_answers_503_without_one() {
 #[tokio::test]
 async fn lifecycle_is_logged_and_sigterm_stops_cleanly() {
     let log = temp_dir("lifecycle").join("logs/backend.log");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut child = Command::new(binary())
         .args(["--port", &port.to_string()])
         .env("MSGUIDE_LOCAL_TOKEN", TOKEN)
@@ -202,11 +193,7 @@ async fn start_up_explains_a_missing_or_malformed_token_in_a_plain_log() {
         ),
     ] {
         let log = dir.join("backend.log");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut command = Command::new(binary());
         command
             .args(["--port", &port.to_string()])

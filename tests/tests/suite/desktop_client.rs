@@ -8,7 +8,7 @@
 
 use std::{
     fs::File,
-    net::{SocketAddr, TcpListener},
+    net::SocketAddr,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     sync::mpsc::Receiver,
@@ -21,7 +21,7 @@ use e2e::{
 };
 use serde_json::Value;
 
-use super::support::{Req, assert_readable, stdout_lines, temp_dir};
+use super::support::{Req, assert_readable, free_port, stdout_lines, temp_dir};
 
 const DEMO: &str = "MSGuide Demo";
 const PROMPT: &str = "My build is broken, what next?";
@@ -62,11 +62,7 @@ struct Api {
 
 impl Api {
     fn start(home: &Path) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut launcher = Command::new(binary("msguide"))
             .args(["start", "--headless", "--port", &port.to_string()])
             .env_clear()
@@ -540,11 +536,7 @@ async fn the_window_sends_only_after_consent_and_outlines_a_click_through_target
 async fn msguide_start_opens_the_window_and_sigterm_closes_it_with_the_api() {
     let desktop = Desktop::start();
     let home = temp_dir("desktop-launcher");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut launcher = desktop
         .command(binary("msguide"))
         .args(["start", "--port", &port.to_string()])
@@ -700,11 +692,7 @@ async fn each_failure_is_one_readable_sentence_naming_the_remedy() {
     assert_readable(&stderr, "with its AT-SPI accessibility service running");
 
     // The API is not running: nothing listens on the port.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = free_port();
     let stderr = on_desktop(
         &guide,
         &[("MSGUIDE_API_URL", format!("http://127.0.0.1:{closed}"))],

@@ -12,16 +12,7 @@ use std::{
 
 use e2e::platform::WAIT;
 
-use super::support::{Req, assert_readable, stdout_lines, temp_dir};
-
-/// A port nothing listens on (released at once; the launcher binds it moments later).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use super::support::{Req, assert_readable, free_port, stdout_lines, temp_dir};
 
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))

@@ -7,7 +7,7 @@
 //! prepares these tests fail, saying so: they are never skipped.
 
 use std::{
-    net::{SocketAddr, TcpListener},
+    net::SocketAddr,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::{
     connector::{audit_records, home_and_root, spawn_env},
-    support::{Req, Resp, TOKEN},
+    support::{Req, Resp, TOKEN, free_port},
 };
 
 const PROMPT: &str = "Name three colours of the rainbow.";
@@ -130,11 +130,7 @@ struct Api {
 
 impl Api {
     async fn start(chat_url: &str, model: &str) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let child = Command::new(e2e::platform::binary("msguide-api"))
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .env_remove("MSGUIDE_MODE")

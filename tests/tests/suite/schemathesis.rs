@@ -13,13 +13,12 @@
 //! operation); docs/api.md says how to run it longer or with other seeds.
 
 use std::{
-    net::TcpListener,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use super::support::{TOKEN, temp_dir};
+use super::support::{TOKEN, free_port, temp_dir};
 
 const SCHEMATHESIS_VAR: &str = "MSGUIDE_TEST_SCHEMATHESIS";
 
@@ -56,11 +55,7 @@ struct Api {
 
 impl Api {
     fn start(stderr: &Path) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let child = Command::new(e2e::platform::binary("msguide-api"))
             .args(["--port", &port.to_string()])
             .env("MSGUIDE_LOCAL_TOKEN", TOKEN)

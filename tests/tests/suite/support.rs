@@ -30,6 +30,16 @@ use tokio::{
     net::TcpStream,
 };
 
+/// A loopback port nothing listens on (released at once; the program under test binds it
+/// moments later).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub(crate) const TOKEN: &str = "test-token_0123456789.~+/abc==";
 
 /// How to start a test server.
