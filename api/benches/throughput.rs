@@ -14,7 +14,7 @@ use std::{
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use local_core::png_sanitise::{MAX_PNG_BYTES, sanitise_base64_png};
+use local_core::guide::png_sanitise::{MAX_PNG_BYTES, sanitise_base64_png};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},

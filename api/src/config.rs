@@ -3,7 +3,7 @@
 use std::{net::IpAddr, path::PathBuf};
 
 use local_core::{
-    guidance::openai::{InvalidModelConfig, ModelConfig, ModelSettings},
+    guide::guidance::openai::{InvalidModelConfig, ModelConfig, ModelSettings},
     llm::ApiKey,
     secret::LocalToken,
 };

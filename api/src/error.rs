@@ -5,7 +5,7 @@ use axum::{
     http::{HeaderName, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
-use local_core::error::{Error, ErrorKind, GuidanceFailure};
+use local_core::guide::error::{Error, ErrorKind, GuidanceFailure};
 
 use crate::contracts::responses::{Denied, ErrorDetail, ValidationErrors, ValidationItem};
 

@@ -6,10 +6,12 @@ use clap::Parser;
 use local_core::{
     LocalState,
     clock::{Clock, SystemClock},
-    diagnostics::DiagnosticLog,
-    guidance::{demo::DemoProvider, openai::OpenAiProvider, provider::GuidanceProvider},
+    guide::{
+        diagnostics::DiagnosticLog,
+        guidance::{demo::DemoProvider, openai::OpenAiProvider, provider::GuidanceProvider},
+        state::LocalConfig,
+    },
     limits::MAX_BODY_BYTES,
-    state::LocalConfig,
 };
 use msguide_api::{
     boundary::Boundary,

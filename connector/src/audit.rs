@@ -17,7 +17,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, mpsc};
 
-use local_core::audit_chain::{AuditChain, AuditResult, PendingRecord};
+use local_core::machine::audit_chain::{AuditChain, AuditResult, PendingRecord};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
@@ -205,7 +205,7 @@ impl Auditor {
     /// The live file's size, for STATUS `audit_log_bytes` (0 when not auditing or unreadable).
     pub fn log_bytes(&self) -> u64 {
         self.path()
-            .and_then(|path| local_core::own_files::file_len(&path).ok())
+            .and_then(|path| local_core::machine::own_files::file_len(&path).ok())
             .unwrap_or(0)
     }
 
@@ -275,7 +275,7 @@ fn gone() -> String {
 // The test inspects and removes its own temporary directory directly.
 #[allow(clippy::disallowed_methods)]
 mod tests {
-    use local_core::audit_chain::{AuditIdentity, verify};
+    use local_core::machine::audit_chain::{AuditIdentity, verify};
     use serde_json::json;
 
     use super::*;
@@ -313,7 +313,7 @@ mod tests {
         assert!(auditor.log_bytes() > 0);
         let report = verify(&path, &key).unwrap();
         assert!(report.is_clean(), "{report:?}");
-        let text = local_core::own_files::read_capped(&path, 1 << 20)
+        let text = local_core::machine::own_files::read_capped(&path, 1 << 20)
             .unwrap()
             .unwrap();
         let text = String::from_utf8(text).unwrap();

@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use local_core::llm::BackendKind as LlmBackend;
-use local_core::own_files::{self, PrivateFileError};
+use local_core::machine::own_files::{self, PrivateFileError};
 
 use crate::protocol::{
     DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_FILE_SIZE_BYTES,
@@ -1316,8 +1316,8 @@ mod tests {
     use std::collections::HashMap;
 
     #[cfg(unix)]
-    use local_core::own_files::PRIVATE_FILE_MODE;
-    use local_core::own_files::write_atomic;
+    use local_core::machine::own_files::PRIVATE_FILE_MODE;
+    use local_core::machine::own_files::write_atomic;
 
     use super::*;
 

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use local_core::audit_chain::{AuditChain, AuditIdentity};
-use local_core::exec::CommandLimiter;
-use local_core::files::FileLimits;
-use local_core::jail::Jail;
 use local_core::llm::{AuthHeader, BackendConfig, LlmClient};
+use local_core::machine::audit_chain::{AuditChain, AuditIdentity};
+use local_core::machine::exec::CommandLimiter;
+use local_core::machine::files::FileLimits;
+use local_core::machine::jail::Jail;
 use serde_json::json;
 
 use crate::audit::{Auditor, Entry, details};
@@ -31,7 +31,7 @@ use crate::protocol::{Arch, Capability, Platform, close_code};
 use crate::session::{Computer, ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
 use local_core::desktop::clipboard::Policy as ClipboardPolicy;
-use local_core::root_grant::GrantKey;
+use local_core::machine::root_grant::GrantKey;
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
 const LLM_LIST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -494,11 +494,11 @@ async fn signalled() {
 /// HELLO's `platform`: WSL2 is Linux whose `/proc/version` names Microsoft (PROTOCOL.md's
 /// `HELLO.platform` table); the same detection picks WSL2's virtual roots.
 fn host_platform() -> Platform {
-    match local_core::browse::HostOs::detect() {
-        local_core::browse::HostOs::MacOs => Platform::Darwin,
-        local_core::browse::HostOs::Windows => Platform::Windows,
-        local_core::browse::HostOs::Wsl2 => Platform::Wsl2,
-        local_core::browse::HostOs::Linux => Platform::Linux,
+    match local_core::machine::browse::HostOs::detect() {
+        local_core::machine::browse::HostOs::MacOs => Platform::Darwin,
+        local_core::machine::browse::HostOs::Windows => Platform::Windows,
+        local_core::machine::browse::HostOs::Wsl2 => Platform::Wsl2,
+        local_core::machine::browse::HostOs::Linux => Platform::Linux,
     }
 }
 

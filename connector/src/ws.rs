@@ -702,7 +702,7 @@ mod tests {
 
     fn jail() -> Host {
         Host::new(Arc::new(
-            local_core::jail::Jail::open(&std::env::temp_dir()).unwrap(),
+            local_core::machine::jail::Jail::open(&std::env::temp_dir()).unwrap(),
         ))
     }
 

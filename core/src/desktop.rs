@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::exec::CommandLimiter;
+use crate::machine::exec::CommandLimiter;
 
 /// Screenshots allowed per sliding minute (the reference's limit).
 pub const SCREENSHOTS_PER_MINUTE: usize = 10;

@@ -4,9 +4,9 @@
 
 use local_core::{
     a11y::ScreenRect,
-    guidance::model::Element,
+    guide::guidance::model::Element,
+    guide::observe::{WindowInfo, WindowObservation, on_screen},
     limits::{MAX_OBSERVATION_AGE, MIN_TARGET_CONFIDENCE},
-    observe::{WindowInfo, WindowObservation, on_screen},
 };
 use time::OffsetDateTime;
 
@@ -106,7 +106,7 @@ fn matches_target(element: &Element, target: &TargetIn) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use local_core::guidance::model::{Bounds, Observation};
+    use local_core::guide::guidance::model::{Bounds, Observation};
 
     use super::*;
 

@@ -7,7 +7,7 @@ use std::{process::ExitCode, time::Instant};
 
 use local_core::{
     a11y::Budget,
-    observe::{self, WindowObservation},
+    guide::observe::{self, WindowObservation},
 };
 use time::OffsetDateTime;
 

@@ -19,7 +19,7 @@ use eframe::egui::{
 };
 use local_core::{
     a11y::{Budget, ScreenRect},
-    observe::{self, WindowInfo, WindowObservation},
+    guide::observe::{self, WindowInfo, WindowObservation},
 };
 use time::OffsetDateTime;
 

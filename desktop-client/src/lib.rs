@@ -9,7 +9,7 @@
 //! - [`gui`]: the guidance window and the outline.
 //! - [`problem`]: the one sentence a person reads when something fails, and its detail.
 //!
-//! Capture itself (`local_core::observe`, `local_core::a11y`) lives in `core`, so the
+//! Capture itself (`local_core::guide::observe`, `local_core::a11y`) lives in `core`, so the
 //! connector can reuse it.
 
 pub mod api;

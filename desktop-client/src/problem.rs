@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use local_core::{a11y::A11yError, observe::ObserveError};
+use local_core::{a11y::A11yError, guide::observe::ObserveError};
 
 use crate::api::ApiError;
 
@@ -243,7 +243,7 @@ mod tests {
         ] {
             assert_readable(&Problem::observe(&err, true), remedy);
         }
-        let Err(png) = local_core::png_sanitise::sanitise_png(b"not a png") else {
+        let Err(png) = local_core::guide::png_sanitise::sanitise_png(b"not a png") else {
             panic!("garbage sanitised");
         };
         assert_readable(

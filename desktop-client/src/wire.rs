@@ -1,7 +1,7 @@
 //! The JSON the desktop client exchanges with the local API (`/v1/sessions`, `/v1/guidance`),
 //! spelled as API.md and the API's contracts spell it.
 
-use local_core::guidance::model::{Element, Observation};
+use local_core::guide::guidance::model::{Element, Observation};
 use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 

@@ -1,6 +1,6 @@
 //! Conversions between the wire contracts and the core's own types.
 
-use local_core::{
+use local_core::guide::{
     actions::{JOB_MESSAGE, JobView},
     guidance::{
         GuidanceRequest as CoreGuidanceRequest, GuidanceResponse,

@@ -264,7 +264,7 @@ fn preview_branch(
 }
 
 /// The preview body as the core checks it: each permitted tool with its own parameters
-/// (`local_core::actions::normalise_parameters`), any other name with any object (it is denied
+/// (`local_core::guide::actions::normalise_parameters`), any other name with any object (it is denied
 /// before its parameters are read).
 impl utoipa::PartialSchema for PreviewRequest {
     fn schema() -> RefOr<Schema> {

@@ -21,7 +21,7 @@ fn is_identifier(text: &str) -> bool {
 }
 
 fn is_value_hash(text: &str) -> bool {
-    local_core::guidance::validate::is_value_hash(text)
+    local_core::guide::guidance::validate::is_value_hash(text)
 }
 
 /// Declares a string newtype with a length range in characters and an optional pattern.
@@ -111,7 +111,7 @@ bounded_string!(
 );
 bounded_string!(
     /// Raw canonical base64 of a PNG (no `data:` prefix): 1–2,666,668 characters.
-    ImageBase64, 1, local_core::png_sanitise::MAX_BASE64_CHARS
+    ImageBase64, 1, local_core::guide::png_sanitise::MAX_BASE64_CHARS
 );
 
 /// Declares an integer newtype with an inclusive range; floats, strings and booleans are refused.
@@ -249,7 +249,7 @@ pub(crate) use bounded_list;
 
 /// A normalised box `[x, y, width, height]`: four units, non-empty, entirely inside the window.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BoxIn(pub local_core::guidance::model::Bounds);
+pub struct BoxIn(pub local_core::guide::guidance::model::Bounds);
 
 impl<'de> Deserialize<'de> for BoxIn {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -261,7 +261,7 @@ impl<'de> Deserialize<'de> for BoxIn {
                 "too_long"
             }));
         };
-        let bounds = local_core::guidance::model::Bounds {
+        let bounds = local_core::guide::guidance::model::Bounds {
             x: x.0,
             y: y.0,
             width: width.0,

@@ -4,7 +4,7 @@ use axum::{
     Json,
     extract::{Path, State},
 };
-use local_core::actions::EFFECTS;
+use local_core::guide::actions::EFFECTS;
 
 use crate::{
     AppState,

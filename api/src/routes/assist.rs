@@ -1,7 +1,7 @@
 //! `POST /v1/assist`: the legacy answer from bundled public sample passages.
 
 use axum::{Json, extract::State};
-use local_core::assist::{AssistContext, Sensitivity};
+use local_core::guide::assist::{AssistContext, Sensitivity};
 
 use crate::{
     AppState,

@@ -23,8 +23,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use local_core::audit_chain::{self, KEY_LEN};
-use local_core::own_files::{self, PRIVATE_FILE_MODE, PrivateFileError};
+use local_core::machine::audit_chain::{self, KEY_LEN};
+use local_core::machine::own_files::{self, PRIVATE_FILE_MODE, PrivateFileError};
 use rand::TryRng;
 use rand::rngs::SysRng;
 use serde::{Deserialize, Serialize};

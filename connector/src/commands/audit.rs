@@ -3,7 +3,7 @@
 //!
 //! Every command takes its paths, key and clock from the caller and writes its report to the
 //! given writer, so the CLI decides where files live and tests need no process state. All file
-//! access goes through `local_core::audit_chain` (the audit files) and `local_core::own_files`
+//! access goes through `local_core::machine::audit_chain` (the audit files) and `local_core::machine::own_files`
 //! (the export archive).
 //!
 //! Only `audit show`, which is asked for exactly one record, prints a record's `details`
@@ -16,10 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use local_core::audit_chain::{
+use local_core::machine::audit_chain::{
     self, IssueKind, KEY_LEN, LogFollower, ManifestFile, RecordSummary, VerifyReport,
 };
-use local_core::own_files;
+use local_core::machine::own_files;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
 
@@ -628,7 +628,7 @@ const fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 pub(crate) mod test_dir {
     use std::path::{Path, PathBuf};
 
-    use local_core::own_files;
+    use local_core::machine::own_files;
 
     pub(crate) struct TempDir(PathBuf);
 
@@ -667,7 +667,7 @@ mod tests {
     use std::io::Read as _;
     use std::sync::{Arc, Mutex};
 
-    use local_core::audit_chain::{AuditChain, AuditIdentity, AuditResult};
+    use local_core::machine::audit_chain::{AuditChain, AuditIdentity, AuditResult};
     use serde_json::{Map, Value};
     use zip::ZipArchive;
 

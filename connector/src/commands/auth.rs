@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
-use local_core::exec::{ExecRequest, Program, ShellKind};
+use local_core::machine::exec::{ExecRequest, Program, ShellKind};
 use reqwest::Url;
 
 use crate::auth::callback::{CALLBACK_DEADLINE, CallbackServer};
@@ -197,7 +197,7 @@ async fn open_browser(url: &str, mut env: BTreeMap<String, String>) -> Result<()
         timeout: OPENER_TIMEOUT,
         output_budget: 4096,
     };
-    let outcome = local_core::exec::run(request)
+    let outcome = local_core::machine::exec::run(request)
         .await
         .map_err(|err| err.to_string())?;
     match outcome.exit_code {

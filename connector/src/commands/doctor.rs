@@ -10,8 +10,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use local_core::audit_chain;
-use local_core::own_files::{self, PrivateFileError};
+use local_core::machine::audit_chain;
+use local_core::machine::own_files::{self, PrivateFileError};
 use tokio_tungstenite::tungstenite::http::Uri;
 
 use super::service::Os;
@@ -140,7 +140,7 @@ fn virtual_roots(inputs: &DoctorInputs) -> Check {
     if inputs.session_id.is_some() {
         return None;
     }
-    let roots = local_core::browse::virtual_roots(inputs.home.as_deref());
+    let roots = local_core::machine::browse::virtual_roots(inputs.home.as_deref());
     if roots.is_empty() {
         let detail = match inputs.home.as_deref() {
             Some(home) if !home.exists() => format!(

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use crate::cli::{AuditCommand, Cli, Command, EXIT_PREFLIGHT, Env, load_config};
 use crate::config::{self, ShimConfig};
-use local_core::own_files;
+use local_core::machine::own_files;
 
 /// Runs a subcommand other than `start`, printing to `out`, and returns its exit code.
 /// `stop` ends `audit tail`'s following (set it from a Ctrl-C handler).

@@ -15,8 +15,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use local_core::jail::Jail;
-use local_core::own_files;
+use local_core::machine::jail::Jail;
+use local_core::machine::own_files;
 
 use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT};
 use crate::config::{self, Env, ShimConfig};

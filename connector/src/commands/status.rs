@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use local_core::{audit_chain, own_files};
+use local_core::machine::{audit_chain, own_files};
 use serde::{Deserialize, Serialize};
 
 /// Exit code: a daemon is running.

@@ -1,12 +1,12 @@
 //! The control connection's browse tables: opaque browse ids, directory references and
 //! cursors minted by this host, bounded and short-lived (shim-reference-behaviour.md
-//! section 5, "Directory browsing"). The listing itself is `local_core::browse`.
+//! section 5, "Directory browsing"). The listing itself is `local_core::machine::browse`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use local_core::browse::{self, BrowseError, Identity, OpenDir};
+use local_core::machine::browse::{self, BrowseError, Identity, OpenDir};
 
 use crate::protocol::{
     DirectoryEntry, DirectoryListResponsePayload, ErrorCode, MAX_DIRECTORY_ENTRIES,

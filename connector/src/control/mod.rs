@@ -25,8 +25,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
-use local_core::browse::{self, BrowseError};
-use local_core::root_grant::{Claims, GrantError, GrantKey};
+use local_core::machine::browse::{self, BrowseError};
+use local_core::machine::root_grant::{Claims, GrantError, GrantKey};
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
@@ -759,7 +759,7 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use local_core::jail::Jail;
+    use local_core::machine::jail::Jail;
 
     use super::*;
     use crate::protocol::{Arch, Platform};

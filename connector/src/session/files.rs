@@ -1,13 +1,13 @@
-//! FILE_* on a data connection: the one place wire payloads become `local_core::files`
+//! FILE_* on a data connection: the one place wire payloads become `local_core::machine::files`
 //! requests and core results (or errors) become reply payloads.
 
 use std::path::Path;
 
-use local_core::files::{
+use local_core::machine::files::{
     self as core_files, DeleteRequest, Encoding, FileError, FileLimits, ListEntry, ListRequest,
     MoveRequest, ReadRequest, ReadResult, StatRequest, StatResult, WriteContent, WriteRequest,
 };
-use local_core::jail::Jail;
+use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
 use crate::audit::{Entry, details};
@@ -308,7 +308,7 @@ fn wire_path(path: &Path) -> String {
 mod tests {
     use super::*;
     use crate::protocol::OrUnknown;
-    use local_core::jail::JailError;
+    use local_core::machine::jail::JailError;
 
     #[test]
     fn bytes_format_or_base64_encoding_reads_binary() {

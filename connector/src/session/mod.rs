@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
-use local_core::exec::CommandLimiter;
-use local_core::files::FileLimits;
-use local_core::jail::Jail;
+use local_core::machine::exec::CommandLimiter;
+use local_core::machine::files::FileLimits;
+use local_core::machine::jail::Jail;
 use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{self, JoinError, JoinSet};
@@ -394,7 +394,8 @@ where
         _ => Vec::new(),
     };
     // Listed afresh at every HELLO: devices come and go between connections.
-    let (devices, hardware_caps) = local_core::hardware::list_all_async(host.hardware).await;
+    let (devices, hardware_caps) =
+        local_core::machine::hardware::list_all_async(host.hardware).await;
     // Probed afresh at every HELLO (window ids die with it), off the async threads.
     let desktop = match &host.computer {
         Some(computer) if config.advertised.contains(&Capability::ComputerUse) => {
@@ -757,7 +758,7 @@ struct Found {
     hardware: Vec<Capability>,
 }
 
-fn wire_device(device: local_core::hardware::HardwareDevice) -> HardwareDevice {
+fn wire_device(device: local_core::machine::hardware::HardwareDevice) -> HardwareDevice {
     HardwareDevice {
         kind: device.kind.as_str().to_owned(),
         port: device.port,

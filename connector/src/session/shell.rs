@@ -1,12 +1,14 @@
-//! EXECUTE_COMMAND on a data connection: the wire payload becomes a `local_core::exec`
+//! EXECUTE_COMMAND on a data connection: the wire payload becomes a `local_core::machine::exec`
 //! request (cwd through the jail, timeout capped by the negotiated ceiling, output budget
 //! below the frame limit), and the outcome becomes COMMAND_RESULT and one audit record.
 
 use std::time::{Duration, Instant};
 
-use local_core::exec::{self, ExecOutcome, ExecRequest, LimitExceeded, Program, ShellKind};
-use local_core::files::{FileError, TEXT_READ_BUDGET_BYTES};
-use local_core::jail::Jail;
+use local_core::machine::exec::{
+    self, ExecOutcome, ExecRequest, LimitExceeded, Program, ShellKind,
+};
+use local_core::machine::files::{FileError, TEXT_READ_BUDGET_BYTES};
+use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
 use super::files::{error_message, file_error};

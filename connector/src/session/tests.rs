@@ -90,12 +90,13 @@ fn start_host(
     let jail = Arc::new(Jail::open(&dir.root()).unwrap());
     let mut host = edit(Host::new(jail));
     if let Some(path) = audit_log {
-        let identity = local_core::audit_chain::AuditIdentity {
+        let identity = local_core::machine::audit_chain::AuditIdentity {
             session_id: Some("session-1".to_owned()),
             machine_id: Some("machine-1".to_owned()),
             shim_version: "0.2.0".to_owned(),
         };
-        let chain = local_core::audit_chain::AuditChain::open(path, AUDIT_KEY, identity).unwrap();
+        let chain =
+            local_core::machine::audit_chain::AuditChain::open(path, AUDIT_KEY, identity).unwrap();
         host = host.with_audit(Auditor::new(chain).unwrap());
     }
     let (to_shim, mut inbound) = mpsc::unbounded_channel::<Frame>();
@@ -899,7 +900,7 @@ async fn file_ops_violations_and_revocation_are_audited_without_content() {
     assert_eq!(records[4]["details"]["source"], "frame");
     assert_eq!(records[4]["details"]["reason"], "user_revoked");
     assert_eq!(records[4]["session_id"], "session-1");
-    let report = local_core::audit_chain::verify(&log, &AUDIT_KEY).unwrap();
+    let report = local_core::machine::audit_chain::verify(&log, &AUDIT_KEY).unwrap();
     assert!(report.is_clean(), "{report:?}");
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use enigo::{Axis, Coordinate, Direction, Enigo, Keyboard, Mouse, Settings};
 
 use super::DesktopError;
-pub use crate::guidance::model::ScrollDirection;
+pub use crate::guide::guidance::model::ScrollDirection;
 
 use super::clipboard::Clipboard;
 use super::screen::{self, Display};

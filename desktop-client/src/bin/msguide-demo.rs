@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use eframe::egui;
-use local_core::guidance::demo::DEMO_APPLICATION;
+use local_core::guide::guidance::demo::DEMO_APPLICATION;
 
 /// The stages: the text on screen and the button that moves on (none on the last).
 const STAGES: [(&str, Option<&str>); 4] = [

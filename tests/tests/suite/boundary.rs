@@ -4,7 +4,9 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{body::Body, extract::ConnectInfo, http::Request};
-use local_core::{LocalState, limits::MAX_BODY_BYTES, secret::LocalToken, state::LocalConfig};
+use local_core::{
+    LocalState, guide::state::LocalConfig, limits::MAX_BODY_BYTES, secret::LocalToken,
+};
 use msguide_api::{boundary::Boundary, server::ConnectionLimits};
 use serde_json::json;
 use tokio::{io::AsyncWriteExt, net::TcpStream};

@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use local_core::{
+use local_core::guide::{
     error::ProviderFailure,
     guidance::{
         model::{Bounds, GuidanceResult, GuidanceStatus, Mode, Target},

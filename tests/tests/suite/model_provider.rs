@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use e2e::fake_llm::{FakeLlm, Reply};
 use local_core::clock::SystemClock;
-use local_core::guidance::openai::{ModelConfig, ModelSettings, OpenAiProvider};
+use local_core::guide::guidance::openai::{ModelConfig, ModelSettings, OpenAiProvider};
 use serde_json::{Value, json};
 
 use super::support::{Options, Server, button, guidance_body, observation};

@@ -248,7 +248,11 @@ fn mock_tools_are_documented_with_their_tiers() {
         std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/api.md"))
             .unwrap();
     for (name, tier) in DOCUMENTED_TOOLS {
-        assert_eq!(local_core::actions::Risk::of(name).as_str(), tier, "{name}");
+        assert_eq!(
+            local_core::guide::actions::Risk::of(name).as_str(),
+            tier,
+            "{name}"
+        );
         assert!(
             doc.contains(&format!("\"{name}\"")),
             "{name} not in the document"

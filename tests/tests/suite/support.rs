@@ -15,13 +15,15 @@ use base64::Engine;
 use local_core::{
     LocalState,
     clock::ManualClock,
-    diagnostics::DiagnosticLog,
-    guidance::{
-        demo::DemoProvider,
-        model::GuidanceResult,
-        provider::{GuidanceProvider, ProviderError, ProviderFuture, ProviderRequest},
+    guide::{
+        diagnostics::DiagnosticLog,
+        guidance::{
+            demo::DemoProvider,
+            model::GuidanceResult,
+            provider::{GuidanceProvider, ProviderError, ProviderFuture, ProviderRequest},
+        },
+        state::LocalConfig,
     },
-    state::LocalConfig,
 };
 use msguide_api::{boundary::Boundary, server::ConnectionLimits};
 use serde_json::{Value, json};
@@ -478,8 +480,8 @@ impl GuidanceProvider for Scripted {
         "scripted"
     }
 
-    fn mode(&self) -> local_core::guidance::model::Mode {
-        local_core::guidance::model::Mode::Model
+    fn mode(&self) -> local_core::guide::guidance::model::Mode {
+        local_core::guide::guidance::model::Mode::Model
     }
 
     fn guide<'a>(&'a self, request: ProviderRequest<'a>) -> ProviderFuture<'a> {

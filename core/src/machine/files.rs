@@ -25,7 +25,7 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STAN
 use cap_std::fs::MetadataExt as _;
 use uuid::Uuid;
 
-use crate::jail::{Jail, JailError, JailedPath, Metadata};
+use crate::machine::jail::{Jail, JailError, JailedPath, Metadata};
 
 /// `HELLO_ACK.max_file_size_bytes` when the platform does not lower it (10 MiB).
 pub const DEFAULT_MAX_FILE_SIZE_BYTES: u64 = 10 * 1024 * 1024;

@@ -6,8 +6,8 @@ use uuid::Uuid;
 use crate::{
     Error, LocalState,
     clock::after,
+    guide::store::{Expiring, parse_id},
     limits::SESSION_LIFETIME,
-    store::{Expiring, parse_id},
 };
 
 /// A created session.

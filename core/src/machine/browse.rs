@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
-use crate::audit_chain::python_json_string;
+use crate::machine::audit_chain::python_json_string;
 
 /// At most this many directory entries are scanned per listing (`MAX_SCANNED_ENTRIES`).
 pub const MAX_SCANNED_ENTRIES: usize = 1000;

@@ -103,7 +103,7 @@ pub fn target_matches_observation(target: &Target, observation: &Observation) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guidance::model::{Bounds, Element, Mode};
+    use crate::guide::guidance::model::{Bounds, Element, Mode};
 
     fn element(label: &str) -> Element {
         Element {

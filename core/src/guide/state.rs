@@ -5,14 +5,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use time::OffsetDateTime;
 
 use crate::{
-    actions::Actions,
-    audit::AuditLog,
     clock::{Clock, SystemClock},
-    diagnostics::{DiagnosticLog, Field},
-    guidance::{demo::DemoProvider, provider::GuidanceProvider},
+    guide::actions::Actions,
+    guide::audit_ring::AuditLog,
+    guide::diagnostics::{DiagnosticLog, Field},
+    guide::guidance::{demo::DemoProvider, provider::GuidanceProvider},
+    guide::sessions::Session,
+    guide::store::Store,
     limits::MAX_RECORDS,
-    sessions::Session,
-    store::Store,
 };
 
 /// How [`LocalState`] is put together; the binary builds it once from its configuration.

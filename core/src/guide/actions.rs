@@ -15,14 +15,14 @@ use uuid::Uuid;
 use crate::{
     Error, LocalState,
     clock::{Clock, after, whole_seconds_until},
-    error::Denial,
-    guidance::demo::DEMO_APPLICATION,
+    guide::error::Denial,
+    guide::guidance::demo::DEMO_APPLICATION,
+    guide::store::{Expiring, Store, parse_id},
     limits::{
         GRANT_TOKEN_BYTES, JOB_LIFETIME, JOB_RUN_TIME, MAX_ACTIVE_JOBS, MAX_DESCRIPTION_CHARS,
         MAX_LABEL_CHARS, PREVIEW_LIFETIME,
     },
     secret::ct_eq,
-    store::{Expiring, Store, parse_id},
 };
 
 /// What every preview and job says about its effects.

@@ -3,7 +3,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{Error, LocalState, guidance::check_freshness};
+use crate::{Error, LocalState, guide::guidance::check_freshness};
 
 /// What kind of answer the prompt asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

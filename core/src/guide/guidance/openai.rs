@@ -840,7 +840,9 @@ impl GuidanceProvider for OpenAiProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{clock::ManualClock, guidance::model::Bounds, png_sanitise::SanitisedPng};
+    use crate::{
+        clock::ManualClock, guide::guidance::model::Bounds, guide::png_sanitise::SanitisedPng,
+    };
 
     const KEY: &str = "sk-test-SECRET-0123456789";
     const REMOTE: &str = "https://models.example.com/v1/chat/completions";

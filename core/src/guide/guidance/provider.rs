@@ -3,7 +3,7 @@
 use std::{future::Future, pin::Pin, time::Duration};
 
 use super::model::{GuidanceResult, Mode, Observation};
-use crate::error::ProviderFailure;
+use crate::guide::error::ProviderFailure;
 
 /// What a provider is asked.
 #[derive(Debug, Clone, Copy)]

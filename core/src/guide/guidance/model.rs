@@ -2,7 +2,7 @@
 
 use time::OffsetDateTime;
 
-use crate::png_sanitise::SanitisedPng;
+use crate::guide::png_sanitise::SanitisedPng;
 
 /// A normalised box `[x, y, width, height]` inside the observed window.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -20,8 +20,8 @@ use self::{
 };
 use crate::{
     Error, LocalState,
-    diagnostics::Field,
-    error::GuidanceFailure,
+    guide::diagnostics::Field,
+    guide::error::GuidanceFailure,
     limits::{
         MAX_OBSERVATION_AGE, MAX_OBSERVATION_SKEW, MAX_PROVIDER_BUDGET, PROVIDER_BUDGET_RESERVE,
     },
@@ -161,7 +161,7 @@ impl LocalState {
                 ("stage", Field::Word(stage.as_str())),
                 ("errorCode", Field::Id(code)),
             ];
-            if error.kind() == crate::error::ErrorKind::Unprocessable {
+            if error.kind() == crate::guide::error::ErrorKind::Unprocessable {
                 fields.push(("status", Field::Count(422)));
             }
             if let Some(error_type) = error_type {

@@ -9,7 +9,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
 
-use crate::audit_chain::{python_float_repr, python_json_string};
+use crate::machine::audit_chain::{python_float_repr, python_json_string};
 
 fn json_ascii_string(text: &str) -> String {
     python_json_string(text, true)

@@ -1,7 +1,7 @@
 //! The connector's own files: its configuration, token file, status file, autostart unit and
 //! audit exports. Their paths come from the local user (flags, environment, per-OS defaults),
 //! never from the platform, so they live outside the jail; platform-supplied paths go through
-//! [`crate::jail`] only.
+//! [`crate::machine::jail`] only.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};

@@ -83,7 +83,7 @@ impl GuidanceProvider for DemoProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guidance::model::{Bounds, Element, Observation};
+    use crate::guide::guidance::model::{Bounds, Element, Observation};
 
     fn button(label: &str, confidence: f64) -> Element {
         Element {

@@ -11,9 +11,9 @@ use uuid::Uuid;
 
 use crate::{
     a11y::{self, A11yError, Budget, ScreenRect, WindowTarget},
-    guidance::model::{Bounds, Element, Observation},
+    guide::guidance::model::{Bounds, Element, Observation},
+    guide::png_sanitise::{self, MAX_PNG_BYTES, MAX_SIDE, PngError, SanitisedPng},
     limits::{MAX_ELEMENTS, MAX_LABEL_CHARS, MAX_OBSERVATION_SIDE, MAX_TEXT_CHARS},
-    png_sanitise::{self, MAX_PNG_BYTES, MAX_SIDE, PngError, SanitisedPng},
 };
 
 /// The confidence of an element read from the accessibility tree: the original's value for

@@ -1,0 +1,22 @@
+//! The local API's half of core: everything `msguide-api` runs, and nothing the connector uses.
+//!
+//! - [`state`]: [`state::LocalState`], the bounded in-memory state every operation runs against,
+//!   over the expiring owned records of `store`.
+//! - [`error`]: the failures callers can see, each with its exact message.
+//! - [`sessions`], [`guidance`], [`assist`], [`actions`], [`audit_ring`]: the operations.
+//! - [`png_sanitise`]: strict PNG validation and re-encoding from pixels only.
+//! - [`diagnostics`]: the content-free JSON-lines diagnostic log.
+//! - `observe` (feature `desktop`): the observation of one window a desktop client sends.
+
+pub mod actions;
+pub mod assist;
+pub mod audit_ring;
+pub mod diagnostics;
+pub mod error;
+pub mod guidance;
+#[cfg(feature = "desktop")]
+pub mod observe;
+pub mod png_sanitise;
+pub mod sessions;
+pub mod state;
+mod store;
