@@ -1,5 +1,5 @@
-//! Tidy checks of the tree itself: module docs, workspace lints, and the core's independence
-//! from any transport.
+//! Tidy checks of the tree itself: module docs, workspace lints, and the crate graph (core's
+//! independence from any transport, faces that meet only in the libraries).
 
 use std::path::{Path, PathBuf};
 
@@ -59,26 +59,230 @@ fn every_member_uses_the_workspace_lints() {
     }
 }
 
+/// The workspace as `cargo metadata` resolves it: what every Cargo.toml declares, not a list
+/// kept by hand.
+struct Workspace {
+    /// Package id to package object, for every package in the graph.
+    packages: std::collections::HashMap<String, serde_json::Value>,
+    /// The ids of the workspace's own packages.
+    members: Vec<String>,
+    /// Package id to the resolved dependency edges of that package.
+    resolved: std::collections::HashMap<String, Vec<serde_json::Value>>,
+}
+
+impl Workspace {
+    fn load() -> Self {
+        let output = std::process::Command::new(env!("CARGO"))
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--offline",
+                "--manifest-path",
+            ])
+            .arg(root().join("Cargo.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let packages = metadata["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["id"].as_str().unwrap().to_owned(), p.clone()))
+            .collect();
+        let members = metadata["workspace_members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_str().unwrap().to_owned())
+            .collect();
+        let resolved = metadata["resolve"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                let deps = n["deps"].as_array().unwrap().clone();
+                (n["id"].as_str().unwrap().to_owned(), deps)
+            })
+            .collect();
+        Self {
+            packages,
+            members,
+            resolved,
+        }
+    }
+
+    fn name(&self, id: &str) -> &str {
+        self.packages[id]["name"].as_str().unwrap()
+    }
+
+    fn member(&self, name: &str) -> &serde_json::Value {
+        self.members
+            .iter()
+            .map(|id| &self.packages[id])
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no workspace member {name}"))
+    }
+
+    /// A face is a member that builds a program; a library is a member that builds none.
+    fn is_face(&self, package: &serde_json::Value) -> bool {
+        package["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
+    }
+
+    /// The names of the workspace members `package` declares as a dependency of any kind
+    /// (normal, build or dev) on any platform.
+    fn internal_dependencies(&self, package: &serde_json::Value) -> Vec<String> {
+        package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .filter(|name| self.members.iter().any(|id| self.name(id) == *name))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Every package `name` builds into its library on some platform with the workspace's
+    /// features: its normal and build dependencies, followed to the end (dev-dependencies
+    /// are not part of what ships).
+    fn shipped_closure(&self, name: &str) -> std::collections::BTreeSet<String> {
+        let start = self.member(name)["id"].as_str().unwrap().to_owned();
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![start];
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            for dep in &self.resolved[&id] {
+                let shipped = dep["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["kind"].is_null() || k["kind"] == "build");
+                if shipped {
+                    stack.push(dep["pkg"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        seen.iter().map(|id| self.name(id).to_owned()).collect()
+    }
+}
+
+/// The one package allowed to depend on the faces: the end-to-end suite runs them.
+const TEST_SUITE: &str = "e2e";
+
+/// HTTP servers, WebSocket and MCP: these belong to the faces, and core may not reach them even
+/// through a dependency.
+const SERVING_CRATES: [&str; 10] = [
+    "axum",
+    "axum-core",
+    "actix-web",
+    "warp",
+    "tungstenite",
+    "tokio-tungstenite",
+    "utoipa",
+    "utoipa-axum",
+    "utoipa-swagger-ui",
+    "rmcp",
+];
+
+/// The HTTP stack's parts: reqwest, core::llm's one client, brings their client halves along,
+/// but core may not declare them itself.
+const HTTP_STACK: [&str; 7] = [
+    "hyper",
+    "hyper-util",
+    "http",
+    "http-body",
+    "http-body-util",
+    "tower",
+    "tower-http",
+];
+
 #[test]
 fn core_knows_no_transport() {
-    let manifest = std::fs::read_to_string(root().join("core/Cargo.toml")).unwrap();
-    let dependencies = manifest
-        .split("[dependencies]")
-        .nth(1)
+    let workspace = Workspace::load();
+    let core = workspace.member("local-core");
+    assert!(!workspace.is_face(core), "local-core must stay a library");
+    let declared: Vec<&str> = core["dependencies"]
+        .as_array()
         .unwrap()
-        .split("\n[")
-        .next()
-        .unwrap();
-    // reqwest is allowed as the one outbound client of `core::llm` (checked below); no
-    // serving stack and no WebSocket may enter core.
-    for transport in ["axum", "hyper", "tower", "tungstenite", "utoipa", "http"] {
+        .iter()
+        .filter(|d| d["kind"].is_null() || d["kind"] == "build")
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    // Declared directly: no server, no WebSocket, no MCP, and no part of the HTTP stack
+    // (core::llm speaks HTTP only through reqwest).
+    for transport in SERVING_CRATES.iter().chain(&HTTP_STACK) {
         assert!(
-            !dependencies
-                .lines()
-                .any(|l| l.trim_start().starts_with(transport)),
-            "core depends on {transport}: HTTP and WebSocket belong to the edges"
+            !declared.contains(transport),
+            "core depends on {transport}: HTTP serving, WebSocket and MCP belong to the faces"
         );
     }
+    // Nor through any dependency of a dependency.
+    let closure = workspace.shipped_closure("local-core");
+    for transport in SERVING_CRATES {
+        assert!(
+            !closure.contains(transport),
+            "core pulls in {transport} through a dependency: HTTP serving, WebSocket and MCP \
+             belong to the faces"
+        );
+    }
+    assert!(closure.len() > 50, "suspiciously small graph: {closure:?}");
+}
+
+/// Core depends on no other member; no member but the end-to-end suite depends on a face (a
+/// member that builds a program), so faces share code only through the libraries; nothing
+/// depends on the suite. Read from the
+/// manifests through `cargo metadata`, so a new member or a new edge is checked as it appears.
+#[test]
+fn the_faces_meet_only_in_the_libraries() {
+    let workspace = Workspace::load();
+    let core = workspace.member("local-core");
+    assert_eq!(
+        workspace.internal_dependencies(core),
+        Vec::<String>::new(),
+        "local-core depends on another member of the workspace: core is the bottom of the graph"
+    );
+    let mut faces = 0;
+    for id in &workspace.members {
+        let package = &workspace.packages[id];
+        let name = workspace.name(id);
+        let internal = workspace.internal_dependencies(package);
+        assert!(
+            !internal.iter().any(|d| d == TEST_SUITE),
+            "{name} depends on the end-to-end suite {TEST_SUITE}"
+        );
+        if workspace.is_face(package) {
+            faces += 1;
+        }
+        if name == TEST_SUITE {
+            continue;
+        }
+        for dependency in internal {
+            assert!(
+                !workspace.is_face(workspace.member(&dependency)),
+                "{name} depends on the face {dependency}: faces share code only through a \
+                 library (local-core)"
+            );
+        }
+    }
+    // msguide-api, autogpt-shim, msguide (launcher) and msguide-desktop.
+    assert_eq!(
+        faces, 4,
+        "the workspace's faces changed: update ARCHITECTURE.md"
+    );
+    // The suite is the one package that puts the faces together.
+    let suite = workspace.internal_dependencies(workspace.member(TEST_SUITE));
+    assert!(suite.iter().any(|d| d == "autogpt-shim") && suite.iter().any(|d| d == "msguide-api"));
 }
 
 #[test]
