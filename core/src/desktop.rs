@@ -1,6 +1,7 @@
 //! Computer use on this machine's desktop: displays and screenshots, synthetic input, the
 //! window list and focus, running apps and launching one, the clipboard, OS permissions, and
-//! which of these this session can offer ([`probe`]).
+//! which of these this session can offer ([`probe`]). [`screenshot`] is the whole screenshot
+//! sequence (rate slot, window lookup, capture, pointer, encoding, size limit) in one call.
 //!
 //! Everything here blocks (X11 round trips, pixel copies, encoders): callers run it on a
 //! blocking thread, one operation at a time per machine ([`Desktop::one_at_a_time`]).
@@ -11,6 +12,7 @@ pub mod clipboard;
 pub mod input;
 pub mod probe;
 pub mod screen;
+pub mod screenshot;
 pub mod windows;
 
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::machine::exec::CommandLimiter;
 
 /// Screenshots allowed per sliding minute (the reference's limit).
-pub const SCREENSHOTS_PER_MINUTE: usize = 10;
+pub const SCREENSHOTS_PER_MINUTE: usize = crate::limits::SCREENSHOTS_PER_MINUTE as usize;
 
 /// A rectangle in display-global pixels: origin at the primary display's top-left, x to the
 /// right, y down, half-open (`x + width` is just outside).

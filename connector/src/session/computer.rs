@@ -14,7 +14,8 @@ use base64::Engine as _;
 use local_core::a11y::{self, Budget, ScreenRect, WindowTarget};
 use local_core::desktop::input::{self, Action, Button, Chord, Modifier, ScrollDirection};
 use local_core::desktop::probe::{self, Permission, Probe, Session};
-use local_core::desktop::screen::{self, Display, Encoding, Source};
+use local_core::desktop::screen::{self, Display, Encoding};
+use local_core::desktop::screenshot::{ScreenshotRequest, Target};
 use local_core::desktop::windows::{self as desktop_windows, NativeWindow};
 use local_core::desktop::{Desktop, DesktopError, Rect, apps, clipboard};
 use serde_json::{Map, Value, json};
@@ -366,52 +367,43 @@ fn screenshot(
     max_bytes: u64,
     details: &mut Map<String, Value>,
 ) -> Result<Message, DesktopError> {
-    desktop.take_screenshot_slot()?;
-    let source = match (&p.window_id, p.region) {
-        (Some(window_id), _) => {
-            let live = desktop_windows::all()?;
-            Source::Window(desktop.windows.resolve(window_id, &live)?.id)
-        }
-        (None, Some(region)) => Source::Region(region),
-        (None, None) => Source::Monitor(p.monitor),
+    let target = match (&p.window_id, p.region) {
+        (Some(window_id), _) => Target::Window(window_id.clone()),
+        (None, Some(region)) => Target::Region(region),
+        (None, None) => Target::Monitor(p.monitor),
     };
-    let mut capture = screen::capture(source)?;
-    // Best effort: a screenshot without the pointer beats no screenshot.
-    let cursor_drawn = p.include_cursor
-        && screen::draw_cursor(&mut capture).unwrap_or_else(|err| {
-            tracing::debug!(code = err.code(), "the pointer was not drawn");
-            false
-        });
     let encoding = match p.format {
         ImageFormat::Jpeg => Encoding::Jpeg { quality: p.quality },
         ImageFormat::Png => Encoding::Png,
     };
-    let bytes = screen::encode(&capture.image, encoding)?;
-    // Checked on the raw bytes, before base64 makes a third more of them.
-    let budget = u64::try_from((MAX_FRAME_BYTES - ENVELOPE_ALLOWANCE) / 4 * 3).unwrap_or(u64::MAX);
-    let limit = max_bytes.min(budget);
-    let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    if size > limit {
-        return Err(DesktopError::TooLarge { size, limit });
+    // The raw bytes must fit a frame once base64 makes a third more of them.
+    let frame_budget =
+        u64::try_from((MAX_FRAME_BYTES - ENVELOPE_ALLOWANCE) / 4 * 3).unwrap_or(u64::MAX);
+    let shot = desktop.screenshot(&ScreenshotRequest {
+        target,
+        include_cursor: p.include_cursor,
+        encoding,
+        max_bytes: max_bytes.min(frame_budget),
+    })?;
+    if let Some(err) = &shot.pointer_failure {
+        tracing::debug!(code = err.code(), "the pointer was not drawn");
     }
-    let (width, height) = capture.image.dimensions();
-    details.insert("image_bytes_returned".to_owned(), json!(size));
-    details.insert("width".to_owned(), json!(width));
-    details.insert("height".to_owned(), json!(height));
-    details.insert("cursor_drawn".to_owned(), json!(cursor_drawn));
-    let logical = |side: u32| (f64::from(side) / capture.scale).round() as u32;
+    details.insert("image_bytes_returned".to_owned(), json!(shot.bytes.len()));
+    details.insert("width".to_owned(), json!(shot.width));
+    details.insert("height".to_owned(), json!(shot.height));
+    details.insert("cursor_drawn".to_owned(), json!(shot.cursor_drawn));
     Ok(Message::ScreenshotResponse(ScreenshotResponsePayload {
-        image_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        image_base64: base64::engine::general_purpose::STANDARD.encode(&shot.bytes),
         mime_type: encoding.mime_type().to_owned(),
-        width,
-        height,
-        monitor: capture.monitor,
+        width: shot.width,
+        height: shot.height,
+        monitor: shot.monitor,
         region: p.region,
-        display_scale: capture.scale,
-        logical_size: [logical(width), logical(height)],
+        display_scale: shot.scale,
+        logical_size: shot.logical_size(),
         meta: ScreenshotMeta {
-            origin: capture.origin,
-            display_id: json!(capture.os_id),
+            origin: shot.origin,
+            display_id: json!(shot.os_id),
         },
     }))
 }

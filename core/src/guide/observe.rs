@@ -5,12 +5,17 @@
 //! The window list and window pixels come from [`crate::desktop`]. Capture never
 //! looks beyond the chosen window: no desktop capture, no other window's elements.
 
-use image::{ImageEncoder, RgbaImage, codecs::png, imageops::FilterType};
+use image::{RgbaImage, imageops::FilterType};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{
     a11y::{self, A11yError, Budget, ScreenRect, WindowTarget},
+    desktop::{
+        DesktopError,
+        screen::{self, Encoding, Source},
+        screenshot::encode_within,
+    },
     guide::guidance::model::{Bounds, Element, Observation},
     guide::png_sanitise::{self, MAX_PNG_BYTES, MAX_SIDE, PngError, SanitisedPng},
     limits::{MAX_ELEMENTS, MAX_LABEL_CHARS, MAX_OBSERVATION_SIDE, MAX_TEXT_CHARS},
@@ -272,15 +277,17 @@ fn ocr_text(elements: &[Element]) -> String {
 /// The window's pixels as a sanitised PNG: longest side at most [`MAX_SIDE`], at most
 /// [`MAX_PNG_BYTES`], shrunk by [`SHRINK_STEP`] until it fits.
 fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
-    let capture = crate::desktop::screen::capture(crate::desktop::screen::Source::Window(id))
-        .map_err(|e| ObserveError::Pixels(e.to_string()))?;
+    let capture =
+        screen::capture(Source::Window(id)).map_err(|e| ObserveError::Pixels(e.to_string()))?;
     fit_png(&capture.image)
 }
 
-/// Scales and encodes `image` until it fits the API's image limits.
+/// Scales and encodes `image` until it fits the API's image limits: the screenshot's own
+/// encode-and-measure step, retried smaller where a screenshot would refuse.
 fn fit_png(image: &RgbaImage) -> Result<SanitisedPng, ObserveError> {
     let longest = image.width().max(image.height()).max(1);
     let mut scale = (f64::from(MAX_SIDE) / f64::from(longest)).min(1.0);
+    let max_bytes = u64::try_from(MAX_PNG_BYTES).unwrap_or(u64::MAX);
     for _ in 0..MAX_SHRINK_STEPS {
         let size = |side: u32| ((f64::from(side) * scale).floor() as u32).max(1);
         let (width, height) = (size(image.width()), size(image.height()));
@@ -291,24 +298,14 @@ fn fit_png(image: &RgbaImage) -> Result<SanitisedPng, ObserveError> {
             scaled = image::imageops::resize(image, width, height, FilterType::Triangle);
             &scaled
         };
-        let mut bytes = Vec::new();
-        png::PngEncoder::new_with_quality(
-            &mut bytes,
-            png::CompressionType::Fast,
-            png::FilterType::Adaptive,
-        )
-        .write_image(
-            pixels.as_raw(),
-            width,
-            height,
-            image::ExtendedColorType::Rgba8,
-        )
-        .map_err(|e| ObserveError::Pixels(e.to_string()))?;
-        if bytes.len() <= MAX_PNG_BYTES {
-            match png_sanitise::sanitise_png(&bytes) {
+        match encode_within(pixels, Encoding::Png, max_bytes) {
+            Ok(bytes) => match png_sanitise::sanitise_png(&bytes) {
                 Err(PngError::OutputTooLarge | PngError::TooManyBytes) => {}
                 other => return Ok(other?),
-            }
+            },
+            Err(DesktopError::TooLarge { .. }) => {}
+            Err(DesktopError::Failed(reason)) => return Err(ObserveError::Pixels(reason)),
+            Err(other) => return Err(ObserveError::Pixels(other.to_string())),
         }
         scale *= SHRINK_STEP;
     }
