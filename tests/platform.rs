@@ -256,8 +256,8 @@ impl Platform {
         };
         // The platform accepts the protocol's 16 MiB frames, like the shim.
         let config = WebSocketConfig::default()
-            .max_message_size(Some(16 * 1024 * 1024))
-            .max_frame_size(Some(16 * 1024 * 1024));
+            .max_message_size(Some(local_core::limits::MAX_FRAME_BYTES))
+            .max_frame_size(Some(local_core::limits::MAX_FRAME_BYTES));
         let socket = tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config))
             .await
             .ok();

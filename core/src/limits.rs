@@ -1,4 +1,5 @@
-//! Every numeric limit of the API specification, in one place so each is tested at its boundary.
+//! Every numeric limit of the specifications (the local API's and the connector protocol's), in
+//! one place so each is tested at its boundary and no crate keeps a copy.
 
 use std::time::Duration;
 
@@ -88,3 +89,16 @@ pub const A11Y_MAX_NODES: usize = 2000;
 pub const A11Y_MAX_DEPTH: usize = 64;
 /// Wall-clock limit of one window walk, including waiting for a toolkit to register.
 pub const A11Y_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Largest WebSocket message the connector sends or accepts: PROTOCOL.md's 16 MiB, the platform
+/// relay's envelope cap.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+/// Commands running at once on a connector's machine when `max_concurrent_commands` is not
+/// configured (the reference's 10).
+pub const DEFAULT_MAX_CONCURRENT_COMMANDS: u32 = 10;
+/// Commands started per sliding minute when `max_commands_per_minute` is not configured (the
+/// reference's 60).
+pub const DEFAULT_MAX_COMMANDS_PER_MINUTE: u32 = 60;
+/// Screenshots per sliding minute (the reference's 10), the default of
+/// `max_screenshots_per_minute`.
+pub const SCREENSHOTS_PER_MINUTE: u32 = 10;

@@ -44,6 +44,7 @@ use std::num::{NonZeroU32, NonZeroU64};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use local_core::limits;
 use local_core::llm::BackendKind as LlmBackend;
 use local_core::machine::own_files::{self, PrivateFileError};
 
@@ -79,12 +80,6 @@ pub const TOKEN_ENV: &str = "AUTOGPT_SHIM_TOKEN";
 pub const APP_DIR: &str = "autogpt-local-executor";
 /// Default `ollama_url`.
 pub const DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";
-/// Default `max_concurrent_commands`.
-pub const DEFAULT_MAX_CONCURRENT_COMMANDS: NonZeroU32 = non_zero(10);
-/// Default `max_commands_per_minute`.
-pub const DEFAULT_MAX_COMMANDS_PER_MINUTE: NonZeroU32 = non_zero(60);
-/// Default `max_screenshots_per_minute`.
-pub const DEFAULT_MAX_SCREENSHOTS_PER_MINUTE: NonZeroU32 = non_zero(10);
 /// Default `idle_session_timeout`: the reference's 10 minutes.
 pub const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(600);
 /// Longest `display_name`, in characters.
@@ -223,11 +218,11 @@ impl ShimConfig {
             enable_clipboard: false,
             enable_clipboard_read_foreign: false,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
-            max_concurrent_commands: DEFAULT_MAX_CONCURRENT_COMMANDS,
+            max_concurrent_commands: const { non_zero(limits::DEFAULT_MAX_CONCURRENT_COMMANDS) },
             command_timeout_seconds: DEFAULT_COMMAND_TIMEOUT_SECONDS,
             max_file_size_bytes: DEFAULT_MAX_FILE_SIZE_BYTES,
-            max_commands_per_minute: DEFAULT_MAX_COMMANDS_PER_MINUTE,
-            max_screenshots_per_minute: DEFAULT_MAX_SCREENSHOTS_PER_MINUTE,
+            max_commands_per_minute: const { non_zero(limits::DEFAULT_MAX_COMMANDS_PER_MINUTE) },
+            max_screenshots_per_minute: const { non_zero(limits::SCREENSHOTS_PER_MINUTE) },
             reconnect_base_delay: backoff.base,
             reconnect_max_delay: backoff.max,
             reconnect_jitter_seconds: backoff.jitter,

@@ -13,7 +13,7 @@ use super::messages::{Message, MessageType};
 use super::version::{PROTOCOL_VERSION, PROTOCOL_VERSION_STR, ProtocolVersion};
 
 /// Largest WebSocket message either side accepts (16 MiB, the platform relay's cap).
-pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+pub use local_core::limits::MAX_FRAME_BYTES;
 
 /// One frame: envelope fields plus the typed message.
 #[derive(Debug, Clone, PartialEq)]

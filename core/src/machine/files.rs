@@ -35,7 +35,7 @@ pub const DEFAULT_MAX_LIST_ENTRIES: u64 = 1000;
 /// lets one request build an arbitrarily large reply.
 pub const DEFAULT_MAX_LIST_ENTRIES_HARD_CAP: usize = 10_000;
 /// Room the 16 MiB frame must keep for the envelope around a payload.
-const FRAME_BUDGET_BYTES: u64 = 16 * 1024 * 1024 - 64 * 1024;
+const FRAME_BUDGET_BYTES: u64 = crate::limits::MAX_FRAME_BYTES as u64 - 64 * 1024;
 /// Raw bytes a text read may return: every byte could become a six-byte JSON escape.
 pub const TEXT_READ_BUDGET_BYTES: u64 = FRAME_BUDGET_BYTES / 6;
 /// Raw bytes a base64 read may return: base64 grows data by 4/3.
