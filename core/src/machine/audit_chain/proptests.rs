@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use proptest::prelude::*;
 use serde_json::{Number, Value};
 
-use super::{ascii_only, parse_line, write_canonical};
+use super::canonical::{ascii_only, parse_line, write_canonical};
 
 /// The default run's seed: the same cases every run, so a failure reproduces as is.
 const SEED: u64 = 0x5EED_0016_0005;
