@@ -3,10 +3,10 @@
 use local_core::guide::{
     actions::{JOB_MESSAGE, JobView},
     guidance::{
-        GuidanceRequest as CoreGuidanceRequest, GuidanceResponse,
+        GuidanceResponse,
         model::{self, Element, ScrollDirection, ToggleState, UiAction},
+        upload::{GuidanceUpload, ObservationRefusal, ObservationUpload},
     },
-    png_sanitise::sanitise_base64_png,
 };
 use serde_json::Value;
 
@@ -80,96 +80,47 @@ impl From<UiElement> for Element {
     }
 }
 
-/// Converts elements, refusing duplicate non-null `targetId`s or `controlId`s.
-pub fn observation_elements(
-    elements: Vec<UiElement>,
-    loc: &[&str],
-) -> Result<Vec<Element>, ValidationItem> {
-    let elements: Vec<Element> = elements.into_iter().map(Into::into).collect();
-    let unique = |ids: Vec<&String>| {
-        let mut sorted = ids.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        sorted.len() == ids.len()
-    };
-    let target_ids = elements
-        .iter()
-        .filter_map(|e| e.target_id.as_ref())
-        .collect();
-    let control_ids = elements
-        .iter()
-        .filter_map(|e| e.control_id.as_ref())
-        .collect();
-    if !unique(target_ids) || !unique(control_ids) {
-        return Err(invalid(
-            loc.iter().map(|s| Value::from(*s)).collect(),
-            "value_error",
-        ));
+impl From<Observation> for ObservationUpload {
+    fn from(o: Observation) -> Self {
+        Self {
+            id: o.id.0,
+            window_id: o.window_id.0,
+            application: o.application.0,
+            captured_at: o.captured_at.0,
+            width: o.width.0,
+            height: o.height.0,
+            ocr_text: o.ocr_text.0,
+            elements: o.elements.0.into_iter().map(Into::into).collect(),
+            image_base64: o.image_base64.map(|image| image.0),
+            automation_complete: o.automation_complete,
+            resource_id: o.resource_id.map(|r| r.0),
+        }
     }
-    Ok(elements)
 }
 
-fn observation(o: Observation) -> Result<model::Observation, ValidationItem> {
-    let (width, height) = (o.width.0, o.height.0);
-    let image = match o.image_base64 {
-        None => None,
-        Some(image) => Some(sanitise_base64_png(&image.0, width, height).map_err(|_| {
-            invalid(
-                vec!["body".into(), "observation".into(), "imageBase64".into()],
-                "value_error",
-            )
-        })?),
-    };
-    Ok(model::Observation {
-        id: o.id.0,
-        window_id: o.window_id.0,
-        application: o.application.0,
-        captured_at: o.captured_at.0,
-        width,
-        height,
-        ocr_text: o.ocr_text.0,
-        elements: observation_elements(o.elements.0, &["body", "observation"])?,
-        image,
-        automation_complete: o.automation_complete,
-        resource_id: o.resource_id.map(|r| r.0),
-    })
-}
-
-/// Image sanitisings that may run at once.
-static SANITISERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
-
-/// Turns a parsed guidance body into the core request, sanitising the image off the async
-/// threads: decoding and re-encoding a 1600×1600 PNG takes tens of milliseconds.
-pub async fn guidance_request(
-    request: GuidanceRequest,
-    body_bytes: usize,
-) -> Result<CoreGuidanceRequest, ValidationItem> {
-    let GuidanceRequest {
-        session_id,
-        prompt,
-        consent,
-        observation: raw,
-    } = request;
-    let observation = if raw.image_base64.is_some() {
-        // Each sanitising holds ~30 MB (decoded pixels and two encodings) and is CPU-bound, so
-        // more at once than there are cores only costs memory.
-        let _permit = SANITISERS
-            .acquire()
-            .await
-            .map_err(|_| invalid(vec!["body".into()], "value_error"))?;
-        tokio::task::spawn_blocking(move || observation(raw))
-            .await
-            .map_err(|_| invalid(vec!["body".into(), "observation".into()], "value_error"))??
-    } else {
-        observation(raw)?
-    };
-    Ok(CoreGuidanceRequest {
-        session_id: session_id.0,
-        prompt: prompt.0,
-        consent,
-        observation,
+/// The core's upload of a parsed guidance body; `body_bytes` is the HTTP body's size.
+#[must_use]
+pub fn guidance_upload(request: GuidanceRequest, body_bytes: usize) -> GuidanceUpload {
+    GuidanceUpload {
+        session_id: request.session_id.0,
+        prompt: request.prompt.0,
+        consent: request.consent,
+        observation: request.observation.into(),
         body_bytes,
-    })
+    }
+}
+
+/// The 422 item of a refused observation, at the part of the body it concerns.
+#[must_use]
+pub fn refused(refusal: ObservationRefusal) -> ValidationItem {
+    let loc: &[&str] = match refusal {
+        ObservationRefusal::Image(_) => &["body", "observation", "imageBase64"],
+        ObservationRefusal::DuplicateElementIds | ObservationRefusal::ImageWorkFailed => {
+            &["body", "observation"]
+        }
+        ObservationRefusal::ImageWorkClosed => &["body"],
+    };
+    invalid(loc.iter().map(|s| Value::from(*s)).collect(), "value_error")
 }
 
 impl From<GuidanceResponse> for responses::Guidance {
@@ -232,5 +183,38 @@ pub fn job(view: JobView) -> responses::Job {
         }),
         error: None,
         mock: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use local_core::guide::png_sanitise::PngError;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn each_refusal_is_a_value_error_at_the_part_it_concerns() {
+        let loc = |refusal| {
+            let item = refused(refusal);
+            assert_eq!(
+                (item.kind, item.msg),
+                ("value_error", super::super::INVALID_VALUE)
+            );
+            Value::from(item.loc)
+        };
+        assert_eq!(
+            loc(ObservationRefusal::Image(PngError::NotPng)),
+            json!(["body", "observation", "imageBase64"])
+        );
+        assert_eq!(
+            loc(ObservationRefusal::DuplicateElementIds),
+            json!(["body", "observation"])
+        );
+        assert_eq!(
+            loc(ObservationRefusal::ImageWorkFailed),
+            json!(["body", "observation"])
+        );
+        assert_eq!(loc(ObservationRefusal::ImageWorkClosed), json!(["body"]));
     }
 }

@@ -15,7 +15,7 @@ use axum::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use self::convert::{guidance_request, job, observation_elements};
+pub use self::convert::{guidance_upload, job, refused};
 use self::responses::ValidationItem;
 use crate::error::ApiError;
 

@@ -1,12 +1,13 @@
 //! `POST /v1/guidance`: one consented, fresh observation to one validated next step.
 
 use axum::{Extension, Json, extract::State};
+use local_core::guide::guidance::upload;
 
 use crate::{
     AppState,
     boundary::{BodySize, LOCAL_OWNER},
     contracts::{
-        StrictJson, guidance_request,
+        StrictJson, guidance_upload, refused,
         requests::GuidanceRequest,
         responses::{ErrorDetail, Guidance, Unprocessable},
     },
@@ -35,7 +36,8 @@ pub async fn guidance(
     StrictJson(body): StrictJson<GuidanceRequest>,
 ) -> Result<Json<Guidance>, ApiError> {
     let body_bytes = body_size.map_or(0, |Extension(BodySize(n))| n);
-    let request = guidance_request(body, body_bytes).await?;
+    let upload = guidance_upload(body, body_bytes);
+    let request = upload::admit(upload).await.map_err(refused)?;
     let response = app.local.guidance(LOCAL_OWNER, request).await?;
     Ok(Json(response.into()))
 }

@@ -1,5 +1,7 @@
 //! Guidance: a consented, fresh observation in, one validated next step out.
 //!
+//! [`upload::admit`] first turns what a client uploaded into a [`GuidanceRequest`] (image
+//! sanitised under a bound on concurrent image work, element ids unique); then
 //! [`LocalState::guidance`] runs the reference's order: session, consent, freshness, provider
 //! under a deadline, result and target validation, freshness again, session again.
 
@@ -7,6 +9,7 @@ pub mod demo;
 pub mod model;
 pub mod openai;
 pub mod provider;
+pub mod upload;
 pub mod validate;
 
 use std::time::{Duration, Instant};
@@ -27,12 +30,16 @@ use crate::{
     },
 };
 
-/// A guidance request after contract validation.
+/// A guidance request after contract validation and [`upload::admit`].
 #[derive(Debug, Clone)]
 pub struct GuidanceRequest {
+    /// The session it runs in.
     pub session_id: String,
+    /// What the user asked.
     pub prompt: String,
+    /// Whether the user consented to capture.
     pub consent: bool,
+    /// The admitted observation.
     pub observation: Observation,
     /// Size of the HTTP body, for diagnostics only.
     pub body_bytes: usize,
@@ -41,9 +48,13 @@ pub struct GuidanceRequest {
 /// A validated answer, with the ids the client checks before drawing anything.
 #[derive(Debug, Clone)]
 pub struct GuidanceResponse {
+    /// The validated next step.
     pub result: GuidanceResult,
+    /// The id diagnostics and the audit record this request under.
     pub correlation_id: String,
+    /// The observation's id, echoed.
     pub observation_id: String,
+    /// The observed window's id, echoed.
     pub window_id: String,
 }
 

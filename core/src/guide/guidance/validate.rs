@@ -1,6 +1,9 @@
-//! Re-validation of a provider's result and the route's check that a target is one observed element.
+//! Re-validation of a provider's result, the route's check that a target is one observed
+//! element, and the rule that an observation's element ids are unique.
 
-use super::model::{GuidanceResult, GuidanceStatus, Observation, Target, UiAction};
+use std::collections::HashSet;
+
+use super::model::{Element, GuidanceResult, GuidanceStatus, Observation, Target, UiAction};
 use crate::limits::{
     MAX_CITATION_SOURCE_CHARS, MAX_CITATIONS, MAX_INPUT_VALUE_CHARS, MAX_INSTRUCTION_CHARS,
     MAX_LABEL_CHARS, MAX_REMAINING_WORK_CHARS, MIN_TARGET_CONFIDENCE,
@@ -98,6 +101,17 @@ pub fn target_matches_observation(target: &Target, observation: &Observation) ->
         && target
             .scroll_direction
             .is_none_or(|d| element.scroll_directions.contains(&d))
+}
+
+/// The observation's rule: no two elements share a non-null `targetId`, and no two a
+/// non-null `controlId` (a target names exactly one element by either).
+#[must_use]
+pub fn element_ids_are_unique(elements: &[Element]) -> bool {
+    let unique = |id: fn(&Element) -> Option<&String>| {
+        let mut seen = HashSet::new();
+        elements.iter().filter_map(id).all(|id| seen.insert(id))
+    };
+    unique(|e| e.target_id.as_ref()) && unique(|e| e.control_id.as_ref())
 }
 
 #[cfg(test)]

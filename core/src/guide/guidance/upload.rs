@@ -1,0 +1,242 @@
+//! An uploaded guidance request admitted into the core model: the observation's image
+//! sanitised off the async threads under a bound on concurrent image work, and its elements'
+//! ids checked for uniqueness. A face converts its contract into a [`GuidanceUpload`] and an
+//! [`ObservationRefusal`] into its own error, nothing more.
+
+use time::OffsetDateTime;
+use tokio::sync::Semaphore;
+
+use super::{
+    GuidanceRequest,
+    model::{Element, Observation},
+    validate::element_ids_are_unique,
+};
+use crate::guide::png_sanitise::{PngError, sanitise_base64_png};
+
+/// Image sanitisings that may run at once. Each holds ~30 MB (decoded pixels and two
+/// encodings) and is CPU-bound, so more at once than there are cores only costs memory.
+const MAX_CONCURRENT_SANITISERS: usize = 4;
+
+/// The bound on concurrent image work, shared by every request in the process.
+static SANITISERS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_SANITISERS);
+
+/// A guidance request as a client sent it, after its contract's own checks.
+#[derive(Debug, Clone)]
+pub struct GuidanceUpload {
+    /// The session it runs in.
+    pub session_id: String,
+    /// What the user asked.
+    pub prompt: String,
+    /// Whether the user consented to capture.
+    pub consent: bool,
+    /// The observation, its image still as uploaded.
+    pub observation: ObservationUpload,
+    /// Size of the HTTP body, for diagnostics only.
+    pub body_bytes: usize,
+}
+
+/// An observation as a client sent it: [`Observation`] with the image still the uploaded
+/// base64 (see [`Observation`] for each field's meaning).
+#[derive(Debug, Clone)]
+pub struct ObservationUpload {
+    /// The observation's id.
+    pub id: String,
+    /// The observed window's id.
+    pub window_id: String,
+    /// The window title.
+    pub application: String,
+    /// When capture started.
+    pub captured_at: OffsetDateTime,
+    /// The window's width in pixels.
+    pub width: u32,
+    /// The window's height in pixels.
+    pub height: u32,
+    /// The element names joined by newlines.
+    pub ocr_text: String,
+    /// The accessibility elements.
+    pub elements: Vec<Element>,
+    /// The window's pixels as canonical base64 of a PNG, when pixel sharing was approved.
+    pub image_base64: Option<String>,
+    /// Whether the accessibility walk finished within its budget.
+    pub automation_complete: bool,
+    /// The resource the observation belongs to, if any.
+    pub resource_id: Option<String>,
+}
+
+/// Why an uploaded observation was refused before guidance ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ObservationRefusal {
+    /// The image broke a sanitising rule (or is not the observation's size).
+    #[error("the observation's image was refused: {0}")]
+    Image(PngError),
+    /// Two elements share a non-null `targetId`, or two a non-null `controlId`.
+    #[error("two observation elements share an id")]
+    DuplicateElementIds,
+    /// The bound on concurrent image work was closed, so the image could not be sanitised.
+    #[error("the image could not be queued for sanitising")]
+    ImageWorkClosed,
+    /// The thread sanitising the image failed.
+    #[error("the image sanitising did not finish")]
+    ImageWorkFailed,
+}
+
+/// Admits `upload`: sanitises its image (on a blocking thread, at most
+/// `MAX_CONCURRENT_SANITISERS` at once: a 1600×1600 PNG takes tens of milliseconds) and
+/// checks its element ids, in that order.
+///
+/// # Errors
+/// The first [`ObservationRefusal`] the observation earns.
+pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, ObservationRefusal> {
+    let GuidanceUpload {
+        session_id,
+        prompt,
+        consent,
+        observation: raw,
+        body_bytes,
+    } = upload;
+    let observation = if raw.image_base64.is_some() {
+        let _permit = SANITISERS
+            .acquire()
+            .await
+            .map_err(|_| ObservationRefusal::ImageWorkClosed)?;
+        tokio::task::spawn_blocking(move || admit_observation(raw))
+            .await
+            .map_err(|_| ObservationRefusal::ImageWorkFailed)??
+    } else {
+        admit_observation(raw)?
+    };
+    Ok(GuidanceRequest {
+        session_id,
+        prompt,
+        consent,
+        observation,
+        body_bytes,
+    })
+}
+
+/// Admits one observation where it runs (blocking when it carries an image): the image is
+/// sanitised to the observation's size, then the element ids checked.
+///
+/// # Errors
+/// [`ObservationRefusal::Image`] first, then [`ObservationRefusal::DuplicateElementIds`].
+pub fn admit_observation(raw: ObservationUpload) -> Result<Observation, ObservationRefusal> {
+    let image = raw
+        .image_base64
+        .map(|image| sanitise_base64_png(&image, raw.width, raw.height))
+        .transpose()
+        .map_err(ObservationRefusal::Image)?;
+    if !element_ids_are_unique(&raw.elements) {
+        return Err(ObservationRefusal::DuplicateElementIds);
+    }
+    Ok(Observation {
+        id: raw.id,
+        window_id: raw.window_id,
+        application: raw.application,
+        captured_at: raw.captured_at,
+        width: raw.width,
+        height: raw.height,
+        ocr_text: raw.ocr_text,
+        elements: raw.elements,
+        image,
+        automation_complete: raw.automation_complete,
+        resource_id: raw.resource_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::{Engine as _, engine::general_purpose::STANDARD};
+    use image::ImageEncoder as _;
+
+    use super::*;
+
+    fn upload(elements: Vec<Element>, image_base64: Option<String>) -> ObservationUpload {
+        ObservationUpload {
+            id: "obs-1".to_owned(),
+            window_id: "window-1".to_owned(),
+            application: "Settings".to_owned(),
+            captured_at: OffsetDateTime::now_utc(),
+            width: 2,
+            height: 2,
+            ocr_text: String::new(),
+            elements,
+            image_base64,
+            automation_complete: true,
+            resource_id: None,
+        }
+    }
+
+    fn element(target_id: Option<&str>, control_id: Option<&str>) -> Element {
+        Element {
+            label: "OK".to_owned(),
+            target_id: target_id.map(str::to_owned),
+            control_id: control_id.map(str::to_owned),
+            ..Element::default()
+        }
+    }
+
+    fn png_2x2() -> String {
+        let mut bytes = Vec::new();
+        image::codecs::png::PngEncoder::new(&mut bytes)
+            .write_image(&[9; 16], 2, 2, image::ExtendedColorType::Rgba8)
+            .unwrap();
+        STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn duplicate_non_null_ids_are_refused_and_absent_ids_never_collide() {
+        let fine = vec![
+            element(Some("a"), Some("1")),
+            element(Some("b"), Some("2")),
+            element(None, None),
+            element(None, None),
+        ];
+        assert!(admit_observation(upload(fine, None)).is_ok());
+        for twins in [
+            vec![element(Some("a"), None), element(Some("a"), None)],
+            vec![element(None, Some("1")), element(Some("b"), Some("1"))],
+        ] {
+            assert_eq!(
+                admit_observation(upload(twins, None)).unwrap_err(),
+                ObservationRefusal::DuplicateElementIds
+            );
+        }
+        // A targetId equal to another element's controlId is no collision.
+        let crossed = vec![element(Some("x"), None), element(None, Some("x"))];
+        assert!(admit_observation(upload(crossed, None)).is_ok());
+    }
+
+    #[test]
+    fn the_image_is_sanitised_to_the_observation_size_before_ids_are_checked() {
+        let admitted = admit_observation(upload(vec![], Some(png_2x2()))).unwrap();
+        assert_eq!(admitted.image.map(|i| (i.width, i.height)), Some((2, 2)));
+        let twins = vec![element(Some("a"), None), element(Some("a"), None)];
+        let mut wrong_size = upload(twins, Some(png_2x2()));
+        wrong_size.width = 3;
+        assert_eq!(
+            admit_observation(wrong_size).unwrap_err(),
+            ObservationRefusal::Image(PngError::DimensionMismatch)
+        );
+    }
+
+    #[tokio::test]
+    async fn admission_carries_the_request_fields_through() {
+        let request = admit(GuidanceUpload {
+            session_id: "s".to_owned(),
+            prompt: "p".to_owned(),
+            consent: true,
+            observation: upload(vec![element(Some("a"), None)], Some(png_2x2())),
+            body_bytes: 42,
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            (request.session_id.as_str(), request.prompt.as_str()),
+            ("s", "p")
+        );
+        assert!(request.consent);
+        assert_eq!(request.body_bytes, 42);
+        assert!(request.observation.image.is_some());
+        assert_eq!(request.observation.elements.len(), 1);
+    }
+}
