@@ -129,15 +129,6 @@ impl Workspace {
             .unwrap_or_else(|| panic!("no workspace member {name}"))
     }
 
-    /// A face is a member that builds a program; a library is a member that builds none.
-    fn is_face(&self, package: &serde_json::Value) -> bool {
-        package["targets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
-    }
-
     /// The names of the workspace members `package` declares as a dependency of any kind
     /// (normal, build or dev) on any platform.
     fn internal_dependencies(&self, package: &serde_json::Value) -> Vec<String> {
@@ -177,6 +168,15 @@ impl Workspace {
     }
 }
 
+/// A face is a member that builds a program; a library is a member that builds none.
+fn is_face(package: &serde_json::Value) -> bool {
+    package["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
+}
+
 /// The one package allowed to depend on the faces: the end-to-end suite runs them.
 const TEST_SUITE: &str = "e2e";
 
@@ -211,7 +211,7 @@ const HTTP_STACK: [&str; 7] = [
 fn core_knows_no_transport() {
     let workspace = Workspace::load();
     let core = workspace.member("local-core");
-    assert!(!workspace.is_face(core), "local-core must stay a library");
+    assert!(!is_face(core), "local-core must stay a library");
     let declared: Vec<&str> = core["dependencies"]
         .as_array()
         .unwrap()
@@ -261,7 +261,7 @@ fn the_faces_meet_only_in_the_libraries() {
             !internal.iter().any(|d| d == TEST_SUITE),
             "{name} depends on the end-to-end suite {TEST_SUITE}"
         );
-        if workspace.is_face(package) {
+        if is_face(package) {
             faces += 1;
         }
         if name == TEST_SUITE {
@@ -269,7 +269,7 @@ fn the_faces_meet_only_in_the_libraries() {
         }
         for dependency in internal {
             assert!(
-                !workspace.is_face(workspace.member(&dependency)),
+                !is_face(workspace.member(&dependency)),
                 "{name} depends on the face {dependency}: faces share code only through a \
                  library (local-core)"
             );
