@@ -1,19 +1,23 @@
 //! Conversions between the wire contracts and the core's own types.
 
 use local_core::guide::{
-    actions::{JOB_MESSAGE, JobView},
+    actions::{EFFECTS, GrantView, JOB_MESSAGE, JobView, PreviewView},
+    assist::{AssistAnswer, AssistContext, Sensitivity},
+    audit_ring,
     guidance::{
         GuidanceResponse,
         model::{self, Element, ScrollDirection, ToggleState, UiAction},
         upload::{GuidanceUpload, ObservationRefusal, ObservationUpload},
     },
+    sessions::NewSession,
 };
 use serde_json::Value;
 
 use super::{
     invalid,
     requests::{
-        GuidanceRequest, Observation, ScrollDirectionIn, ToggleStateIn, UiActionIn, UiElement,
+        ContextEnvelope, GuidanceRequest, Observation, ResponseMode, ScrollDirectionIn,
+        SensitivityIn, ToggleStateIn, UiActionIn, UiElement,
     },
     responses::{self, ValidationItem},
 };
@@ -165,6 +169,107 @@ impl From<GuidanceResponse> for responses::Guidance {
             window_id: response.window_id,
             remaining_work: result.remaining_work,
         }
+    }
+}
+
+impl From<NewSession> for responses::Session {
+    fn from(session: NewSession) -> Self {
+        Self {
+            session_id: session.session_id.to_string(),
+            expires_at: local_core::clock::iso_utc(session.expires_at),
+        }
+    }
+}
+
+impl From<SensitivityIn> for Sensitivity {
+    fn from(sensitivity: SensitivityIn) -> Self {
+        match sensitivity {
+            SensitivityIn::Public => Self::Public,
+            SensitivityIn::Internal => Self::Internal,
+            SensitivityIn::Confidential => Self::Confidential,
+            SensitivityIn::Restricted => Self::Restricted,
+        }
+    }
+}
+
+impl From<ContextEnvelope> for AssistContext {
+    fn from(context: ContextEnvelope) -> Self {
+        Self {
+            session_id: context.session_id.0,
+            sensitivity: context.sensitivity.into(),
+            timestamp: Some(context.timestamp.0),
+        }
+    }
+}
+
+const fn response_mode(mode: ResponseMode) -> &'static str {
+    match mode {
+        ResponseMode::Text => "text",
+        ResponseMode::Overlay => "overlay",
+        ResponseMode::Voice => "voice",
+    }
+}
+
+/// The wire form of an assist answer, echoing the response modes the request asked for.
+#[must_use]
+pub fn assist_answer(answer: AssistAnswer, modes: Vec<ResponseMode>) -> responses::Assist {
+    responses::Assist {
+        correlation_id: answer.correlation_id.to_string(),
+        request_type: answer.request_type.as_str(),
+        answer: answer.answer,
+        citations: answer
+            .citations
+            .iter()
+            .map(|p| responses::AssistCitation {
+                source: p.source,
+                title: p.title,
+                modified: p.modified,
+            })
+            .collect(),
+        response_modes: modes.into_iter().map(response_mode).collect(),
+        mode: "demo",
+    }
+}
+
+impl From<PreviewView> for responses::Preview {
+    fn from(view: PreviewView) -> Self {
+        Self {
+            preview_id: view.preview_id.to_string(),
+            tool: view.tool,
+            parameters: view.parameters,
+            effects: EFFECTS,
+            risk_level: view.risk.as_str(),
+            requires_confirmation: true,
+            expiry_time: local_core::clock::iso_utc(view.expires_at),
+            mock: true,
+        }
+    }
+}
+
+impl From<GrantView> for responses::Grant {
+    fn from(grant: GrantView) -> Self {
+        Self {
+            grant_token: grant.token,
+            expires_in: grant.expires_in,
+            expires_at: local_core::clock::iso_utc(grant.expires_at),
+            mock: true,
+        }
+    }
+}
+
+/// The wire form of the audit tail: `count` events held, the newest of them in `events`.
+#[must_use]
+pub fn audit_tail(count: usize, events: Vec<audit_ring::AuditEvent>) -> responses::AuditLog {
+    responses::AuditLog {
+        count,
+        events: events
+            .into_iter()
+            .map(|e| responses::AuditEvent {
+                correlation_id: e.correlation_id,
+                timestamp: local_core::clock::iso_utc(e.timestamp),
+                outcome: e.outcome,
+            })
+            .collect(),
     }
 }
 

@@ -15,7 +15,7 @@ use axum::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use self::convert::{guidance_upload, job, refused};
+pub use self::convert::{assist_answer, audit_tail, guidance_upload, job, refused};
 use self::responses::ValidationItem;
 use crate::error::ApiError;
 

@@ -4,7 +4,6 @@ use axum::{
     Json,
     extract::{Path, State},
 };
-use local_core::guide::actions::EFFECTS;
 
 use crate::{
     AppState,
@@ -60,16 +59,7 @@ pub async fn preview(
     let view = app
         .local
         .preview_action(LOCAL_OWNER, &body.tool.0, &body.parameters)?;
-    Ok(Json(Preview {
-        preview_id: view.preview_id.to_string(),
-        tool: view.tool,
-        parameters: view.parameters,
-        effects: EFFECTS,
-        risk_level: view.risk.as_str(),
-        requires_confirmation: true,
-        expiry_time: local_core::clock::iso_utc(view.expires_at),
-        mock: true,
-    }))
+    Ok(Json(view.into()))
 }
 
 /// Issues the one grant a preview ever gets.
@@ -92,12 +82,7 @@ pub async fn confirm(
     Path(preview_id): Path<String>,
 ) -> Result<Json<Grant>, ApiError> {
     let grant = app.local.confirm_action(LOCAL_OWNER, &preview_id)?;
-    Ok(Json(Grant {
-        grant_token: grant.token,
-        expires_in: grant.expires_in,
-        expires_at: local_core::clock::iso_utc(grant.expires_at),
-        mock: true,
-    }))
+    Ok(Json(grant.into()))
 }
 
 /// Consumes the grant and starts the simulated job.

@@ -1,35 +1,18 @@
 //! `POST /v1/assist`: the legacy answer from bundled public sample passages.
 
 use axum::{Json, extract::State};
-use local_core::guide::assist::{AssistContext, Sensitivity};
+use local_core::guide::assist::AssistContext;
 
 use crate::{
     AppState,
     boundary::LOCAL_OWNER,
     contracts::{
-        StrictJson,
-        requests::{AssistRequest, ResponseMode, SensitivityIn},
-        responses::{Assist, AssistCitation, ErrorDetail, Unprocessable},
+        StrictJson, assist_answer,
+        requests::AssistRequest,
+        responses::{Assist, ErrorDetail, Unprocessable},
     },
     error::ApiError,
 };
-
-const fn sensitivity(s: SensitivityIn) -> Sensitivity {
-    match s {
-        SensitivityIn::Public => Sensitivity::Public,
-        SensitivityIn::Internal => Sensitivity::Internal,
-        SensitivityIn::Confidential => Sensitivity::Confidential,
-        SensitivityIn::Restricted => Sensitivity::Restricted,
-    }
-}
-
-const fn mode(m: ResponseMode) -> &'static str {
-    match m {
-        ResponseMode::Text => "text",
-        ResponseMode::Overlay => "overlay",
-        ResponseMode::Voice => "voice",
-    }
-}
 
 /// Classifies the prompt and cites the sample passages it mentions.
 #[utoipa::path(post, path = "/v1/assist", tag = "legacy", security(("bearer" = [])),
@@ -50,31 +33,12 @@ pub async fn assist(
     State(app): State<AppState>,
     StrictJson(body): StrictJson<AssistRequest>,
 ) -> Result<Json<Assist>, ApiError> {
-    let context = body.context.map(|c| AssistContext {
-        session_id: c.session_id.0,
-        sensitivity: sensitivity(c.sensitivity),
-        timestamp: Some(c.timestamp.0),
-    });
+    let context = body.context.map(AssistContext::from);
     let answer = app.local.assist(
         LOCAL_OWNER,
         &body.session_id.0,
         &body.prompt.0,
         context.as_ref(),
     )?;
-    Ok(Json(Assist {
-        correlation_id: answer.correlation_id.to_string(),
-        request_type: answer.request_type.as_str(),
-        answer: answer.answer,
-        citations: answer
-            .citations
-            .iter()
-            .map(|p| AssistCitation {
-                source: p.source,
-                title: p.title,
-                modified: p.modified,
-            })
-            .collect(),
-        response_modes: body.response_modes.0.into_iter().map(mode).collect(),
-        mode: "demo",
-    }))
+    Ok(Json(assist_answer(answer, body.response_modes.0)))
 }

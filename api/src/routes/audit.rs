@@ -9,8 +9,8 @@ use local_core::limits::{DEFAULT_AUDIT_LIMIT, MAX_AUDIT_EVENTS};
 use crate::{
     AppState,
     contracts::{
-        invalid,
-        responses::{AuditEvent, AuditLog, ErrorDetail, ValidationErrors},
+        audit_tail, invalid,
+        responses::{AuditLog, ErrorDetail, ValidationErrors},
     },
     error::ApiError,
 };
@@ -53,17 +53,7 @@ pub async fn audit_log(
 ) -> Result<Json<AuditLog>, ApiError> {
     let limit = limit(query.as_deref())?;
     let (count, events) = app.local.audit().tail(limit)?;
-    Ok(Json(AuditLog {
-        count,
-        events: events
-            .into_iter()
-            .map(|e| AuditEvent {
-                correlation_id: e.correlation_id,
-                timestamp: local_core::clock::iso_utc(e.timestamp),
-                outcome: e.outcome,
-            })
-            .collect(),
-    }))
+    Ok(Json(audit_tail(count, events)))
 }
 
 #[cfg(test)]

@@ -24,9 +24,5 @@ use crate::{
         (status = 429, description = "Local state capacity reached", body = ErrorDetail),
     ))]
 pub async fn create_session(State(app): State<AppState>) -> Result<Json<Session>, ApiError> {
-    let session = app.local.create_session(LOCAL_OWNER)?;
-    Ok(Json(Session {
-        session_id: session.session_id.to_string(),
-        expires_at: local_core::clock::iso_utc(session.expires_at),
-    }))
+    Ok(Json(app.local.create_session(LOCAL_OWNER)?.into()))
 }
