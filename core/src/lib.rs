@@ -9,7 +9,11 @@
 //! - The modules at the top level are what both halves share:
 //!   - [`limits`]: every numeric limit of the specifications, named once.
 //!   - [`clock`]: the one source of "now", replaceable in tests.
-//!   - [`secret`]: bearer tokens, redacting wrappers and constant-time comparison.
+//!   - [`secret`]: the redacting wrapper of every secret, bearer token shapes and
+//!     constant-time comparison.
+//!   - [`env_names`]: the `MSGUIDE_*` environment variable names the programs share.
+//!   - [`loopback`]: what counts as this machine (host names, addresses, peers).
+//!   - [`signals`]: the signals that ask a program to stop.
 //!   - [`llm`]: the local model backends.
 //!   - [`lifetime`]: the launcher's children end with it, even when it is killed.
 //!   - `a11y`, `desktop` (feature `desktop`): budgeted accessibility capture of one window,
@@ -21,13 +25,16 @@ pub mod a11y;
 pub mod clock;
 #[cfg(feature = "desktop")]
 pub mod desktop;
+pub mod env_names;
 pub mod guide;
 pub mod lifetime;
 pub mod limits;
 pub mod llm;
+pub mod loopback;
 pub mod machine;
 #[cfg(test)]
 mod proptest_config;
 pub mod secret;
+pub mod signals;
 
 pub use guide::{error::Error, state::LocalState};

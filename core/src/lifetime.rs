@@ -3,13 +3,12 @@
 //!
 //! The child asks for this itself, at its start (`PR_SET_PDEATHSIG` through rustix's safe
 //! call), because arranging it from the launcher would need an `unsafe` `pre_exec`. The
-//! launcher names itself in [`LAUNCHER_PID_VAR`]: a child whose parent is no longer that
+//! launcher names itself in [`LAUNCHER_PID`]: a child whose parent is no longer that
 //! process was orphaned before it could ask, and stops at once. The signal follows the thread
 //! that spawned the child, which is the launcher's main thread (it runs a single-threaded
 //! runtime).
 
-/// The variable through which the launcher gives its children its process id.
-pub const LAUNCHER_PID_VAR: &str = "MSGUIDE_LAUNCHER_PID";
+use crate::env_names::LAUNCHER_PID;
 
 /// How the process's life is tied to the launcher's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +26,7 @@ pub enum Tie {
 /// variable is unset).
 #[must_use]
 pub fn follow_launcher() -> Option<Tie> {
-    let value = std::env::var(LAUNCHER_PID_VAR).ok()?;
+    let value = std::env::var(LAUNCHER_PID).ok()?;
     Some(follow(&value))
 }
 

@@ -20,6 +20,8 @@ use reqwest::{
 
 use wire::{Event, StreamDecoder};
 
+use crate::secret::Redacted;
+
 /// The most characters of a backend's message kept in [`LlmError::Failed`].
 pub const BACKEND_ERROR_MAX_CHARS: usize = 200;
 /// The largest model listing read.
@@ -50,26 +52,20 @@ pub enum AuthHeader {
 }
 
 /// An API key; its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ApiKey(Redacted<String>);
 
 impl ApiKey {
     /// Wraps a key.
     #[must_use]
     pub const fn new(key: String) -> Self {
-        Self(key)
+        Self(Redacted::new(key))
     }
 
     /// The key, for the one header that carries it.
     #[must_use]
     pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
+        self.0.expose()
     }
 }
 

@@ -1,4 +1,5 @@
-//! Bearer tokens and grant digests: validated shapes and constant-time comparison.
+//! Secrets: the one redacting wrapper every token and key type is built on ([`Redacted`]),
+//! bearer token shapes, and constant-time comparison.
 
 use subtle::ConstantTimeEq;
 
@@ -25,8 +26,58 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.ct_eq(b).into()
 }
 
+/// A secret that cannot slip into a log line: its `Debug` shows only `<redacted>` and it has
+/// no `Display`, so a type wrapping it with a derived `Debug` prints `Name(<redacted>)`. The
+/// value comes out only through [`Redacted::expose`], for the one place that must send or
+/// store it. Equality of byte-like secrets is constant-time.
+#[derive(Clone, Default)]
+pub struct Redacted<T>(T);
+
+impl<T> Redacted<T> {
+    /// Wraps a secret.
+    #[must_use]
+    pub const fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// The secret itself.
+    #[must_use]
+    pub const fn expose(&self) -> &T {
+        &self.0
+    }
+
+    /// The secret, unwrapped (to wipe it, say).
+    #[must_use]
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T: AsRef<[u8]>> Redacted<T> {
+    /// Whether `presented` equals this secret, compared in constant time.
+    #[must_use]
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        ct_eq(self.0.as_ref(), presented)
+    }
+}
+
+impl<T> std::fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl<T: AsRef<[u8]>> PartialEq for Redacted<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.matches(other.0.as_ref())
+    }
+}
+
+impl<T: AsRef<[u8]>> Eq for Redacted<T> {}
+
 /// The launcher's bearer token, held only when it has the shape the boundary accepts.
-pub struct LocalToken(Vec<u8>);
+#[derive(Debug)]
+pub struct LocalToken(Redacted<Vec<u8>>);
 
 impl LocalToken {
     /// The configured token, or `None` when it is empty or malformed (protected routes then
@@ -35,19 +86,13 @@ impl LocalToken {
     pub fn from_configured(value: Option<&str>) -> Option<Self> {
         value
             .filter(|v| is_b64token(v))
-            .map(|v| Self(v.as_bytes().to_vec()))
+            .map(|v| Self(Redacted::new(v.as_bytes().to_vec())))
     }
 
     /// Whether a presented token equals this one, compared in constant time.
     #[must_use]
     pub fn matches(&self, presented: &str) -> bool {
-        ct_eq(&self.0, presented.as_bytes())
-    }
-}
-
-impl std::fmt::Debug for LocalToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LocalToken(<redacted>)")
+        self.0.matches(presented.as_bytes())
     }
 }
 
@@ -82,5 +127,18 @@ mod tests {
         assert!(!format!("{token:?}").contains("private"));
         assert!(LocalToken::from_configured(Some("bad token")).is_none());
         assert!(LocalToken::from_configured(Some("")).is_none());
+    }
+
+    #[test]
+    fn redacted_values_never_print_and_compare_by_content() {
+        #[derive(Debug)]
+        struct Key(Redacted<String>);
+        let key = Key(Redacted::new("sk-private".to_owned()));
+        assert_eq!(format!("{key:?}"), "Key(<redacted>)");
+        assert_eq!(key.0.expose(), "sk-private");
+        assert!(key.0.matches(b"sk-private"));
+        assert!(!key.0.matches(b"sk-privat"));
+        assert_eq!(key.0, Redacted::new("sk-private".to_owned()));
+        assert_ne!(key.0, Redacted::new("sk-other".to_owned()));
     }
 }

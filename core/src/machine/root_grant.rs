@@ -10,6 +10,7 @@ use serde::Deserialize;
 use sha2::Sha256;
 
 use crate::machine::audit_chain::{python_float_repr, python_json_string};
+use crate::secret::Redacted;
 
 fn json_ascii_string(text: &str) -> String {
     python_json_string(text, true)
@@ -57,27 +58,21 @@ pub enum GrantError {
 }
 
 /// The grant signer, keyed from the machine audit key.
-#[derive(Clone)]
-pub struct GrantKey([u8; 32]);
-
-impl std::fmt::Debug for GrantKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("GrantKey(<redacted>)")
-    }
-}
+#[derive(Clone, Debug)]
+pub struct GrantKey(Redacted<[u8; 32]>);
 
 impl GrantKey {
     /// `HMAC-SHA256(audit_key, "autogpt-root-grant-v1")`.
     #[must_use]
     pub fn derive(audit_key: &[u8; 32]) -> Self {
-        Self(mac(audit_key, KEY_LABEL))
+        Self(Redacted::new(mac(audit_key, KEY_LABEL)))
     }
 
     /// Signs `claims` into a grant string.
     #[must_use]
     pub fn sign(&self, claims: &Claims) -> String {
         let segment = URL_SAFE_NO_PAD.encode(canonical_claims(claims));
-        let signature = URL_SAFE_NO_PAD.encode(mac(&self.0, segment.as_bytes()));
+        let signature = URL_SAFE_NO_PAD.encode(mac(self.0.expose(), segment.as_bytes()));
         format!("{VERSION}.{segment}.{signature}")
     }
 
@@ -101,7 +96,7 @@ impl GrantKey {
         if version != VERSION {
             return Err(GrantError::Malformed);
         }
-        let expected = URL_SAFE_NO_PAD.encode(mac(&self.0, segment.as_bytes()));
+        let expected = URL_SAFE_NO_PAD.encode(mac(self.0.expose(), segment.as_bytes()));
         if !crate::secret::ct_eq(expected.as_bytes(), signature.as_bytes()) {
             return Err(GrantError::Signature);
         }

@@ -1,0 +1,85 @@
+//! What counts as this machine, decided once: the API's bind address and peer check, the
+//! desktop client's API URL, the model URL rule and the connector's doctor all ask here.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+/// The address `host` names when it names this machine: `localhost` in any case (as
+/// 127.0.0.1) or a loopback IP literal (`127.0.0.0/8`, `::1`, brackets allowed); `None` for
+/// anything else. Only the decimal dotted quad is an IPv4 literal: the octal and hex forms some
+/// URL parsers turn into other addresses are not.
+#[must_use]
+pub fn loopback_ip(host: &str) -> Option<IpAddr> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .ok()
+        .filter(IpAddr::is_loopback)
+}
+
+/// Whether `host` names this machine (see [`loopback_ip`]).
+#[must_use]
+pub fn is_loopback_host(host: &str) -> bool {
+    loopback_ip(host).is_some()
+}
+
+/// Whether a connection's peer is on this machine: a loopback address, including an IPv4
+/// loopback peer that a dual-stack socket reports as IPv4-mapped IPv6.
+#[must_use]
+pub fn is_loopback_peer(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_names_and_literals_are_loopback() {
+        for host in [
+            "localhost",
+            "LOCALHOST",
+            "127.0.0.1",
+            "127.1.2.3",
+            "::1",
+            "[::1]",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        assert_eq!(
+            loopback_ip("Localhost"),
+            Some(IpAddr::V4(Ipv4Addr::LOCALHOST))
+        );
+        for host in [
+            "",
+            "example.com",
+            "localhost.example.com",
+            "10.0.0.1",
+            "0x7f.0.0.1",
+            "0177.0.0.1",
+            "2130706433",
+            "::ffff:127.0.0.1",
+            "::",
+            "0.0.0.0",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn mapped_loopback_peers_are_local() {
+        for peer in ["127.0.0.1", "::1", "::ffff:127.0.0.1", "127.9.9.9"] {
+            assert!(is_loopback_peer(peer.parse().unwrap()), "{peer}");
+        }
+        for peer in ["10.0.0.1", "::ffff:10.0.0.1", "2001:db8::1", "0.0.0.0"] {
+            assert!(!is_loopback_peer(peer.parse().unwrap()), "{peer}");
+        }
+    }
+}
