@@ -65,10 +65,10 @@ pub struct Boundary {
 fn is_loopback_peer(request: &Request) -> bool {
     // No peer address means an in-process call (tests without a socket), which the reference
     // also lets through.
-    request.extensions().get::<ConnectInfo<SocketAddr>>().is_none_or(|ConnectInfo(peer)| {
-        let ip = peer.ip();
-        ip.is_loopback() || matches!(ip, std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
-    })
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .is_none_or(|ConnectInfo(peer)| local_core::loopback::is_loopback_peer(peer.ip()))
 }
 
 /// The host name of a `Host` value, parsed like a URL authority: userinfo dropped, brackets

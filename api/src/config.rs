@@ -3,8 +3,13 @@
 use std::{net::IpAddr, path::PathBuf};
 
 use local_core::{
+    env_names::{
+        ALLOW_REMOTE_MODEL, DIAGNOSTIC_LOG, ENABLE_AUDIT, GUIDANCE_PROVIDER, LOCAL_TOKEN, MODE,
+        MODEL_API_KEY, MODEL_AUTH_HEADER, MODEL_NAME, MODEL_URL,
+    },
     guide::guidance::openai::{InvalidModelConfig, ModelConfig, ModelSettings},
     llm::ApiKey,
+    loopback::loopback_ip,
     secret::LocalToken,
 };
 
@@ -64,23 +69,23 @@ pub struct Config {
 impl Config {
     /// Reads the configuration through `var`, so tests need not touch the process environment.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        if var("MSGUIDE_MODE").is_some_and(|mode| mode != "demo") {
+        if var(MODE).is_some_and(|mode| mode != "demo") {
             return Err(ConfigError::Mode);
         }
-        let provider = match var("MSGUIDE_GUIDANCE_PROVIDER").as_deref() {
+        let provider = match var(GUIDANCE_PROVIDER).as_deref() {
             None | Some("demo") => ProviderChoice::Demo,
             Some("openai-compatible") => {
                 // The variables without a default, named when absent; the core judges the rest.
-                let missing = ["MSGUIDE_MODEL_URL", "MSGUIDE_MODEL_NAME"]
+                let missing = [MODEL_URL, MODEL_NAME]
                     .into_iter()
                     .find(|name| var(name).is_none());
                 ProviderChoice::OpenAiCompatible(
                     ModelConfig::from_settings(ModelSettings {
-                        allow_remote: var("MSGUIDE_ALLOW_REMOTE_MODEL"),
-                        url: var("MSGUIDE_MODEL_URL"),
-                        name: var("MSGUIDE_MODEL_NAME"),
-                        api_key: var("MSGUIDE_MODEL_API_KEY").map(ApiKey::new),
-                        auth_header: var("MSGUIDE_MODEL_AUTH_HEADER"),
+                        allow_remote: var(ALLOW_REMOTE_MODEL),
+                        url: var(MODEL_URL),
+                        name: var(MODEL_NAME),
+                        api_key: var(MODEL_API_KEY).map(ApiKey::new),
+                        auth_header: var(MODEL_AUTH_HEADER),
                     })
                     .map_err(|InvalidModelConfig| ConfigError::Model(missing))?,
                 )
@@ -89,9 +94,9 @@ impl Config {
             Some(_) => return Err(ConfigError::UnknownProvider),
         };
         Ok(Self {
-            token: LocalToken::from_configured(var("MSGUIDE_LOCAL_TOKEN").as_deref()),
-            audit_enabled: var("MSGUIDE_ENABLE_AUDIT").is_some_and(|v| v.to_lowercase() == "true"),
-            diagnostic_log: var("MSGUIDE_DIAGNOSTIC_LOG")
+            token: LocalToken::from_configured(var(LOCAL_TOKEN).as_deref()),
+            audit_enabled: var(ENABLE_AUDIT).is_some_and(|v| v.to_lowercase() == "true"),
+            diagnostic_log: var(DIAGNOSTIC_LOG)
                 .filter(|p| !p.is_empty())
                 .map(PathBuf::from),
             provider,
@@ -99,16 +104,9 @@ impl Config {
     }
 }
 
-/// The address to bind, refusing anything that is not loopback.
+/// The address to bind, refusing anything that is not loopback (`localhost` binds 127.0.0.1).
 pub fn loopback_host(host: &str) -> Result<IpAddr, ConfigError> {
-    if host.eq_ignore_ascii_case("localhost") {
-        return Ok(IpAddr::from([127, 0, 0, 1]));
-    }
-    let trimmed = host.trim_start_matches('[').trim_end_matches(']');
-    match trimmed.parse::<IpAddr>() {
-        Ok(ip) if ip.is_loopback() => Ok(ip),
-        _ => Err(ConfigError::NonLoopbackHost(host.to_owned())),
-    }
+    loopback_ip(host).ok_or_else(|| ConfigError::NonLoopbackHost(host.to_owned()))
 }
 
 #[cfg(test)]

@@ -31,27 +31,6 @@ struct Cli {
     port: u16,
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-}
-
 /// What a valid `MSGUIDE_LOCAL_TOKEN` looks like (`local_core::secret::is_b64token`).
 const TOKEN_SHAPE: &str = "it must be one or more letters, digits, '-', '.', '_', '~', '+' or \
                            '/', optionally followed by '=' signs, with no spaces";
@@ -79,7 +58,7 @@ async fn run(cli: Cli) -> Result<(), String> {
     };
     if config.token.is_none() {
         // Said once at start, never with the value: what is wrong and how to put it right.
-        if std::env::var_os("MSGUIDE_LOCAL_TOKEN").is_some() {
+        if std::env::var_os(local_core::env_names::LOCAL_TOKEN).is_some() {
             tracing::warn!(
                 "MSGUIDE_LOCAL_TOKEN is not a valid token, so every /v1 and /admin request will \
                  answer 503; {TOKEN_SHAPE}"
@@ -114,7 +93,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         listener,
         app,
         ConnectionLimits::default(),
-        shutdown_signal(),
+        local_core::signals::stop_requested(),
     )
     .await;
     local.shutdown();
