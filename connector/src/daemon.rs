@@ -28,7 +28,7 @@ use crate::commands::status::{self, DaemonState, DaemonStatus};
 use crate::config;
 use crate::control::{ChildTemplate, Control, ControlConfig, LiveObserver};
 use crate::protocol::{Arch, Capability, Platform, close_code};
-use crate::session::{Computer, ControlPlane, Host, LocalLlm, SessionConfig, SessionEnd};
+use crate::session::{Computer, ControlPlane, Host, LocalLlm, Role, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
 use local_core::desktop::clipboard::Policy as ClipboardPolicy;
 use local_core::machine::root_grant::GrantKey;
@@ -248,7 +248,7 @@ pub async fn run(prepared: Prepared) -> u8 {
     }
     if let Some(plane) = &plane {
         let plane: Arc<dyn ControlPlane> = Arc::new(plane.clone());
-        host.control = Some(plane);
+        host.role = Role::Control(plane);
     }
     let (stop, shutdown) = Shutdown::new();
     tokio::spawn(async move {

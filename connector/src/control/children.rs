@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::auth::Credentials;
-use crate::session::{Activity, Host, MachineWork, SessionConfig};
+use crate::session::{Activity, Host, MachineWork, Role, SessionConfig};
 use crate::ws::{Backoff, DataConnection, Outcome, Shutdown, Token, run_data_connection};
 
 /// What a child is started from: the control connection's configuration, copied.
@@ -75,9 +75,10 @@ impl Child {
             llm: machine.llm.clone(),
             computer: machine.computer.clone(),
             hardware: machine.hardware,
-            control: None,
-            activity: Some(activity.clone()),
-            work,
+            role: Role::Child {
+                activity: activity.clone(),
+                work,
+            },
         };
         let mut session = template.session.clone();
         session.session_id = session_id.to_owned();

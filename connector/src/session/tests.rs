@@ -8,14 +8,23 @@
 // Tests build and inspect their sandbox directly; only the code under test must use the jail.
 #![allow(clippy::disallowed_methods)]
 
+use std::future::Future;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::{sink, stream};
-use serde_json::Value;
-use tokio::sync::mpsc;
+use local_core::machine::exec::CommandLimiter;
+use local_core::machine::jail::Jail;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use super::*;
+use crate::audit::Auditor;
+use crate::protocol::{Message, close_code};
 
 const AUDIT_KEY: [u8; 32] = [42; 32];
 
@@ -762,7 +771,10 @@ async fn a_childs_requests_wait_on_the_machine_gate_and_status_shows_them_queued
         },
         None,
         |mut host| {
-            host.work = Some(work);
+            host.role = Role::Child {
+                activity: Activity::default(),
+                work: Some(work),
+            };
             host
         },
     );
@@ -1164,7 +1176,7 @@ async fn a_control_connection_checks_its_ack_and_serves_only_control_messages() 
     let plane = Arc::new(CountingPlane::default());
     let shared: Arc<dyn ControlPlane> = plane.clone();
     let mut platform = start_host(config(), Hooks::default(), None, move |mut host| {
-        host.control = Some(shared);
+        host.role = Role::Control(shared);
         host
     });
     let hello = platform.hello().await;
@@ -1216,7 +1228,7 @@ async fn a_control_connection_checks_its_ack_and_serves_only_control_messages() 
     for (edit, code) in cases {
         let shared: Arc<dyn ControlPlane> = Arc::new(CountingPlane::default());
         let mut platform = start_host(config(), Hooks::default(), None, move |mut host| {
-            host.control = Some(shared);
+            host.role = Role::Control(shared);
             host
         });
         platform

@@ -1,0 +1,522 @@
+//! Dispatch of one established connection's inbound frames: PING, SESSION_REVOKED, the
+//! refusals that depend only on a request's type (wrong connection, capability not granted),
+//! admission against `max_concurrent`, and one task per admitted request, whose reply comes
+//! back to the loop with the `pending_capacity` of the moment and, when it freed the last
+//! slot, the edge STATUS.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use local_core::machine::files::FileLimits;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::task::{self, JoinError, JoinSet};
+
+use super::computer::ComputerOp;
+use super::files::{FileOp, error_message};
+use super::host::Gate;
+use super::llm::LlmOp;
+use super::shell::{ShellLimits, ShellOp};
+use super::{Computer, Hooks, Host, Role, new_id};
+use crate::audit::{Auditor, Durable, Entry, details};
+use crate::protocol::{
+    Capability, Direction, EmptyPayload, Envelope, ErrorCode, ErrorPayload, Message, MessageType,
+    Parsed, ProtocolVersion, SessionRevokedPayload, StatusPayload, parse_frame, unix_now,
+};
+use crate::request_log::RequestLog;
+
+const OVERLOADED_MESSAGE: &str = "The local executor is at its concurrent request limit.";
+
+/// What an inbound text frame asks of the loop.
+pub(super) enum Inbound {
+    Nothing,
+    Reply(Envelope),
+    Revoked(SessionRevokedPayload),
+}
+
+/// The request loop's state, apart from the transport.
+pub(super) struct Dispatch {
+    pub(super) host: Host,
+    pub(super) hooks: Hooks,
+    pub(super) granted: Vec<Capability>,
+    pub(super) max_concurrent: NonZeroU32,
+    pub(super) limits: FileLimits,
+    pub(super) shell_limits: ShellLimits,
+    pub(super) version: ProtocolVersion,
+    pub(super) started: Instant,
+    /// One task per admitted request; its length is the in-flight count.
+    pub(super) tasks: JoinSet<Message>,
+    /// Request id per task, so even a panicked task gets its ERROR, and its log line.
+    pub(super) requests: HashMap<task::Id, (String, RequestLog)>,
+    /// Where streaming tasks send their partial replies.
+    pub(super) chunks: mpsc::UnboundedSender<(String, Message)>,
+    /// Admitted tasks still waiting on the machine work gate (children only).
+    pub(super) queued: Arc<AtomicU32>,
+}
+
+/// A capability's immediate refusal: the reply and its audit record.
+type Refusal = Box<(Message, Entry)>;
+/// A capability's admission check, run when the request may start.
+type Admission<Op> = Box<dyn FnOnce() -> Result<Op, Refusal> + Send>;
+
+impl Dispatch {
+    /// Admitted requests, running or waiting on the machine gate: what `max_concurrent`
+    /// bounds.
+    fn in_flight(&self) -> u32 {
+        u32::try_from(self.tasks.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Admitted requests waiting on the machine work gate.
+    fn waiting(&self) -> u32 {
+        self.queued.load(Ordering::Relaxed).min(self.in_flight())
+    }
+
+    /// Free slots: the `pending_capacity` of the next frame.
+    fn free(&self) -> u32 {
+        self.max_concurrent.get().saturating_sub(self.in_flight())
+    }
+
+    pub(super) fn reply(&self, id: String, message: Message) -> Envelope {
+        Envelope::response(id, unix_now(), self.free(), message).with_version(self.version)
+    }
+
+    fn error(
+        &self,
+        id: String,
+        code: ErrorCode,
+        message: String,
+        details: serde_json::Value,
+    ) -> Envelope {
+        let payload = ErrorPayload {
+            code: code.into(),
+            message,
+            fatal: false,
+            details: Some(details),
+        };
+        self.reply(id, Message::Error(payload))
+    }
+
+    pub(super) fn status(&self) -> Envelope {
+        // Requests beyond max_concurrent are refused, never queued; only a child's admitted
+        // requests can wait, on the machine work gate, and those are its queue.
+        let waiting = self.waiting();
+        let payload = StatusPayload {
+            in_flight: self.in_flight() - waiting,
+            max_concurrent: self.max_concurrent.get(),
+            queue_depth: waiting,
+            audit_log_bytes: self.host.audit.log_bytes(),
+            uptime_seconds: self.started.elapsed().as_secs_f64(),
+        };
+        Envelope::response(new_id(), unix_now(), self.free(), Message::Status(payload))
+            .with_version(self.version)
+    }
+
+    pub(super) fn inbound(&mut self, text: &str) -> Inbound {
+        let envelope = match parse_frame(text) {
+            Parsed::Message(envelope) => *envelope,
+            // Replies and shim-side types are never answered, even when malformed.
+            Parsed::InvalidPayload { message_type, .. }
+                if message_type.direction() != Direction::PlatformToShim =>
+            {
+                return Inbound::Nothing;
+            }
+            // A malformed request is refused like a valid one first (wrong connection, not
+            // granted): its payload's own code only matters to a caller allowed to send it.
+            // Keepalive and revocation are no capability's requests and no connection's alone.
+            Parsed::InvalidPayload {
+                ref id,
+                message_type,
+                ..
+            } if message_type.required_capability().is_some()
+                && let Some(refusal) = self.refusal(id, message_type) =>
+            {
+                return Inbound::Reply(refusal);
+            }
+            // Frames of another major are dropped unanswered (error_reply gives None).
+            other => {
+                return other
+                    .error_reply(unix_now(), self.free())
+                    .map_or(Inbound::Nothing, |reply| {
+                        Inbound::Reply(reply.with_version(self.version))
+                    });
+            }
+        };
+        let Envelope { id, message, .. } = envelope;
+        // Replies and shim-side types sent to us are not requests: answering them could
+        // start an ERROR ping-pong with the platform.
+        if message.message_type().direction() != Direction::PlatformToShim {
+            return Inbound::Nothing;
+        }
+        match message {
+            Message::Ping(_) => Inbound::Reply(
+                Envelope::new(id, unix_now(), Message::Pong(EmptyPayload {}))
+                    .with_version(self.version),
+            ),
+            Message::SessionRevoked(payload) => Inbound::Revoked(payload),
+            // A repeated ACK changes nothing once the session is established.
+            Message::HelloAck(_) => Inbound::Nothing,
+            request => {
+                let log = RequestLog::start(request.message_type());
+                let inbound = self.request(id, request, log);
+                if let Inbound::Reply(reply) = &inbound {
+                    log.finish(&reply.id, &reply.message);
+                }
+                inbound
+            }
+        }
+    }
+
+    /// The refusals that depend only on a request's type: the wrong connection for it, or
+    /// its capability not granted.
+    fn refusal(&self, id: &str, kind: MessageType) -> Option<Envelope> {
+        // Control messages belong to the control connection and everything else to a data
+        // connection; each refuses the other's whatever was granted.
+        let control_message = kind.required_capability() == Some(Capability::DirectoryBrowse);
+        if control_message != self.host.role.is_control() {
+            let reason = if control_message {
+                "control messages are served only on the control connection"
+            } else {
+                "the control connection serves only directory browsing and session management"
+            };
+            return Some(self.error(
+                id.to_owned(),
+                ErrorCode::FeatureNotSupported,
+                format!("{kind} is not supported on this connection."),
+                json!({ "feature": kind.as_str(), "reason": reason }),
+            ));
+        }
+        if let Some(required) = kind.required_capability()
+            && !self.granted.contains(&required)
+        {
+            let mut granted: Vec<&str> = self.granted.iter().map(|cap| cap.as_str()).collect();
+            granted.sort_unstable();
+            return Some(self.error(
+                id.to_owned(),
+                ErrorCode::CapabilityNotGranted,
+                format!("Capability {required} is not granted for this session."),
+                json!({ "required_capability": required, "granted_capabilities": granted }),
+            ));
+        }
+        None
+    }
+
+    fn request(&mut self, id: String, message: Message, log: RequestLog) -> Inbound {
+        let kind = message.message_type();
+        let control_message = kind.required_capability() == Some(Capability::DirectoryBrowse);
+        // Activity counts a request on the right connection, granted or not.
+        if let Role::Child { activity, .. } = &self.host.role
+            && !control_message
+        {
+            activity.touch();
+        }
+        if let Some(refusal) = self.refusal(&id, kind) {
+            return Inbound::Reply(refusal);
+        }
+        if self.free() == 0 {
+            return Inbound::Reply(self.error(
+                id,
+                ErrorCode::ShimOverloaded,
+                OVERLOADED_MESSAGE.to_owned(),
+                json!({ "max_concurrent": self.max_concurrent.get() }),
+            ));
+        }
+        let task = match message {
+            message if control_message => self.control_task(message),
+            Message::ExecuteCommand(payload) => {
+                let commands = self.host.commands.clone();
+                match self.admission(move || ShellOp::admit(payload, &commands)) {
+                    Ok(admit) => self.shell_task(id.clone(), admit),
+                    Err(refused) => return self.refuse(id, *refused),
+                }
+            }
+            Message::LocalLlmCompletion(payload) => {
+                let admitted = match self.host.llm.clone() {
+                    Some(llm) => self.admission(move || LlmOp::admit(payload, &llm)),
+                    // Unreachable: HELLO advertises local_llm only with a backend.
+                    None => {
+                        return Inbound::Reply(self.error(
+                            id,
+                            ErrorCode::FeatureNotSupported,
+                            "No local model backend is configured.".to_owned(),
+                            json!({ "feature": kind.as_str(), "reason": "not configured" }),
+                        ));
+                    }
+                };
+                match admitted {
+                    Ok(admit) => self.llm_task(id.clone(), admit),
+                    Err(refused) => return self.refuse(id, *refused),
+                }
+            }
+            message if kind.required_capability() == Some(Capability::ComputerUse) => {
+                let Some(computer) = self.host.computer.clone() else {
+                    // Unreachable: HELLO advertises computer_use only with a desktop.
+                    return Inbound::Reply(self.error(
+                        id,
+                        ErrorCode::CapabilityNotGranted,
+                        "Computer use is not enabled".to_owned(),
+                        json!({ "required_capability": Capability::ComputerUse }),
+                    ));
+                };
+                let Some(op) = ComputerOp::from_message(message) else {
+                    return Inbound::Reply(self.error(
+                        id,
+                        ErrorCode::FeatureNotSupported,
+                        format!("{kind} is not a request."),
+                        json!({ "feature": kind.as_str(), "reason": "not a request" }),
+                    ));
+                };
+                if let Err(refused) = op.check_advertised(&computer) {
+                    return self.refuse(id, *refused);
+                }
+                self.computer_task(id.clone(), computer, op)
+            }
+            message => match FileOp::from_message(message) {
+                Some(op) => self.file_task(id.clone(), op),
+                // Unreachable while HELLO advertises only servable capabilities; kept so a
+                // future grant without a handler fails closed.
+                None => {
+                    return Inbound::Reply(self.error(
+                        id,
+                        ErrorCode::FeatureNotSupported,
+                        format!("{kind} is not supported by this shim build."),
+                        json!({ "feature": kind.as_str(), "reason": "not implemented" }),
+                    ));
+                }
+            },
+        };
+        self.requests.insert(task, (id, log));
+        Inbound::Nothing
+    }
+
+    /// An immediate refusal from a capability's own pre-checks; its audit record is queued
+    /// and written behind the reply, so the loop never waits for an fsync.
+    fn refuse(&self, id: String, (reply, entry): (Message, Entry)) -> Inbound {
+        drop(tokio::spawn(
+            self.host.audit.submit(Some(&id), vec![entry]).wait(),
+        ));
+        Inbound::Reply(self.reply(id, reply))
+    }
+
+    fn control_task(&mut self, message: Message) -> task::Id {
+        let answer = match &self.host.role {
+            Role::Control(plane) => Some(plane.handle(message)),
+            Role::Data | Role::Child { .. } => None,
+        };
+        self.tasks
+            .spawn(async move {
+                match answer {
+                    Some(answer) => answer.await,
+                    None => internal_error(),
+                }
+            })
+            .id()
+    }
+
+    /// When a request's own limits are checked. A connection without a machine gate checks
+    /// them at once (an immediate refusal). A child checks them once its machine permit is
+    /// granted, as the reference does, so a request waiting on the gate holds no command or
+    /// model slot another child could use.
+    fn admission<Op: Send + 'static>(
+        &self,
+        admit: impl FnOnce() -> Result<Op, Refusal> + Send + 'static,
+    ) -> Result<Admission<Op>, Refusal> {
+        if self.host.role.work().is_some() {
+            Ok(Box::new(admit))
+        } else {
+            let op = admit()?;
+            Ok(Box::new(move || Ok(op)))
+        }
+    }
+
+    /// The machine work gate of this connection (children only) and the waiting count.
+    fn gate(&self) -> Gate {
+        Gate {
+            work: self.host.role.work().cloned(),
+            queued: Arc::clone(&self.queued),
+        }
+    }
+
+    fn llm_task(&mut self, request_id: String, admit: Admission<LlmOp>) -> task::Id {
+        let audit = self.host.audit.clone();
+        let chunks = self.chunks.clone();
+        let gate = self.gate();
+        self.tasks
+            .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let op = match admitted(admit, &audit, &request_id).await {
+                    Ok(op) => op,
+                    Err(reply) => return reply,
+                };
+                // Aborting this task drops the backend call with it.
+                let (message, entry) = op.run(request_id.clone(), chunks).await;
+                audit.record_async(Some(request_id), entry).await;
+                message
+            })
+            .id()
+    }
+
+    fn file_task(&mut self, request_id: String, op: FileOp) -> task::Id {
+        let host = self.host.clone();
+        let limits = self.limits;
+        let test_gate = self.hooks.file_gate.clone();
+        let gate = self.gate();
+        self.tasks
+            .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let _permit = match &test_gate {
+                    Some(gate) => gate.acquire().await.ok(),
+                    None => None,
+                };
+                // The records are queued from the blocking thread, and their fsync waited
+                // for here, so no blocking thread sits through it.
+                let run = move || {
+                    let (message, entry) = op.run(&host.jail, &limits);
+                    (message, audit_file_op(&host.audit, &request_id, entry))
+                };
+                match task::spawn_blocking(run).await {
+                    Ok((message, durable)) => {
+                        durable.wait().await;
+                        message
+                    }
+                    Err(_) => internal_error(),
+                }
+            })
+            .id()
+    }
+
+    fn computer_task(
+        &mut self,
+        request_id: String,
+        computer: Computer,
+        op: ComputerOp,
+    ) -> task::Id {
+        let audit = self.host.audit.clone();
+        let max_bytes = self.limits.max_read_bytes;
+        let gate = self.gate();
+        self.tasks
+            .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let Some(_turn) = computer.turn().await else {
+                    return internal_error();
+                };
+                let run = move || op.run(&computer, max_bytes);
+                let Ok((message, entry)) = task::spawn_blocking(run).await else {
+                    return internal_error();
+                };
+                audit.record_async(Some(request_id), entry).await;
+                message
+            })
+            .id()
+    }
+
+    fn shell_task(&mut self, request_id: String, admit: Admission<ShellOp>) -> task::Id {
+        let host = self.host.clone();
+        let limits = self.shell_limits;
+        let gate = self.gate();
+        self.tasks
+            .spawn(async move {
+                let Some(_work) = gate.enter().await else {
+                    return internal_error();
+                };
+                let op = match admitted(admit, &host.audit, &request_id).await {
+                    Ok(op) => op,
+                    Err(reply) => return reply,
+                };
+                // Aborting this task drops the command's future, which kills its process group.
+                let (message, entry) = op.run(&host.jail, limits).await;
+                host.audit.record_async(Some(request_id), entry).await;
+                message
+            })
+            .id()
+    }
+
+    /// The reply for a finished task and, when it freed the last slot, the edge STATUS.
+    pub(super) fn completed(
+        &mut self,
+        joined: Result<(task::Id, Message), JoinError>,
+    ) -> (Envelope, Option<Envelope>) {
+        let (task_id, message) = match joined {
+            Ok((task_id, message)) => (task_id, message),
+            Err(err) => (err.id(), internal_error()),
+        };
+        let (id, log) = self.requests.remove(&task_id).unzip();
+        let id = id.unwrap_or_default();
+        if let Some(log) = log {
+            log.finish(&id, &message);
+        }
+        // The set no longer holds this task, so `free` already counts its slot as released.
+        let was_saturated = self.free() == 1;
+        let reply = self.reply(id, message);
+        let status = was_saturated.then(|| self.status());
+        (reply, status)
+    }
+}
+
+/// Runs a deferred admission check; a refusal is audited and becomes the task's reply.
+async fn admitted<Op>(
+    admit: Admission<Op>,
+    audit: &Auditor,
+    request_id: &str,
+) -> Result<Op, Message> {
+    match admit() {
+        Ok(op) => Ok(op),
+        Err(refused) => {
+            let (reply, entry) = *refused;
+            audit.record_async(Some(request_id.to_owned()), entry).await;
+            Err(reply)
+        }
+    }
+}
+
+/// Queues a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
+/// (the reference's separate op for that, so violations can be found without parsing codes).
+fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) -> Durable {
+    let violation = (entry.result.error_code.as_deref()
+        == Some(ErrorCode::PathOutsideAllowedRoot.as_str()))
+    .then(|| {
+        let mut details = details([
+            ("code", json!(ErrorCode::PathOutsideAllowedRoot.as_str())),
+            ("attempted_op", json!(entry.op)),
+        ]);
+        for key in ["path", "src", "dst"] {
+            if let Some(value) = entry.details.get(key) {
+                details.insert(key.to_owned(), value.clone());
+            }
+        }
+        Entry::failed(
+            "JAIL_VIOLATION",
+            details,
+            ErrorCode::PathOutsideAllowedRoot.as_str(),
+        )
+    });
+    let entries = std::iter::once(entry).chain(violation).collect();
+    audit.submit(Some(request_id), entries)
+}
+
+/// The reference's record for a SESSION_REVOKED frame.
+pub(super) fn revoked_entry(payload: &SessionRevokedPayload) -> Entry {
+    let mut details = details([
+        ("reason", json!(payload.reason)),
+        ("source", json!("frame")),
+    ]);
+    if let Some(machine) = &payload.new_shim_machine_id {
+        details.insert("new_shim_machine_id".to_owned(), json!(machine));
+    }
+    Entry::ok("SESSION_REVOKED", details)
+}
+
+fn internal_error() -> Message {
+    error_message(
+        ErrorCode::InternalError,
+        "The operation failed unexpectedly.".to_owned(),
+    )
+}
