@@ -197,6 +197,10 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
 }
 
 /// Runs the prepared daemon until it ends for good and returns the exit code.
+#[allow(
+    clippy::print_stderr,
+    reason = "the daemon's one line to the person who started it, as the binary prints"
+)]
 pub async fn run(prepared: Prepared) -> u8 {
     let Prepared {
         config,

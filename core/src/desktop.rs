@@ -29,9 +29,13 @@ pub const SCREENSHOTS_PER_MINUTE: usize = crate::limits::SCREENSHOTS_PER_MINUTE 
 /// right, y down, half-open (`x + width` is just outside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Rect {
+    /// Left edge.
     pub x: i64,
+    /// Top edge.
     pub y: i64,
+    /// Width in pixels.
     pub width: u64,
+    /// Height in pixels.
     pub height: u64,
 }
 

@@ -34,17 +34,24 @@ const PASTE_SETTLE: Duration = Duration::from_millis(150);
 /// A mouse button.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Button {
+    /// The primary button.
     Left,
+    /// The wheel button.
     Middle,
+    /// The secondary button.
     Right,
 }
 
 /// A modifier held during a click or scroll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Modifier {
+    /// Shift.
     Shift,
+    /// Control.
     Ctrl,
+    /// Alt (Option on macOS).
     Alt,
+    /// The Windows, Command or Super key.
     Super,
 }
 
@@ -121,45 +128,79 @@ fn key(name: &str) -> Option<enigo::Key> {
 pub enum Action {
     /// `count` clicks (1 to 3) of `button` at `at`, with `modifiers` held.
     Click {
+        /// Where, display-global.
         at: [i64; 2],
+        /// Which button.
         button: Button,
+        /// How many clicks.
         count: u8,
+        /// Modifiers held meanwhile.
         modifiers: Vec<Modifier>,
     },
     /// Move the pointer.
-    Move { to: [i64; 2] },
+    Move {
+        /// Where to, display-global.
+        to: [i64; 2],
+    },
     /// Press `button`, first moving to `at` when given.
     Down {
+        /// Where to press, display-global; `None` where the pointer is.
         at: Option<[i64; 2]>,
+        /// Which button.
         button: Button,
     },
     /// Release `button`, first moving to `at` when given.
     Up {
+        /// Where to release, display-global; `None` where the pointer is.
         at: Option<[i64; 2]>,
+        /// Which button.
         button: Button,
     },
     /// Press at the first point, move through the rest, release at the last.
-    Drag { path: Vec<[i64; 2]>, button: Button },
+    Drag {
+        /// The points, display-global, at least two.
+        path: Vec<[i64; 2]>,
+        /// Which button.
+        button: Button,
+    },
     /// Type `text`; with `paste` (and a clipboard) paste it instead, restoring the previous
     /// clipboard text afterwards when `preserve_clipboard`.
     Type {
+        /// What to type.
         text: String,
+        /// Whether to paste it through the clipboard instead.
         paste: bool,
+        /// Whether a paste restores the clipboard's previous text.
         preserve_clipboard: bool,
     },
     /// Tap a chord.
-    Key { chord: Chord },
+    Key {
+        /// The keys.
+        chord: Chord,
+    },
     /// Hold a chord down for `duration` (at most [`MAX_HOLD`]).
-    HoldKey { chord: Chord, duration: Duration },
+    HoldKey {
+        /// The keys.
+        chord: Chord,
+        /// How long.
+        duration: Duration,
+    },
     /// Scroll `clicks` notches, at `at` when given, with `modifiers` held.
     Scroll {
+        /// Where, display-global; `None` where the pointer is.
         at: Option<[i64; 2]>,
+        /// Which way.
         direction: ScrollDirection,
+        /// How many notches.
         clicks: i32,
+        /// Modifiers held meanwhile.
         modifiers: Vec<Modifier>,
     },
     /// Do nothing for `duration` (at most [`MAX_WAIT`]).
-    Wait { duration: Duration },
+    Wait {
+        /// How long.
+        duration: Duration,
+    },
 }
 
 impl Action {

@@ -7,10 +7,13 @@ use super::{screen, windows};
 /// The kind of desktop session this process can reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Session {
+    /// An X11 session (Xorg, Xvfb, or XWayland reachable through `DISPLAY`).
     X11,
     /// Wayland without an X server: capture through the compositor only, no synthetic input.
     Wayland,
+    /// A Windows desktop.
     Windows,
+    /// A macOS desktop.
     MacOs,
     /// No display reachable (a service without a session, WSL2 without WSLg, SSH).
     None,
@@ -70,8 +73,11 @@ pub const COARSE: &[&str] = &[
 /// What HELLO advertises.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
+    /// The kind of session.
     pub session: Session,
+    /// The coarse feature buckets offered (`screenshot`, `input`, ...).
     pub coarse: Vec<&'static str>,
+    /// The fine feature names offered (`screenshot.region`, `input.drag.path`, ...).
     pub fine: Vec<&'static str>,
     /// The primary display's size, `None` when no display is reachable.
     pub screen_resolution: Option<(u64, u64)>,
@@ -167,9 +173,13 @@ pub fn probe(clipboard: bool) -> Probe {
 /// The state of one OS permission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {
+    /// The OS has granted it.
     Granted,
+    /// The OS has refused it.
     Denied,
+    /// It cannot be told from here.
     Unknown,
+    /// This OS or session has no such permission.
     NotApplicable,
 }
 

@@ -9,7 +9,9 @@ use super::{DesktopError, Rect};
 /// as on Xvfb, which has no RandR primary).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Display {
+    /// Its place in the list: 0 for the primary.
     pub index: usize,
+    /// Whether it is the primary display (always index 0).
     pub primary: bool,
     /// Where it sits in display-global physical pixels.
     pub rect: Rect,
@@ -166,6 +168,7 @@ pub enum Source {
 /// A captured image and where it came from.
 #[derive(Debug, Clone)]
 pub struct Capture {
+    /// The pixels.
     pub image: RgbaImage,
     /// The image's top-left in display-global pixels.
     pub origin: [i64; 2],
@@ -336,9 +339,13 @@ pub fn draw_cursor(capture: &mut Capture) -> Result<bool, DesktopError> {
 /// at `at` (display-global, hot spot already subtracted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CursorImage {
+    /// Where its top-left lands, display-global.
     pub at: [i64; 2],
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
+    /// One premultiplied ARGB pixel per position, row by row.
     pub argb: Vec<u32>,
 }
 
@@ -401,8 +408,11 @@ mod pointer {
 /// How to encode a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
-    /// Baseline JPEG at a quality of 1-100.
-    Jpeg { quality: u8 },
+    /// Baseline JPEG.
+    Jpeg {
+        /// The quality, 1-100.
+        quality: u8,
+    },
     /// PNG with fast compression (screen content compresses well even so).
     Png,
 }

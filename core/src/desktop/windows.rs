@@ -20,13 +20,19 @@ use super::{DesktopError, Rect};
 pub struct NativeWindow {
     /// The window system's id (an X11 window id, a Windows HWND).
     pub id: u32,
+    /// The owning process, when the window system says.
     pub pid: Option<u32>,
     /// The application (X11 `WM_CLASS`, the process name elsewhere).
     pub app_name: String,
+    /// The window's title.
     pub title: String,
+    /// Where it is, display-global.
     pub bounds: Rect,
+    /// Whether it is minimised.
     pub minimized: bool,
+    /// Whether it is maximised.
     pub maximized: bool,
+    /// Whether it has the input focus.
     pub focused: bool,
 }
 

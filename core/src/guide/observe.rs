@@ -34,10 +34,13 @@ const MAX_SHRINK_STEPS: u32 = 12;
 pub struct WindowInfo {
     /// The window system's id (an X11 window id, a Windows HWND).
     pub id: u32,
+    /// The owning process, when the window system says.
     pub pid: Option<u32>,
+    /// The window's title.
     pub title: String,
     /// Where it is on screen, in pixels.
     pub bounds: ScreenRect,
+    /// Whether it is minimised.
     pub minimized: bool,
 }
 
@@ -54,26 +57,35 @@ impl WindowInfo {
 pub struct WindowObservation {
     /// The window as it was when capture started.
     pub window: WindowInfo,
+    /// What the client sends the API about it.
     pub observation: Observation,
 }
 
 /// Why a window could not be observed.
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
+    /// The window system cannot list windows.
     #[error("the window list is unavailable: {0}")]
     WindowList(String),
+    /// No open window has the title asked for.
     #[error("no window titled like that is open")]
     NoSuchWindow,
+    /// The window is minimised.
     #[error("the window is minimised")]
     Minimised,
+    /// The window has no title.
     #[error("the window has no title to report as its application")]
     Untitled,
+    /// The window's size is outside what an observation allows.
     #[error("the window's size is outside 1-16384 pixels")]
     BadSize,
+    /// The accessibility tree could not be read.
     #[error(transparent)]
     Accessibility(#[from] A11yError),
+    /// The window's pixels could not be captured or encoded.
     #[error("the window's pixels could not be captured: {0}")]
     Pixels(String),
+    /// The window's pixels break the API's image rules even when shrunk.
     #[error("the window's image cannot be shared: {0}")]
     Image(#[from] PngError),
 }

@@ -30,9 +30,13 @@ const DECODER_MEMORY_LIMIT: usize = 8 * 1024 * 1024;
 /// A PNG rebuilt from decoded pixels only, plus its canonical base64 form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SanitisedPng {
+    /// The PNG in canonical standard base64.
     pub base64: String,
+    /// The PNG's bytes.
     pub bytes: Vec<u8>,
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
 }
 
@@ -40,36 +44,52 @@ pub struct SanitisedPng {
 /// input can ever reach logs or responses through them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PngError {
+    /// The input is empty.
     #[error("image is empty")]
     Empty,
+    /// The base64 is longer than the largest image allows.
     #[error("image base64 is too long")]
     Base64TooLong,
+    /// The input is not standard base64.
     #[error("image is not valid standard base64")]
     InvalidBase64,
+    /// The base64 has another spelling than the canonical one.
     #[error("image base64 is not canonical")]
     NonCanonicalBase64,
+    /// The decoded bytes exceed the size limit.
     #[error("image is too large")]
     TooManyBytes,
+    /// The bytes do not start with the PNG signature.
     #[error("image is not a png")]
     NotPng,
+    /// The IHDR chunk is missing or malformed.
     #[error("png header is invalid")]
     InvalidHeader,
+    /// A side is zero or above the limit.
     #[error("png width or height is out of range")]
     DimensionsOutOfRange,
+    /// Width times height is above the limit.
     #[error("png has too many pixels")]
     TooManyPixels,
+    /// The size is not the one the request declared.
     #[error("png size does not match the expected size")]
     DimensionMismatch,
+    /// The PNG is animated (APNG).
     #[error("animated png is not accepted")]
     Animated,
+    /// The PNG ends early.
     #[error("png is truncated")]
     Truncated,
+    /// The PNG's data is corrupt.
     #[error("png is corrupt")]
     Corrupt,
+    /// Decoding would need more memory than allowed.
     #[error("png exceeds decoder memory limits")]
     DecoderLimit,
+    /// The pixels could not be re-encoded.
     #[error("png could not be re-encoded")]
     EncodeFailed,
+    /// The re-encoded PNG exceeds the size limit.
     #[error("re-encoded png is too large")]
     OutputTooLarge,
 }
