@@ -9,6 +9,10 @@
 //! - [`server`]: the accept loop with header deadlines and a connection cap.
 //! - [`config`]: environment and bind-address validation.
 
+// A library says nothing on the terminal itself: it logs through tracing or returns what a
+// program prints (tests/tests/suite/tidy.rs checks this attribute stays).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 pub mod boundary;
 pub mod config;
 pub mod contracts;

@@ -20,6 +20,10 @@
 //!     and computer use (screenshots, synthetic input, windows, apps, the clipboard and the
 //!     session probe).
 
+// A library says nothing on the terminal itself: it logs through tracing or returns what a
+// program prints (tests/tests/suite/tidy.rs checks this attribute stays).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 #[cfg(feature = "desktop")]
 pub mod a11y;
 pub mod clock;
