@@ -4,20 +4,14 @@
 //! The session is created lazily and reused until it is within [`SESSION_MARGIN`] of expiry;
 //! any failed request drops it, so the next request starts a fresh one.
 
-use std::{
-    net::{IpAddr, Ipv4Addr},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
+use local_core::{env_names, loopback::loopback_ip};
 use reqwest::{StatusCode, Url};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 use crate::wire::{GuidanceIn, GuidanceRequest, ObservationOut, Session};
 
-/// Where the launcher tells us the API is.
-pub const API_URL_VAR: &str = "MSGUIDE_API_URL";
-/// The launch's bearer token.
-pub const TOKEN_VAR: &str = "MSGUIDE_LOCAL_TOKEN";
 /// The launcher's default address, used when `MSGUIDE_API_URL` is unset.
 pub const DEFAULT_API_URL: &str = "http://127.0.0.1:8765";
 /// Per-request limit: above the API's own provider budget (52 s), below a minute.
@@ -149,19 +143,7 @@ pub fn base_url(raw: &str) -> Result<Url, ApiError> {
         return Err(bad());
     }
     let host = url.host_str().ok_or_else(bad)?;
-    let loopback = if host.eq_ignore_ascii_case("localhost") {
-        IpAddr::V4(Ipv4Addr::LOCALHOST)
-    } else {
-        let ip: IpAddr = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .map_err(|_| bad())?;
-        if !ip.is_loopback() {
-            return Err(bad());
-        }
-        ip
-    };
+    let loopback = loopback_ip(host).ok_or_else(bad)?;
     url.set_ip_host(loopback).map_err(|()| bad())?;
     Ok(url)
 }
@@ -188,8 +170,8 @@ impl ApiClient {
     /// # Errors
     /// [`ApiError::NoToken`] or [`ApiError::BadUrl`].
     pub fn from_env() -> Result<Self, ApiError> {
-        let url = std::env::var(API_URL_VAR).unwrap_or_else(|_| DEFAULT_API_URL.to_owned());
-        let token = std::env::var(TOKEN_VAR)
+        let url = std::env::var(env_names::API_URL).unwrap_or_else(|_| DEFAULT_API_URL.to_owned());
+        let token = std::env::var(env_names::LOCAL_TOKEN)
             .ok()
             .filter(|t| !t.is_empty())
             .ok_or(ApiError::NoToken)?;

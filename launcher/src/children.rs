@@ -1,5 +1,5 @@
-//! The children: spawning one with an exact environment, the signals that stop the launcher,
-//! and stopping a child (SIGTERM, then SIGKILL after a grace period).
+//! The children: spawning one with an exact environment and stopping a child (SIGTERM, then
+//! SIGKILL after a grace period). The signals that stop the launcher are `local_core::signals`.
 //!
 //! Children share the launcher's process group, so a Ctrl-C in the terminal reaches them too;
 //! the launcher still stops each one itself, which also covers SIGTERM and SIGHUP sent to the
@@ -36,55 +36,6 @@ pub fn spawn(program: &Path, args: &[&OsStr], env: &ChildEnv) -> io::Result<Chil
         .kill_on_drop(true);
     env.apply(&mut command);
     command.spawn()
-}
-
-/// The signals that ask the launcher to stop: Ctrl-C, SIGTERM and SIGHUP (the terminal went
-/// away). Installed once, before any child starts, so none of them can kill the launcher
-/// while a child runs.
-#[derive(Debug)]
-pub struct Signals {
-    #[cfg(unix)]
-    listeners: [tokio::signal::unix::Signal; 3],
-}
-
-impl Signals {
-    /// Installs the handlers.
-    pub fn install() -> io::Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(Self {
-                listeners: [
-                    signal(SignalKind::interrupt())?,
-                    signal(SignalKind::terminate())?,
-                    signal(SignalKind::hangup())?,
-                ],
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Self {})
-        }
-    }
-
-    /// Waits for the next stop request.
-    pub async fn recv(&mut self) {
-        #[cfg(unix)]
-        {
-            let [interrupt, terminate, hangup] = &mut self.listeners;
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-                _ = hangup.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-    }
 }
 
 /// Waits for `child` to exit, or forever when there is none.

@@ -10,29 +10,17 @@ use std::{
     path::Path,
 };
 
+use local_core::env_names;
+
 use crate::{
     paths::{BACKEND_LOG, DESKTOP_LOG},
     token::{LaunchToken, wipe},
 };
 
-/// The bearer the API requires on `/v1` and `/admin`.
-pub const TOKEN_VAR: &str = "MSGUIDE_LOCAL_TOKEN";
-/// The API's mode; only `demo` exists.
-pub const MODE_VAR: &str = "MSGUIDE_MODE";
-/// The API's content-free diagnostic log.
-pub const DIAGNOSTIC_LOG_VAR: &str = "MSGUIDE_DIAGNOSTIC_LOG";
-/// The API's base URL, for the desktop client.
-pub const API_URL_VAR: &str = "MSGUIDE_API_URL";
-/// The desktop client's log.
-pub const DESKTOP_LOG_VAR: &str = "MSGUIDE_DESKTOP_LOG";
-/// The launcher's pid, by which a child ends with the launcher (`local_core::lifetime`
-/// reads it; the launcher does not link the core for one name).
-pub const LAUNCHER_PID_VAR: &str = "MSGUIDE_LAUNCHER_PID";
-
 /// Whether a variable is a model credential or configuration, which the desktop client never
 /// needs: every `MSGUIDE_MODEL_*` (the API key among them) and the Copilot token.
 fn is_credential(name: &str) -> bool {
-    name.starts_with("MSGUIDE_MODEL_") || name == "COPILOT_GITHUB_TOKEN"
+    name.starts_with(env_names::MODEL_PREFIX) || name == "COPILOT_GITHUB_TOKEN"
 }
 
 /// Compares a variable's name with `expected` as the system does: Windows ignores case.
@@ -120,11 +108,11 @@ pub fn api_url(port: u16) -> String {
 #[must_use]
 pub fn api_env(inherited: ChildEnv, token: &LaunchToken, port: u16, state_dir: &Path) -> ChildEnv {
     let mut env = inherited;
-    env.set(TOKEN_VAR, token.expose());
-    env.set(MODE_VAR, "demo");
-    env.set(DIAGNOSTIC_LOG_VAR, state_dir.join(BACKEND_LOG));
-    env.set(API_URL_VAR, api_url(port));
-    env.set(LAUNCHER_PID_VAR, std::process::id().to_string());
+    env.set(env_names::LOCAL_TOKEN, token.expose());
+    env.set(env_names::MODE, "demo");
+    env.set(env_names::DIAGNOSTIC_LOG, state_dir.join(BACKEND_LOG));
+    env.set(env_names::API_URL, api_url(port));
+    env.set(env_names::LAUNCHER_PID, std::process::id().to_string());
     env
 }
 
@@ -141,7 +129,7 @@ pub fn desktop_env(api: &ChildEnv, state_dir: &Path) -> ChildEnv {
             }
         })
     });
-    env.set(DESKTOP_LOG_VAR, state_dir.join(DESKTOP_LOG));
+    env.set(env_names::DESKTOP_LOG, state_dir.join(DESKTOP_LOG));
     env
 }
 
@@ -177,20 +165,23 @@ mod tests {
         let token = LaunchToken::mint().unwrap();
         let state = Path::new("/home/u/.local/state/msguide");
         let env = api_env(inherited(), &token, 9001, state);
-        assert_eq!(get(&env, TOKEN_VAR), Some(token.expose()));
-        assert_eq!(get(&env, MODE_VAR), Some("demo"));
+        assert_eq!(get(&env, env_names::LOCAL_TOKEN), Some(token.expose()));
+        assert_eq!(get(&env, env_names::MODE), Some("demo"));
         assert_eq!(
-            env.get(DIAGNOSTIC_LOG_VAR),
+            env.get(env_names::DIAGNOSTIC_LOG),
             Some(state.join("backend.log").as_os_str())
         );
-        assert_eq!(get(&env, API_URL_VAR), Some("http://127.0.0.1:9001"));
+        assert_eq!(get(&env, env_names::API_URL), Some("http://127.0.0.1:9001"));
         assert_eq!(
-            get(&env, LAUNCHER_PID_VAR),
+            get(&env, env_names::LAUNCHER_PID),
             Some(std::process::id().to_string().as_str())
         );
         // The launcher's choices replace the inherited values instead of adding duplicates.
-        assert_eq!(env.names().filter(|n| *n == TOKEN_VAR).count(), 1);
-        assert_eq!(env.names().filter(|n| *n == MODE_VAR).count(), 1);
+        assert_eq!(
+            env.names().filter(|n| *n == env_names::LOCAL_TOKEN).count(),
+            1
+        );
+        assert_eq!(env.names().filter(|n| *n == env_names::MODE).count(), 1);
         // Everything else is inherited as is: the provider and its settings are the user's.
         assert_eq!(get(&env, "PATH"), Some("/usr/bin"));
         assert_eq!(
@@ -215,17 +206,20 @@ mod tests {
         ] {
             assert_eq!(desktop.get(gone), None, "{gone}");
         }
-        assert_eq!(get(&desktop, TOKEN_VAR), Some(token.expose()));
-        assert_eq!(get(&desktop, MODE_VAR), Some("demo"));
-        assert_eq!(get(&desktop, API_URL_VAR), Some("http://127.0.0.1:8765"));
+        assert_eq!(get(&desktop, env_names::LOCAL_TOKEN), Some(token.expose()));
+        assert_eq!(get(&desktop, env_names::MODE), Some("demo"));
         assert_eq!(
-            desktop.get(DESKTOP_LOG_VAR),
+            get(&desktop, env_names::API_URL),
+            Some("http://127.0.0.1:8765")
+        );
+        assert_eq!(
+            desktop.get(env_names::DESKTOP_LOG),
             Some(state.join("desktop.log").as_os_str())
         );
         assert_eq!(get(&desktop, "PATH"), Some("/usr/bin"));
         // The API's own environment is left whole.
         assert_eq!(get(&api, "MSGUIDE_MODEL_API_KEY"), Some("sk-SECRET"));
-        assert_eq!(api.get(DESKTOP_LOG_VAR), None);
+        assert_eq!(api.get(env_names::DESKTOP_LOG), None);
     }
 
     #[test]
@@ -248,7 +242,10 @@ mod tests {
         let std = command.as_std();
         let set: Vec<_> = std.get_envs().collect();
         assert!(set.iter().all(|(n, _)| *n != "LEAKED"));
-        assert!(set.contains(&(OsStr::new(TOKEN_VAR), Some(OsStr::new(token.expose())))));
+        assert!(set.contains(&(
+            OsStr::new(env_names::LOCAL_TOKEN),
+            Some(OsStr::new(token.expose()))
+        )));
         assert!(std.get_args().all(|a| a != token.expose()), "never in argv");
     }
 }

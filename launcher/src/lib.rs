@@ -13,7 +13,7 @@
 //! - [`http`]: the two readiness calls over hyper's HTTP/1.1 connection, under a deadline and
 //!   size caps.
 //! - [`readiness`]: `/health`, then an authenticated `POST /v1/sessions`, within 60 s.
-//! - [`children`]: spawning, signals, and stopping a child (SIGTERM, then SIGKILL).
+//! - [`children`]: spawning, and stopping a child (SIGTERM, then SIGKILL).
 //! - [`start`]: the `start` sequence and its supervision loop.
 //!
 //! The launcher links nothing of ours: it talks to `msguide-api` only over HTTP, like the

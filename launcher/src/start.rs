@@ -10,10 +10,11 @@ use std::{
     process::ExitStatus,
 };
 
+use local_core::{env_names, signals::StopSignals};
 use tokio::process::Child;
 
 use crate::{
-    children::{self, Signals},
+    children,
     cli::StartArgs,
     env::{self, ChildEnv},
     paths::{self, API_BINARY, BACKEND_LOG, DESKTOP_BINARY, Os},
@@ -171,7 +172,9 @@ pub async fn run(args: &StartArgs, context: Context) -> Result<Ended, StartError
 
     let token = LaunchToken::mint()?;
     // Before any child exists, so a stop signal can never kill the launcher and orphan one.
-    let mut signals = Signals::install().map_err(StartError::Signals)?;
+    // Ctrl-C, SIGTERM and SIGHUP (the terminal went away), hooked before any child starts so
+    // none of them can kill the launcher while a child runs.
+    let mut signals = StopSignals::install(true).map_err(StartError::Signals)?;
     let api_env = env::api_env(inherited, &token, args.port, &state_dir);
     eprintln!(
         "msguide: starting {API_BINARY} on 127.0.0.1:{} (diagnostic log {})",
@@ -320,14 +323,14 @@ fn headless_message(os: Os, port: u16, pid: Option<u32>, token: &LaunchToken) ->
     let pid = pid.map_or_else(String::new, |pid| format!(" ({API_BINARY} pid {pid})"));
     let (set, curl, variable) = match os {
         Os::Windows => (
-            format!("$env:{} = \"{}\"", env::TOKEN_VAR, token.expose()),
+            format!("$env:{} = \"{}\"", env_names::LOCAL_TOKEN, token.expose()),
             "curl.exe",
-            format!("$env:{}", env::TOKEN_VAR),
+            format!("$env:{}", env_names::LOCAL_TOKEN),
         ),
         Os::Linux | Os::Mac => (
-            format!("export {}={}", env::TOKEN_VAR, token.expose()),
+            format!("export {}={}", env_names::LOCAL_TOKEN, token.expose()),
             "curl",
-            format!("${}", env::TOKEN_VAR),
+            format!("${}", env_names::LOCAL_TOKEN),
         ),
     };
     format!(

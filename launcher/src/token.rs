@@ -9,6 +9,7 @@
 //! are beyond reach without `unsafe`).
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use local_core::secret::Redacted;
 use rand::{TryRng, rngs::SysRng};
 
 /// How many random bytes a token carries.
@@ -20,7 +21,8 @@ pub const TOKEN_BYTES: usize = 32;
 pub struct TokenError(rand::rngs::SysError);
 
 /// The launch's bearer token.
-pub struct LaunchToken(String);
+#[derive(Debug)]
+pub struct LaunchToken(Redacted<String>);
 
 impl LaunchToken {
     /// A fresh token straight from the OS CSPRNG (`getrandom`), not from a user-space PRNG.
@@ -34,26 +36,20 @@ impl LaunchToken {
     }
 
     fn from_bytes(raw: &[u8; TOKEN_BYTES]) -> Self {
-        Self(URL_SAFE_NO_PAD.encode(raw))
+        Self(Redacted::new(URL_SAFE_NO_PAD.encode(raw)))
     }
 
     /// The token's text, for the children's environment, the `Authorization` header and the
     /// one headless print.
     #[must_use]
     pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for LaunchToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LaunchToken(<redacted>)")
+        self.0.expose()
     }
 }
 
 impl Drop for LaunchToken {
     fn drop(&mut self) {
-        wipe(std::mem::take(&mut self.0).into_bytes());
+        wipe(std::mem::take(&mut self.0).into_inner().into_bytes());
     }
 }
 
