@@ -2,13 +2,54 @@
 //!
 //! Linux lists every process in `/proc` with its name and executable; without
 //! `include_background` kernel threads (no executable) are left out. A launched program gets
-//! its own process group, no inherited standard streams, and is reaped when it exits.
+//! its own process group, no inherited standard streams, only the safe environment of commands
+//! plus the graphical session's variables, and is reaped when it exits.
 
+// Launching here is not a command of `machine::exec` (no output captured, no budget, no
+// timeout: the program outlives the request), but it takes exec's safe environment; and
+// `/proc` is the process table, not a user's files, so neither goes through the owners.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "detached app launch with exec's safe environment; /proc reads"
+)]
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::DesktopError;
 use super::windows::NativeWindow;
+use crate::machine::exec::safe_env;
+
+/// What a launched program keeps of the daemon's environment beyond exec's safe baseline: the
+/// names that connect it to this graphical session (display and its authority, session bus,
+/// runtime directory, session type and desktop, where `.desktop` entries and settings live).
+const SESSION_NAMES: [&str; 9] = [
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "XDG_RUNTIME_DIR",
+    "XDG_SESSION_TYPE",
+    "XDG_CURRENT_DESKTOP",
+    "XDG_DATA_DIRS",
+    "XDG_CONFIG_DIRS",
+    "DBUS_SESSION_BUS_ADDRESS",
+];
+
+/// A launched program's environment: [`safe_env`]'s baseline of `parent` (the daemon's
+/// environment) with the [`SESSION_NAMES`] it has on top, and nothing else of it (no token, no
+/// configuration).
+fn launch_env(parent: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    let parent: Vec<(OsString, OsString)> = parent.into_iter().collect();
+    let session: BTreeMap<String, String> = parent
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_str()?, value.to_str()?)))
+        .filter(|(name, _)| SESSION_NAMES.contains(name))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect();
+    safe_env(parent, &session)
+}
 
 /// One running application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +125,8 @@ pub fn launch(request: &Launch) -> Result<u32, DesktopError> {
         }
     };
     command
+        .env_clear()
+        .envs(launch_env(std::env::vars_os()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -213,6 +256,60 @@ mod tests {
         // containers may have none, so only the inclusion direction is checked.
         assert!(list(true, None).unwrap().len() >= apps.len());
         let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+
+    /// The daemon's own variables (here cargo's, which `cargo test` sets) stay behind; the
+    /// safe baseline and the session's display come along. Read back from the real child.
+    #[test]
+    fn a_launched_program_gets_the_safe_environment_and_the_session() {
+        let own: Vec<OsString> = std::env::vars_os()
+            .map(|(name, _)| name)
+            .filter(|name| name.to_str().is_some_and(|n| n.starts_with("CARGO")))
+            .collect();
+        assert!(!own.is_empty(), "run under cargo test, which sets CARGO_*");
+        let pid = launch(&Launch {
+            executable: Some("sleep".to_owned()),
+            bundle_id: None,
+            args: vec!["5".to_owned()],
+        })
+        .unwrap();
+        // The environment is the exec'd program's once the kernel has renamed the child.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let environ = loop {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim_end() == "sleep" || std::time::Instant::now() > deadline {
+                break std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+        let names: Vec<&[u8]> = environ
+            .split(|b| *b == 0)
+            .filter_map(|entry| entry.split(|b| *b == b'=').next())
+            .filter(|name| !name.is_empty())
+            .collect();
+        for name in &own {
+            assert!(
+                !names.contains(&name.as_encoded_bytes()),
+                "{name:?} leaked into the launched program"
+            );
+        }
+        assert!(names.contains(&b"PATH".as_slice()), "{names:?}");
+
+        let parent = [
+            ("PATH", "/usr/bin"),
+            ("DISPLAY", ":7"),
+            ("MSGUIDE_LOCAL_TOKEN", "secret"),
+            ("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", "secret"),
+        ]
+        .map(|(n, v)| (OsString::from(n), OsString::from(v)));
+        let env = launch_env(parent);
+        let names: Vec<&str> = env.iter().filter_map(|(n, _)| n.to_str()).collect();
+        assert!(
+            names.contains(&"PATH") && names.contains(&"DISPLAY"),
+            "{names:?}"
+        );
+        assert!(!env.iter().any(|(_, value)| value == "secret"), "{names:?}");
     }
 
     #[test]

@@ -465,4 +465,8 @@ pub(super) fn not_regular(path: &JailedPath) -> FileError {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests set up and inspect real trees directly, around the jail"
+)]
 mod tests;
