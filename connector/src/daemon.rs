@@ -256,7 +256,7 @@ pub async fn run(prepared: Prepared) -> u8 {
     }
     let (stop, shutdown) = Shutdown::new();
     tokio::spawn(async move {
-        signalled().await;
+        local_core::signals::stop_requested().await;
         tracing::info!("stopping");
         let _ = stop.send(true);
         // Keep the sender alive: dropping it would read as a second shutdown request only.
@@ -469,29 +469,6 @@ fn preflight(message: impl Into<String>) -> Refusal {
     Refusal {
         message: message.into(),
         code: EXIT_PREFLIGHT,
-    }
-}
-
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-async fn signalled() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

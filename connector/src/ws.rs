@@ -21,6 +21,8 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use local_core::secret::Redacted;
+
 use crate::audit::{Entry, details};
 use crate::commands::status::DaemonState;
 use crate::protocol::{MAX_FRAME_BYTES, close_code, is_valid_session_id};
@@ -40,8 +42,8 @@ const NO_STATUS: u16 = 1005;
 const GOING_AWAY: u16 = 1001;
 
 /// A bearer token whose `Debug` never shows the secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Token(Redacted<String>);
 
 impl Token {
     /// A token from configuration; blank means none, as the reference treats a missing one.
@@ -49,13 +51,7 @@ impl Token {
         value
             .map(str::trim)
             .filter(|value| !value.is_empty())
-            .map(|value| Self(value.to_owned()))
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token(<redacted>)")
+            .map(|value| Self(Redacted::new(value.to_owned())))
     }
 }
 
@@ -146,9 +142,10 @@ pub async fn connect(url: &str, token: Option<&Token>) -> Result<Socket, Connect
         .into_client_request()
         .map_err(|err| ConnectError::InvalidRequest(err.to_string()))?;
     if let Some(Token(token)) = token {
-        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-            ConnectError::InvalidRequest("the token is not a valid header value".to_owned())
-        })?;
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+                ConnectError::InvalidRequest("the token is not a valid header value".to_owned())
+            })?;
         value.set_sensitive(true);
         request.headers_mut().insert(header::AUTHORIZATION, value);
     }

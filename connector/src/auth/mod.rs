@@ -26,7 +26,7 @@ pub mod oauth;
 pub mod pkce;
 pub mod store;
 
-use std::fmt;
+use local_core::secret::Redacted;
 
 use crate::config::ShimConfig;
 use crate::ws::{ConnectError, Socket, Token, connect};
@@ -45,30 +45,25 @@ pub const REDIRECT_PORT_COUNT: u16 = 12;
 pub const SCOPE: &str = "USE_TOOLS";
 
 /// A secret string (access token, refresh token) whose `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Secret(Redacted<String>);
 
 impl Secret {
     /// Wraps a secret; blank (after trimming) means none.
     pub fn new(value: &str) -> Option<Self> {
         let value = value.trim();
-        (!value.is_empty() && !value.chars().any(char::is_control)).then(|| Self(value.to_owned()))
+        (!value.is_empty() && !value.chars().any(char::is_control))
+            .then(|| Self(Redacted::new(value.to_owned())))
     }
 
     /// The secret itself, for the one place that must send or store it.
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose()
     }
 
     /// The bearer token the WebSocket upgrade sends.
     pub fn bearer(&self) -> Option<Token> {
-        Token::from_configured(Some(&self.0))
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
+        Token::from_configured(Some(self.expose()))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::auth::oauth::OAuthClient;
 use crate::auth::pkce::{self, Pkce};
 use crate::auth::store::{Places, REFRESH_USER, TokenStore};
 use crate::auth::{Endpoints, SCOPE};
-use crate::config::{Env, ShimConfig};
+use crate::config::{AUTHORIZE_URL_ENV, Env, ShimConfig};
 
 /// Exit code of a failed login or revocation.
 pub const EXIT_FAILED: u8 = 1;
@@ -170,7 +170,7 @@ async fn revoke_flow(config: &ShimConfig, places: &Places) -> Result<String, Str
 /// browser it starts is not part of anything `exec` would stop. The address travels in the
 /// environment, never through shell parsing.
 async fn open_browser(url: &str, mut env: BTreeMap<String, String>) -> Result<(), String> {
-    env.insert("AUTOGPT_SHIM_AUTHORIZE_URL".to_owned(), url.to_owned());
+    env.insert(AUTHORIZE_URL_ENV.to_owned(), url.to_owned());
     let program = if cfg!(windows) {
         Program::Argv(vec![
             "rundll32".to_owned(),
@@ -186,7 +186,7 @@ async fn open_browser(url: &str, mut env: BTreeMap<String, String>) -> Result<()
         Program::Shell {
             shell: ShellKind::Sh,
             command: format!(
-                "command -v {opener} >/dev/null 2>&1 || exit 127; {opener} \"$AUTOGPT_SHIM_AUTHORIZE_URL\" >/dev/null 2>&1 </dev/null &"
+                "command -v {opener} >/dev/null 2>&1 || exit 127; {opener} \"${AUTHORIZE_URL_ENV}\" >/dev/null 2>&1 </dev/null &"
             ),
         }
     };

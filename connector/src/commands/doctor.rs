@@ -472,7 +472,7 @@ fn platform_url(url: &str) -> Check {
             ),
         ));
     };
-    let loopback = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]" | "::1");
+    let loopback = local_core::loopback::is_loopback_host(&host);
     Some(if base.starts_with("ws://") && !loopback {
         (
             Level::Warn,

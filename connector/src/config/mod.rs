@@ -76,6 +76,9 @@ pub const MAX_TOKEN_FILE_BYTES: u64 = 16 * 1024;
 pub const ENV_PREFIX: &str = "AUTOGPT_SHIM_";
 /// The variable holding the bearer token itself.
 pub const TOKEN_ENV: &str = "AUTOGPT_SHIM_TOKEN";
+/// The variable through which `auth` hands the authorize address to the desktop's opener,
+/// so it never passes through shell parsing.
+pub const AUTHORIZE_URL_ENV: &str = "AUTOGPT_SHIM_AUTHORIZE_URL";
 /// The directory name under the per-OS config and state directories.
 pub const APP_DIR: &str = "autogpt-local-executor";
 /// Default `ollama_url`.
