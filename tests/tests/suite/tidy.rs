@@ -285,6 +285,57 @@ fn the_faces_meet_only_in_the_libraries() {
     assert!(suite.iter().any(|d| d == "autogpt-shim") && suite.iter().any(|d| d == "msguide-api"));
 }
 
+/// The library crates print nothing themselves (`print_stdout`/`print_stderr` denied at their
+/// root): what a person reads is printed by a binary, everything else goes to the log.
+#[test]
+fn the_libraries_print_nothing() {
+    let workspace = Workspace::load();
+    for name in ["local-core", "msguide-api", "autogpt-shim"] {
+        let lib = workspace.member(name)["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "lib"))
+            .unwrap_or_else(|| panic!("{name} has no library target"))["src_path"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let root = std::fs::read_to_string(&lib).unwrap();
+        assert!(
+            root.lines()
+                .any(|l| l == "#![deny(clippy::print_stdout, clippy::print_stderr)]"),
+            "{lib} does not deny clippy::print_stdout and clippy::print_stderr"
+        );
+    }
+}
+
+/// core/clippy.toml keeps the filesystem and programs to their owners in core (jail,
+/// own_files, audit_chain; exec): the bans stay in place, for std and tokio alike.
+#[test]
+fn core_bans_the_filesystem_and_commands_outside_their_owners() {
+    let config = std::fs::read_to_string(root().join("core/clippy.toml")).unwrap();
+    let banned: Vec<&str> = config
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("{ path = \""))
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    for path in [
+        "std::fs::read",
+        "std::fs::write",
+        "std::fs::read_dir",
+        "std::fs::File::open",
+        "std::fs::OpenOptions::open",
+        "tokio::fs::read",
+        "std::process::Command::new",
+        "tokio::process::Command::new",
+    ] {
+        assert!(
+            banned.contains(&path),
+            "core/clippy.toml no longer bans {path}"
+        );
+    }
+}
+
 #[test]
 fn only_the_llm_client_speaks_http_in_core() {
     let mut users = Vec::new();
