@@ -1,10 +1,11 @@
 //! Checking the provider's settings: a remote `https` model only with approval and a key, a
 //! loopback one without; URL, model name and key bounded; nothing of a refused value kept.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv6Addr;
 
 use super::{MAX_API_KEY_BYTES, MAX_MODEL_NAME_CHARS, MAX_URL_CHARS};
 use crate::llm::{ApiKey, AuthHeader};
+use crate::loopback::is_loopback_host;
 
 /// The refusal for any invalid or unapproved setting; it names no value, so the key cannot
 /// leak through it.
@@ -144,13 +145,13 @@ fn checked_url(url: &str) -> Option<bool> {
     }
     let (host, port, loopback) = if let Some(bracketed) = authority.strip_prefix('[') {
         let (literal, after) = bracketed.split_once(']')?;
-        let ip: Ipv6Addr = literal.parse().ok()?;
+        literal.parse::<Ipv6Addr>().ok()?;
         let port = if after.is_empty() {
             None
         } else {
             Some(after.strip_prefix(':')?)
         };
-        (literal, port, ip.is_loopback())
+        (literal, port, is_loopback_host(literal))
     } else {
         let (host, port) = match authority.split_once(':') {
             Some((host, port)) => (host, Some(port)),
@@ -164,7 +165,7 @@ fn checked_url(url: &str) -> Option<bool> {
         if !host_chars {
             return None;
         }
-        (host, port, is_loopback_name(host))
+        (host, port, is_loopback_host(host))
     };
     if host.is_empty() || port.is_some_and(|p| !is_port(p)) {
         return None;
@@ -184,13 +185,6 @@ pub(super) fn origin(url: &str) -> &str {
         .find(['/', '?'])
         .map_or(url.len(), |at| authority_start + at);
     &url[..authority_end]
-}
-
-/// `localhost` or a dotted-quad in 127.0.0.0/8; std's parser refuses the octal and hex forms
-/// some URL parsers would turn into other addresses.
-fn is_loopback_name(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 fn is_port(port: &str) -> bool {
