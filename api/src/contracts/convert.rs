@@ -87,17 +87,20 @@ impl From<UiElement> for Element {
 impl From<Observation> for ObservationUpload {
     fn from(o: Observation) -> Self {
         Self {
-            id: o.id.0,
-            window_id: o.window_id.0,
-            application: o.application.0,
-            captured_at: o.captured_at.0,
-            width: o.width.0,
-            height: o.height.0,
-            ocr_text: o.ocr_text.0,
-            elements: o.elements.0.into_iter().map(Into::into).collect(),
+            observation: model::Observation {
+                id: o.id.0,
+                window_id: o.window_id.0,
+                application: o.application.0,
+                captured_at: o.captured_at.0,
+                width: o.width.0,
+                height: o.height.0,
+                ocr_text: o.ocr_text.0,
+                elements: o.elements.0.into_iter().map(Into::into).collect(),
+                image: None,
+                automation_complete: o.automation_complete,
+                resource_id: o.resource_id.map(|r| r.0),
+            },
             image_base64: o.image_base64.map(|image| image.0),
-            automation_complete: o.automation_complete,
-            resource_id: o.resource_id.map(|r| r.0),
         }
     }
 }

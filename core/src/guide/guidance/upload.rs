@@ -3,14 +3,9 @@
 //! ids checked for uniqueness. A face converts its contract into a [`GuidanceUpload`] and an
 //! [`ObservationRefusal`] into its own error, nothing more.
 
-use time::OffsetDateTime;
 use tokio::sync::Semaphore;
 
-use super::{
-    GuidanceRequest,
-    model::{Element, Observation},
-    validate::element_ids_are_unique,
-};
+use super::{GuidanceRequest, model::Observation, validate::element_ids_are_unique};
 use crate::guide::png_sanitise::{PngError, sanitise_base64_png};
 
 /// Image sanitisings that may run at once. Each holds ~30 MB (decoded pixels and two
@@ -35,32 +30,13 @@ pub struct GuidanceUpload {
     pub body_bytes: usize,
 }
 
-/// An observation as a client sent it: [`Observation`] with the image still the uploaded
-/// base64 (see [`Observation`] for each field's meaning).
+/// An observation as a client sent it: the image still the uploaded base64.
 #[derive(Debug, Clone)]
 pub struct ObservationUpload {
-    /// The observation's id.
-    pub id: String,
-    /// The observed window's id.
-    pub window_id: String,
-    /// The window title.
-    pub application: String,
-    /// When capture started.
-    pub captured_at: OffsetDateTime,
-    /// The window's width in pixels.
-    pub width: u32,
-    /// The window's height in pixels.
-    pub height: u32,
-    /// The element names joined by newlines.
-    pub ocr_text: String,
-    /// The accessibility elements.
-    pub elements: Vec<Element>,
+    /// Everything but the image, whose place stays empty until [`admit_observation`].
+    pub observation: Observation,
     /// The window's pixels as canonical base64 of a PNG, when pixel sharing was approved.
     pub image_base64: Option<String>,
-    /// Whether the accessibility walk finished within its budget.
-    pub automation_complete: bool,
-    /// The resource the observation belongs to, if any.
-    pub resource_id: Option<String>,
 }
 
 /// Why an uploaded observation was refused before guidance ran.
@@ -119,28 +95,19 @@ pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, Observatio
 ///
 /// # Errors
 /// [`ObservationRefusal::Image`] first, then [`ObservationRefusal::DuplicateElementIds`].
-pub fn admit_observation(raw: ObservationUpload) -> Result<Observation, ObservationRefusal> {
-    let image = raw
-        .image_base64
-        .map(|image| sanitise_base64_png(&image, raw.width, raw.height))
+pub fn admit_observation(upload: ObservationUpload) -> Result<Observation, ObservationRefusal> {
+    let ObservationUpload {
+        mut observation,
+        image_base64,
+    } = upload;
+    observation.image = image_base64
+        .map(|image| sanitise_base64_png(&image, observation.width, observation.height))
         .transpose()
         .map_err(ObservationRefusal::Image)?;
-    if !element_ids_are_unique(&raw.elements) {
+    if !element_ids_are_unique(&observation.elements) {
         return Err(ObservationRefusal::DuplicateElementIds);
     }
-    Ok(Observation {
-        id: raw.id,
-        window_id: raw.window_id,
-        application: raw.application,
-        captured_at: raw.captured_at,
-        width: raw.width,
-        height: raw.height,
-        ocr_text: raw.ocr_text,
-        elements: raw.elements,
-        image,
-        automation_complete: raw.automation_complete,
-        resource_id: raw.resource_id,
-    })
+    Ok(observation)
 }
 
 #[cfg(test)]
@@ -149,20 +116,24 @@ mod tests {
     use image::ImageEncoder as _;
 
     use super::*;
+    use crate::guide::guidance::model::Element;
 
     fn upload(elements: Vec<Element>, image_base64: Option<String>) -> ObservationUpload {
         ObservationUpload {
-            id: "obs-1".to_owned(),
-            window_id: "window-1".to_owned(),
-            application: "Settings".to_owned(),
-            captured_at: OffsetDateTime::now_utc(),
-            width: 2,
-            height: 2,
-            ocr_text: String::new(),
-            elements,
+            observation: Observation {
+                id: "obs-1".to_owned(),
+                window_id: "window-1".to_owned(),
+                application: "Settings".to_owned(),
+                captured_at: time::OffsetDateTime::now_utc(),
+                width: 2,
+                height: 2,
+                ocr_text: String::new(),
+                elements,
+                image: None,
+                automation_complete: true,
+                resource_id: None,
+            },
             image_base64,
-            automation_complete: true,
-            resource_id: None,
         }
     }
 
@@ -212,7 +183,7 @@ mod tests {
         assert_eq!(admitted.image.map(|i| (i.width, i.height)), Some((2, 2)));
         let twins = vec![element(Some("a"), None), element(Some("a"), None)];
         let mut wrong_size = upload(twins, Some(png_2x2()));
-        wrong_size.width = 3;
+        wrong_size.observation.width = 3;
         assert_eq!(
             admit_observation(wrong_size).unwrap_err(),
             ObservationRefusal::Image(PngError::DimensionMismatch)
