@@ -385,3 +385,75 @@ fn the_documented_build_packages_are_the_ones_setup_installs() {
         }
     }
 }
+
+/// The environment variables of the `MSGUIDE_*` and `AUTOGPT_SHIM_*` families are spelt once
+/// in the programs' sources, so the launcher, the API, the desktop client and the connector
+/// cannot disagree on a name: `MSGUIDE_*` in `core::env_names`, `AUTOGPT_SHIM_*` in the
+/// connector's `config` module, and every other place uses their constants. Test code may
+/// spell a name out (unit test modules, `tests.rs` files, benches and this suite): there the
+/// literal is the point, since a test that used the constant could not notice it misspelt.
+#[test]
+fn each_environment_variable_name_is_spelt_once() {
+    const OWNERS: [(&str, &str); 2] = [
+        ("MSGUIDE_", "core/src/env_names.rs"),
+        ("AUTOGPT_SHIM_", "connector/src/config/mod.rs"),
+    ];
+    let mut files = Vec::new();
+    for member in members().into_iter().filter(|m| m != "tests") {
+        rust_files(&root().join(member), &mut files);
+    }
+    let mut strays = Vec::new();
+    let mut spelt: Vec<(String, String)> = Vec::new();
+    for file in files {
+        let relative = file
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let test_code = relative
+            .split('/')
+            .any(|part| matches!(part, "tests" | "benches" | "tests.rs" | "proptests.rs"));
+        if test_code {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        // A file's unit tests are its `mod tests`, last by convention.
+        let production = text.split("\nmod tests {").next().unwrap();
+        for (number, line) in production.lines().enumerate() {
+            // The odd pieces between quotes are string literals (no name contains a quote).
+            for literal in line.split('"').skip(1).step_by(2) {
+                let Some((_, owner)) = OWNERS.iter().find(|(prefix, _)| {
+                    literal.strip_prefix(prefix).is_some_and(|rest| {
+                        rest.bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                    })
+                }) else {
+                    continue;
+                };
+                if relative == *owner {
+                    spelt.push((relative.clone(), literal.to_owned()));
+                } else {
+                    strays.push(format!("{relative}:{}: \"{literal}\"", number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "environment variable names spelt outside their owner (use the constant in \
+         local_core::env_names or autogpt_shim::config): {strays:#?}"
+    );
+    for (owner, literal) in &spelt {
+        let times = spelt
+            .iter()
+            .filter(|(o, l)| o == owner && l == literal)
+            .count();
+        assert_eq!(times, 1, "{owner} spells \"{literal}\" {times} times");
+    }
+    for (prefix, owner) in OWNERS {
+        assert!(
+            spelt.iter().any(|(o, _)| o == owner),
+            "{owner} defines no {prefix}* name: update this test to the names' new home"
+        );
+    }
+}
