@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod daemon;
+pub mod error;
 pub mod protocol;
 pub mod request_log;
 pub mod session;

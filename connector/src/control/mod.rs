@@ -32,9 +32,10 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 use crate::audit::{Entry, details};
+use crate::error::WireError;
 use crate::protocol::{
     AckPayload, ActivateSessionPayload, AttachSessionPayload, DetachSessionPayload,
-    DirectoryListRequestPayload, ErrorCode, ErrorPayload, Message, RestoreSessionPayload,
+    DirectoryListRequestPayload, ErrorCode, Message, RestoreSessionPayload,
     SessionActivatedPayload, SessionAttachedPayload, SessionRestoredPayload, unix_now,
 };
 use crate::session::{ControlPlane, Host, MachineWork};
@@ -158,7 +159,7 @@ impl From<BrowseFailure> for Refused {
 
 impl From<GrantError> for Refused {
     fn from(err: GrantError) -> Self {
-        Self::new(ErrorCode::RootGrantInvalid, err.to_string())
+        Self::new(err.error_code(), err.to_string())
     }
 }
 
@@ -706,12 +707,7 @@ fn bind(state: &mut State, session_id: &str, binding: Binding) {
 }
 
 fn error(Refused(code, message, details): Refused) -> Message {
-    Message::Error(ErrorPayload {
-        code: code.into(),
-        message,
-        fatal: false,
-        details,
-    })
+    crate::error::reply(code, message, details)
 }
 
 /// Every `period`, stops children idle for longer than the timeout; their bindings stay.

@@ -8,7 +8,6 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use super::codes::ErrorCode;
-use super::common::ErrorPayload;
 use super::messages::{Message, MessageType};
 use super::version::{PROTOCOL_VERSION, PROTOCOL_VERSION_STR, ProtocolVersion};
 
@@ -62,13 +61,8 @@ impl Envelope {
         message: impl Into<String>,
         details: Option<Value>,
     ) -> Self {
-        let payload = ErrorPayload {
-            code: code.into(),
-            message: message.into(),
-            fatal: false,
-            details,
-        };
-        Self::response(request_id, ts, pending_capacity, Message::Error(payload))
+        let message = crate::error::reply(code, message, details);
+        Self::response(request_id, ts, pending_capacity, message)
     }
 
     /// Sets `pending_capacity` (responses, STATUS).

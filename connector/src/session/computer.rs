@@ -21,14 +21,14 @@ use local_core::desktop::{Desktop, DesktopError, Rect, apps, clipboard};
 use serde_json::{Map, Value, json};
 
 use crate::audit::{Entry, details};
+use crate::error::{WireError, failure};
 use crate::protocol::{
     self as wire, A11yElement, A11ySnapshotRequestPayload, A11ySnapshotResponsePayload, AckPayload,
     AppInfo, AppLaunchPayload, AppListResponsePayload, ClipboardFormat,
     ClipboardReadResponsePayload, CursorPositionResponsePayload, DisplayInfoResponsePayload,
-    ErrorCode, ErrorPayload, ImageFormat, InputActionKind, InputActionPayload, MAX_FRAME_BYTES,
-    Message, MonitorInfo, PermissionState, PermissionsCheckResponsePayload, ScreenshotMeta,
-    ScreenshotRequestPayload, ScreenshotResponsePayload, WindowInfo, WindowListRequestPayload,
-    WindowListResponsePayload,
+    ImageFormat, InputActionKind, InputActionPayload, MAX_FRAME_BYTES, Message, MonitorInfo,
+    PermissionState, PermissionsCheckResponsePayload, ScreenshotMeta, ScreenshotRequestPayload,
+    ScreenshotResponsePayload, WindowInfo, WindowListRequestPayload, WindowListResponsePayload,
 };
 
 /// Most windows one listing returns.
@@ -183,8 +183,8 @@ impl ComputerOp {
         let err = DesktopError::unsupported(feature, reason);
         let (op, details) = self.audit_details();
         Err(Box::new((
-            error(&err),
-            Entry::failed(op, details, err.code()),
+            failure(&err),
+            Entry::failed(op, details, err.error_code().as_str()),
         )))
     }
 
@@ -246,7 +246,10 @@ impl ComputerOp {
         };
         match outcome {
             Ok(message) => (message, Entry::ok(op, details)),
-            Err(err) => (error(&err), Entry::failed(op, details, err.code())),
+            Err(err) => (
+                failure(&err),
+                Entry::failed(op, details, err.error_code().as_str()),
+            ),
         }
     }
 
@@ -347,18 +350,6 @@ fn input_features(p: &InputActionPayload) -> Vec<&'static str> {
         needs.push("input.click.modifiers");
     }
     needs
-}
-
-/// The ERROR for a desktop failure, with the reference's `details`.
-fn error(err: &DesktopError) -> Message {
-    Message::Error(ErrorPayload {
-        code: ErrorCode::from_wire(err.code())
-            .unwrap_or(ErrorCode::InternalError)
-            .into(),
-        message: err.to_string(),
-        fatal: false,
-        details: err.details(),
-    })
 }
 
 fn screenshot(

@@ -16,15 +16,16 @@ use tokio::sync::mpsc;
 use tokio::task::{self, JoinError, JoinSet};
 
 use super::computer::ComputerOp;
-use super::files::{FileOp, error_message};
+use super::files::FileOp;
 use super::host::Gate;
 use super::llm::LlmOp;
 use super::shell::{ShellLimits, ShellOp};
 use super::{Computer, Hooks, Host, Role, new_id};
 use crate::audit::{Auditor, Durable, Entry, details};
+use crate::error::{self, internal as internal_error};
 use crate::protocol::{
-    Capability, Direction, EmptyPayload, Envelope, ErrorCode, ErrorPayload, Message, MessageType,
-    Parsed, ProtocolVersion, SessionRevokedPayload, StatusPayload, parse_frame, unix_now,
+    Capability, Direction, EmptyPayload, Envelope, ErrorCode, Message, MessageType, Parsed,
+    ProtocolVersion, SessionRevokedPayload, StatusPayload, parse_frame, unix_now,
 };
 use crate::request_log::RequestLog;
 
@@ -90,13 +91,7 @@ impl Dispatch {
         message: String,
         details: serde_json::Value,
     ) -> Envelope {
-        let payload = ErrorPayload {
-            code: code.into(),
-            message,
-            fatal: false,
-            details: Some(details),
-        };
-        self.reply(id, Message::Error(payload))
+        self.reply(id, error::reply(code, message, Some(details)))
     }
 
     pub(super) fn status(&self) -> Envelope {
@@ -512,11 +507,4 @@ pub(super) fn revoked_entry(payload: &SessionRevokedPayload) -> Entry {
         details.insert("new_shim_machine_id".to_owned(), json!(machine));
     }
     Entry::ok("SESSION_REVOKED", details)
-}
-
-fn internal_error() -> Message {
-    error_message(
-        ErrorCode::InternalError,
-        "The operation failed unexpectedly.".to_owned(),
-    )
 }

@@ -4,17 +4,18 @@
 use std::path::Path;
 
 use local_core::machine::files::{
-    self as core_files, DeleteRequest, Encoding, FileError, FileLimits, ListEntry, ListRequest,
-    MoveRequest, ReadRequest, ReadResult, StatRequest, StatResult, WriteContent, WriteRequest,
+    self as core_files, DeleteRequest, Encoding, FileLimits, ListEntry, ListRequest, MoveRequest,
+    ReadRequest, ReadResult, StatRequest, StatResult, WriteContent, WriteRequest,
 };
 use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
 use crate::audit::{Entry, details};
+use crate::error::{WireError, failure};
 use crate::protocol::{
-    AckPayload, ErrorCode, ErrorPayload, FileContentsPayload, FileDeletePayload, FileEncoding,
-    FileFormat, FileListEntry, FileListPayload, FileListResponsePayload, FileMovePayload,
-    FileReadPayload, FileStatPayload, FileStatResponsePayload, FileWritePayload, Message,
+    AckPayload, FileContentsPayload, FileDeletePayload, FileEncoding, FileFormat, FileListEntry,
+    FileListPayload, FileListResponsePayload, FileMovePayload, FileReadPayload, FileStatPayload,
+    FileStatResponsePayload, FileWritePayload, Message,
 };
 
 /// A FILE_* request in core terms, ready to run on a blocking thread.
@@ -78,7 +79,10 @@ impl FileOp {
         };
         match outcome {
             Ok(message) => (message, Entry::ok(op, details)),
-            Err(err) => (file_error(&err), Entry::failed(op, details, err.code())),
+            Err(err) => (
+                failure(&err),
+                Entry::failed(op, details, err.error_code().as_str()),
+            ),
         }
     }
 
@@ -280,25 +284,6 @@ fn list_response(entries: Vec<ListEntry>, truncated: bool) -> Message {
     Message::FileListResponse(FileListResponsePayload { entries, truncated })
 }
 
-/// ERROR for a core failure. Core display texts name at most jail-relative paths and sizes,
-/// never content, so they are safe to send.
-pub(super) fn file_error(err: &FileError) -> Message {
-    error_message(
-        ErrorCode::from_wire(err.code()).unwrap_or(ErrorCode::InternalError),
-        err.to_string(),
-    )
-}
-
-/// A non-fatal ERROR payload without details.
-pub(super) fn error_message(code: ErrorCode, message: String) -> Message {
-    Message::Error(ErrorPayload {
-        code: code.into(),
-        message,
-        fatal: false,
-        details: None,
-    })
-}
-
 // Wire paths are strings; a non-UTF-8 name can only be reported lossily.
 fn wire_path(path: &Path) -> String {
     path.to_string_lossy().into_owned()
@@ -307,7 +292,8 @@ fn wire_path(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::OrUnknown;
+    use crate::protocol::{ErrorCode, OrUnknown};
+    use local_core::machine::files::FileError;
     use local_core::machine::jail::JailError;
 
     #[test]
@@ -366,7 +352,7 @@ mod tests {
     #[test]
     fn core_errors_keep_their_code() {
         let outside = FileError::Jail(JailError::PathOutsideAllowedRoot);
-        let Message::Error(payload) = file_error(&outside) else {
+        let Message::Error(payload) = failure(&outside) else {
             panic!("not an error");
         };
         assert_eq!(
@@ -374,7 +360,7 @@ mod tests {
             OrUnknown::Known(ErrorCode::PathOutsideAllowedRoot)
         );
         assert!(!payload.fatal);
-        let Message::Error(payload) = file_error(&FileError::BadBase64) else {
+        let Message::Error(payload) = failure(&FileError::BadBase64) else {
             panic!("not an error");
         };
         assert_eq!(payload.code, OrUnknown::Known(ErrorCode::InternalError));

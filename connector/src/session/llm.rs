@@ -9,10 +9,10 @@ use local_core::llm::{self, ChatRequest, Completion, LlmClient, LlmError};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use super::files::error_message;
 use crate::audit::{Entry, details};
+use crate::error::{WireError, reply};
 use crate::protocol::{
-    ChatMessage, ErrorCode, ErrorPayload, FinishReason, LocalLlmCompletionChunkPayload,
+    ChatMessage, ErrorCode, FinishReason, LocalLlmCompletionChunkPayload,
     LocalLlmCompletionPayload, LocalLlmCompletionResponsePayload, Message, OrUnknown, TokenCounts,
 };
 
@@ -73,27 +73,25 @@ impl LlmOp {
     ) -> Result<Self, Box<(Message, Entry)>> {
         let known = llm.known_models();
         if !known.is_empty() && !known.contains(&payload.model) {
-            let reply = Message::Error(ErrorPayload {
-                code: ErrorCode::ModelNotAvailable.into(),
-                message: "The requested model is not available on the local backend.".to_owned(),
-                fatal: false,
-                details: Some(json!({
+            let refusal = reply(
+                ErrorCode::ModelNotAvailable,
+                "The requested model is not available on the local backend.",
+                Some(json!({
                     "requested_model": payload.model,
                     "available_models": known,
                 })),
-            });
+            );
             let entry = failed(&payload, ErrorCode::ModelNotAvailable);
-            return Err(Box::new((reply, entry)));
+            return Err(Box::new((refusal, entry)));
         }
         let Ok(slot) = Arc::clone(&llm.busy).try_acquire_owned() else {
-            let reply = Message::Error(ErrorPayload {
-                code: ErrorCode::LocalLlmBusy.into(),
-                message: "Another local model completion is running.".to_owned(),
-                fatal: false,
-                details: None,
-            });
+            let refusal = reply(
+                ErrorCode::LocalLlmBusy,
+                "Another local model completion is running.",
+                None,
+            );
             let entry = failed(&payload, ErrorCode::LocalLlmBusy);
-            return Err(Box::new((reply, entry)));
+            return Err(Box::new((refusal, entry)));
         };
         Ok(Self {
             payload,
@@ -131,26 +129,19 @@ impl LlmOp {
                 (response(completion), entry)
             }
             Err(err) => {
-                let (code, details_value) = match &err {
-                    LlmError::ModelNotAvailable => (
-                        ErrorCode::ModelNotAvailable,
-                        json!({ "requested_model": self.payload.model }),
-                    ),
-                    LlmError::Timeout => (
-                        ErrorCode::LocalLlmFailed,
-                        json!({ "backend_error": "timed out" }),
-                    ),
-                    LlmError::Failed { backend_error } => (
-                        ErrorCode::LocalLlmFailed,
-                        json!({ "backend_error": backend_error }),
-                    ),
+                // The details name the request's model, which the error does not carry.
+                let details_value = match &err {
+                    LlmError::ModelNotAvailable => {
+                        json!({ "requested_model": self.payload.model })
+                    }
+                    LlmError::Timeout => json!({ "backend_error": "timed out" }),
+                    LlmError::Failed { backend_error } => {
+                        json!({ "backend_error": backend_error })
+                    }
                 };
-                let mut message = error_message(code, err.to_string());
-                if let Message::Error(payload) = &mut message {
-                    payload.details = Some(details_value);
-                }
+                let code = err.error_code();
                 let entry = failed(&self.payload, code).with_duration(started.elapsed());
-                (message, entry)
+                (reply(code, err.to_string(), Some(details_value)), entry)
             }
         }
     }

@@ -11,11 +11,9 @@ use local_core::machine::files::{FileError, TEXT_READ_BUDGET_BYTES};
 use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
-use super::files::{error_message, file_error};
 use crate::audit::{Entry, details};
-use crate::protocol::{
-    CommandResultPayload, ErrorCode, ErrorPayload, ExecuteCommandPayload, Message, Shell,
-};
+use crate::error::{WireError, failure, reply};
+use crate::protocol::{CommandResultPayload, ExecuteCommandPayload, Message, Shell};
 
 /// An admitted EXECUTE_COMMAND, holding its machine-wide command slot until it is dropped.
 #[derive(Debug)]
@@ -56,18 +54,13 @@ impl ShellOp {
                         json!({ "limit": "concurrent_commands", "max": max }),
                     ),
                 };
-                let reply = Message::Error(ErrorPayload {
-                    code: ErrorCode::ShimOverloaded.into(),
-                    message,
-                    fatal: false,
-                    details: Some(details_value),
-                });
+                let code = limit.error_code();
                 let entry = Entry::failed(
                     "EXECUTE_COMMAND",
                     request_details(&payload, None),
-                    ErrorCode::ShimOverloaded.as_str(),
+                    code.as_str(),
                 );
-                Err(Box::new((reply, entry)))
+                Err(Box::new((reply(code, message, Some(details_value)), entry)))
             }
         }
     }
@@ -85,9 +78,9 @@ impl ShellOp {
                     let entry = Entry::failed(
                         "EXECUTE_COMMAND",
                         request_details(payload, None),
-                        err.code(),
+                        err.error_code().as_str(),
                     );
-                    return (file_error(&err), entry.with_duration(started.elapsed()));
+                    return (failure(&err), entry.with_duration(started.elapsed()));
                 }
             },
         };
@@ -120,10 +113,9 @@ impl ShellOp {
                 (result_message(outcome), entry)
             }
             Err(err) => {
-                let code = ErrorCode::from_wire(err.code()).unwrap_or(ErrorCode::InternalError);
-                let entry = Entry::failed("EXECUTE_COMMAND", details, code.as_str())
+                let entry = Entry::failed("EXECUTE_COMMAND", details, err.error_code().as_str())
                     .with_duration(started.elapsed());
-                (error_message(code, err.to_string()), entry)
+                (failure(&err), entry)
             }
         }
     }
