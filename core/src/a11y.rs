@@ -47,9 +47,13 @@ impl Default for Budget {
 /// A rectangle in screen pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ScreenRect {
+    /// Left edge.
     pub x: i32,
+    /// Top edge.
     pub y: i32,
+    /// Width, above 0.
     pub width: u32,
+    /// Height, above 0.
     pub height: u32,
 }
 
@@ -82,12 +86,19 @@ impl ScreenRect {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ElementStates {
+    /// It accepts input.
     pub enabled: bool,
+    /// It can take the keyboard focus.
     pub focusable: bool,
+    /// It has the keyboard focus.
     pub focused: bool,
+    /// It is checked (a checkbox, a toggle).
     pub checked: bool,
+    /// It is selected.
     pub selected: bool,
+    /// It is expanded (a tree node, a combo box).
     pub expanded: bool,
+    /// Its value cannot be edited.
     pub read_only: bool,
 }
 
@@ -102,12 +113,14 @@ pub struct Element {
     /// Where it is, in screen pixels.
     #[serde(rename = "box")]
     pub bounds: ScreenRect,
+    /// Its states.
     pub states: ElementStates,
 }
 
 /// The elements of one window, in document order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Snapshot {
+    /// The elements kept, in document order.
     pub elements: Vec<Element>,
     /// Whether a budget cut the walk short (or a part of the tree failed to answer).
     pub truncated: bool,
@@ -117,8 +130,11 @@ pub struct Snapshot {
 /// and then the one at `bounds`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowTarget {
+    /// The window's exact title.
     pub title: String,
+    /// The process that owns it, to choose among windows of one title.
     pub pid: Option<u32>,
+    /// Where it is, to choose among windows of one title and process.
     pub bounds: Option<ScreenRect>,
 }
 

@@ -54,9 +54,13 @@ fn launch_env(parent: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(Os
 /// One running application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct App {
+    /// Its process id.
     pub pid: u32,
+    /// Its process name (Linux: `/proc/<pid>/comm`).
     pub name: String,
+    /// The path of its executable, when this user may read it.
     pub executable: Option<String>,
+    /// Whether one of its windows has the focus (known only with the window list).
     pub frontmost: bool,
     /// Top-level windows it owns, when the window list was available.
     pub window_count: Option<u32>,
@@ -90,6 +94,7 @@ pub struct Launch {
     pub executable: Option<String>,
     /// A macOS bundle id.
     pub bundle_id: Option<String>,
+    /// Arguments for the program.
     pub args: Vec<String>,
 }
 

@@ -33,9 +33,13 @@ pub const JOB_MESSAGE: &str = "Simulation completed; no external action was perf
 /// The risk tier of a tool name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Risk {
+    /// Read-only (`view_logs`).
     Low,
+    /// Creates something (`create_work_item`).
     Medium,
+    /// Needs a step-up, which does not exist: refused with 403.
     High,
+    /// Unknown or forbidden: refused.
     Blocked,
 }
 
@@ -70,10 +74,15 @@ impl Risk {
 /// A job's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobStatus {
+    /// Accepted, not started.
     Pending,
+    /// Being simulated.
     Running,
+    /// Simulated to the end.
     Success,
+    /// Ended without success (part of the contract; the simulator never fails).
     Failed,
+    /// Cancelled by its owner before it finished.
     Cancelled,
 }
 
@@ -142,25 +151,35 @@ impl Expiring for Job {
 /// A stored preview, as the caller sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreviewView {
+    /// The id to confirm it by.
     pub preview_id: Uuid,
+    /// The tool it would run.
     pub tool: String,
+    /// The normalised parameters it would run with.
     pub parameters: Map<String, Value>,
+    /// The tool's risk tier.
     pub risk: Risk,
+    /// When it can no longer be confirmed.
     pub expires_at: OffsetDateTime,
 }
 
 /// A freshly issued grant: the only time its token exists outside the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantView {
+    /// The one-use token that executes the preview.
     pub token: String,
+    /// Whole seconds until it expires.
     pub expires_in: u64,
+    /// When it expires.
     pub expires_at: OffsetDateTime,
 }
 
 /// A job, as the caller sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobView {
+    /// The id to poll or cancel it by.
     pub job_id: Uuid,
+    /// Its state.
     pub status: JobStatus,
     /// The tool of a successful job (its result names it).
     pub succeeded_tool: Option<String>,

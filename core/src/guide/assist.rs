@@ -8,9 +8,13 @@ use crate::{Error, LocalState, guide::guidance::check_freshness};
 /// What kind of answer the prompt asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestType {
+    /// How to do something (`how`, `steps`, `show`, ...).
     Guide,
+    /// A request to act (`run`, `create`, `delete`, ...); answered without passages.
     Action,
+    /// A question to look up (`what`, `where`, `find`, ...).
     Retrieve,
+    /// Anything else.
     Explain,
 }
 
@@ -30,26 +34,37 @@ impl RequestType {
 /// How sensitive an assist context claims to be; only public sample data is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sensitivity {
+    /// Public data: the only kind accepted.
     Public,
+    /// Internal to an organisation.
     Internal,
+    /// Confidential.
     Confidential,
+    /// Restricted.
     Restricted,
 }
 
 /// The parts of an assist context the rules look at.
 #[derive(Debug, Clone)]
 pub struct AssistContext {
+    /// The session it claims to belong to; must be the request's.
     pub session_id: String,
+    /// How sensitive it claims to be.
     pub sensitivity: Sensitivity,
+    /// When it was produced; checked for freshness when given.
     pub timestamp: Option<OffsetDateTime>,
 }
 
 /// A bundled sample passage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Passage {
+    /// Its title.
     pub title: &'static str,
+    /// Where it is published.
     pub source: &'static str,
+    /// When it last changed (RFC 3339).
     pub modified: &'static str,
+    /// Its text, the answer when it is cited.
     pub content: &'static str,
     keywords: &'static [&'static str],
 }
@@ -84,9 +99,13 @@ const NO_PASSAGE: &str =
 /// The answer to an assist request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssistAnswer {
+    /// The id of this answer in the audit ring.
     pub correlation_id: Uuid,
+    /// How the prompt was classified.
     pub request_type: RequestType,
+    /// The cited passages' text, or the no-passage notice.
     pub answer: String,
+    /// The passages cited.
     pub citations: Vec<Passage>,
 }
 
@@ -127,6 +146,10 @@ pub fn retrieve(prompt: &str) -> Vec<Passage> {
 
 impl LocalState {
     /// Answers a legacy assist request from the bundled samples.
+    ///
+    /// # Errors
+    /// The session's errors, [`Error::ContextSessionMismatch`], [`Error::NonPublicContext`] or
+    /// a stale context timestamp.
     pub fn assist(
         &self,
         owner: &str,

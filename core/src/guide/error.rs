@@ -66,9 +66,12 @@ pub enum GuidanceFailure {
     /// The result, its target or its shape did not validate.
     #[error("Invalid guidance result")]
     InvalidResult,
-    /// The provider failed in a way it did not classify; `error_type` is a sanitised type name.
+    /// The provider failed in a way it did not classify.
     #[error("Guidance provider failed")]
-    Unexpected { error_type: String },
+    Unexpected {
+        /// A sanitised type name (such as `RuntimeError`), never the failure's message.
+        error_type: String,
+    },
 }
 
 impl GuidanceFailure {
@@ -105,7 +108,9 @@ pub enum Error {
     /// The provider's part failed; the client may quote the correlation id.
     #[error("{failure}")]
     Guidance {
+        /// The request's id, which the client may quote.
         correlation_id: Uuid,
+        /// What failed.
         failure: GuidanceFailure,
     },
     /// The assist context names another session.

@@ -29,7 +29,9 @@ impl Expiring for Session {
 /// What the caller learns about a new session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSession {
+    /// The id requests name it by.
     pub session_id: Uuid,
+    /// When it expires.
     pub expires_at: OffsetDateTime,
 }
 

@@ -42,29 +42,43 @@ impl Bounds {
 /// A UI Automation pattern action an element offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UiAction {
+    /// Press it (a button, a link, a menu item).
     Invoke,
+    /// Flip it between on and off (a checkbox).
     Toggle,
+    /// Select it (a list item, a tab, a radio button).
     Select,
+    /// Open it (a tree node, a combo box).
     Expand,
+    /// Close it (a tree node, a combo box).
     Collapse,
+    /// Replace its text with a value.
     SetValue,
+    /// Scroll it in one of its directions.
     Scroll,
 }
 
 /// A direction an element can scroll in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScrollDirection {
+    /// Towards the top.
     Up,
+    /// Towards the bottom.
     Down,
+    /// Towards the left edge.
     Left,
+    /// Towards the right edge.
     Right,
 }
 
 /// The state of a toggle control.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToggleState {
+    /// Not checked.
     Off,
+    /// Checked.
     On,
+    /// Neither (a mixed tri-state checkbox).
     Indeterminate,
 }
 
@@ -112,25 +126,45 @@ impl ToggleState {
 /// One accessibility element of the observed window.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Element {
+    /// The control type (`button`, `edit`, ...), 1–64 characters.
     pub role: String,
+    /// Its accessible name, 1–256 characters.
     pub label: String,
+    /// Where it is in the window.
     pub bounds: Bounds,
+    /// How sure the capture is of this element, 0–1.
     pub confidence: f64,
+    /// The process that owns it.
     pub process_id: Option<u32>,
+    /// The id a guidance target names it by, unique in the observation.
     pub target_id: Option<String>,
+    /// The id a plan step names it by, unique in the observation.
     pub control_id: Option<String>,
+    /// The UI framework's automation id (may be empty).
     pub automation_id: Option<String>,
+    /// The UI framework it belongs to (`WPF`, `Win32`, ...; may be empty).
     pub framework_id: Option<String>,
+    /// Whether it accepts input.
     pub is_enabled: Option<bool>,
+    /// Whether it is scrolled or hidden out of view.
     pub is_offscreen: Option<bool>,
+    /// Whether the client lets guidance point at it.
     pub targetable: Option<bool>,
+    /// Whether it is a password field.
     pub is_password: Option<bool>,
+    /// Whether its value cannot be edited.
     pub is_read_only: Option<bool>,
+    /// Whether it is selected.
     pub is_selected: Option<bool>,
+    /// The state of a toggle control.
     pub toggle_state: Option<ToggleState>,
+    /// The one action it offers.
     pub action: Option<UiAction>,
+    /// The SHA-256 (lower-case hex) of its current value; the value itself is never sent.
     pub value_hash: Option<String>,
+    /// The length of its current value, 0–1000.
     pub value_length: Option<u32>,
+    /// The directions it can scroll in (at most four).
     pub scroll_directions: Vec<ScrollDirection>,
 }
 
@@ -168,28 +202,44 @@ impl Element {
 /// What the user consented to share about one window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
+    /// The client's id for this observation, echoed in the answer.
     pub id: String,
+    /// The observed window's id, echoed in the answer.
     pub window_id: String,
+    /// The application's name, 1–256 characters.
     pub application: String,
+    /// When the client captured it.
     pub captured_at: OffsetDateTime,
+    /// The window's width in pixels, 1–16384.
     pub width: u32,
+    /// The window's height in pixels, 1–16384.
     pub height: u32,
+    /// The window's text (on the desktop, its UI Automation names), at most 16000 characters.
     pub ocr_text: String,
+    /// Its accessibility elements, at most 200.
     pub elements: Vec<Element>,
     /// The sanitised screenshot, only when pixel sharing was approved.
     pub image: Option<SanitisedPng>,
+    /// Whether the element list is the whole window (the client did not stop at a budget).
     pub automation_complete: bool,
+    /// The resource (document, ticket, ...) the window shows, when the client names one.
     pub resource_id: Option<String>,
 }
 
 /// The kind of answer a guidance result gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuidanceStatus {
+    /// Here is the next step to take.
     NextStep,
+    /// No step can be pointed at with confidence; the instruction asks the user to clarify.
     Clarification,
+    /// The task is done.
     Completed,
+    /// The task cannot go on from here.
     Blocked,
+    /// The user must supply something first.
     NeedsInput,
+    /// The task may be done; the user verifies it.
     CompletionCandidate,
 }
 
@@ -211,7 +261,9 @@ impl GuidanceStatus {
 /// Whether the answer came from the deterministic demo or a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// The deterministic demo provider answered.
     Demo,
+    /// A model provider answered.
     Model,
 }
 
@@ -229,21 +281,37 @@ impl Mode {
 /// The element a result points the user at.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Target {
+    /// The element's accessible name.
     pub label: String,
+    /// Where the element is in the window.
     pub bounds: Bounds,
+    /// How sure the provider is, 0.8–1.
     pub confidence: f64,
+    /// The process that owns the element.
     pub process_id: Option<u32>,
+    /// The observed element's target id.
     pub target_id: Option<String>,
+    /// The observed element's control id.
     pub control_id: Option<String>,
+    /// The observed element's automation id.
     pub automation_id: Option<String>,
+    /// The observed element's UI framework.
     pub framework_id: Option<String>,
+    /// Whether the element accepts input.
     pub is_enabled: Option<bool>,
+    /// Whether the element is out of view.
     pub is_offscreen: Option<bool>,
+    /// The element's toggle state.
     pub toggle_state: Option<ToggleState>,
+    /// The action the user should take on it.
     pub action: Option<UiAction>,
+    /// The value to enter, only with `set_value`.
     pub value: Option<String>,
+    /// The direction to scroll, only with `scroll`.
     pub scroll_direction: Option<ScrollDirection>,
+    /// The element's value hash the step was planned against (`set_value`).
     pub value_hash: Option<String>,
+    /// Whether the element is selected.
     pub is_selected: Option<bool>,
 }
 
@@ -275,17 +343,25 @@ impl Target {
 /// A source a result cites.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Citation {
+    /// Where it comes from (a URL or a document name).
     pub source: String,
+    /// Its title.
     pub title: String,
 }
 
 /// One guidance answer, as a provider returns it and as the route re-validates it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuidanceResult {
+    /// What to tell the user to do.
     pub instruction: String,
+    /// The kind of answer.
     pub status: GuidanceStatus,
+    /// The element the instruction points at, if any.
     pub target: Option<Target>,
+    /// Sources the answer cites (none for the demo).
     pub citations: Vec<Citation>,
+    /// Which provider answered.
     pub mode: Mode,
+    /// What is left of the task after this step, when the provider says.
     pub remaining_work: Option<String>,
 }

@@ -25,8 +25,11 @@ pub enum ProviderError {
     Failed(ProviderFailure),
     /// The provider produced something that is not a valid result.
     InvalidResult,
-    /// Anything else; `error_type` is a short type name such as `RuntimeError`.
-    Unexpected { error_type: String },
+    /// Anything else.
+    Unexpected {
+        /// A short type name such as `RuntimeError`; sanitised before anyone sees it.
+        error_type: String,
+    },
 }
 
 /// The future a provider returns: boxed so providers can be chosen at run time.
