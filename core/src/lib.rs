@@ -23,6 +23,8 @@
 // A library says nothing on the terminal itself: it logs through tracing or returns what a
 // program prints (tests/tests/suite/tidy.rs checks this attribute stays).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+// Every public item says what it is in one line (CI's -D warnings makes this an error).
+#![warn(missing_docs)]
 
 #[cfg(feature = "desktop")]
 pub mod a11y;
