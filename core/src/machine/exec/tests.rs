@@ -1,7 +1,8 @@
 //! Tests of [`super`] against real processes (`sh`, `bash`, coreutils).
 
-use super::*;
+use super::{env::BASELINE_NAMES, output::drop_partial_char, program::find_on_path, *};
 
+use std::path::Path;
 use std::time::Instant as StdInstant;
 
 /// A scratch directory removed on drop; canonical so it can serve as a jail-resolved cwd.
