@@ -2,7 +2,9 @@
 //! uninstall in a temporary home, and the configuration file `install` writes.
 
 use super::super::audit::test_dir::TempDir;
+use super::formats::{systemd_quote, windows_arg, xml_escape};
 use super::*;
+use crate::config;
 
 const SHIM: &str = "/opt/Auto GPT & co/bin/autogpt-shim";
 const CONFIG: &str = "/home/me/My Config's & 100%/config.toml";
