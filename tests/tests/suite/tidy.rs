@@ -309,6 +309,16 @@ fn the_libraries_print_nothing() {
     }
 }
 
+/// Every public item of core says what it is (`missing_docs`, an error under CI's -D warnings).
+#[test]
+fn core_documents_every_public_item() {
+    let root = std::fs::read_to_string(root().join("core/src/lib.rs")).unwrap();
+    assert!(
+        root.lines().any(|l| l == "#![warn(missing_docs)]"),
+        "core/src/lib.rs no longer asks for missing_docs"
+    );
+}
+
 /// core/clippy.toml keeps the filesystem and programs to their owners in core (jail,
 /// own_files, audit_chain; exec): the bans stay in place, for std and tokio alike.
 #[test]
