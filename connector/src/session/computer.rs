@@ -20,15 +20,18 @@ use local_core::desktop::windows::{self as desktop_windows, NativeWindow};
 use local_core::desktop::{Desktop, DesktopError, Rect, apps, clipboard};
 use serde_json::{Map, Value, json};
 
+use super::Host;
+use super::capability::{Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
-use crate::error::{WireError, failure};
+use crate::error::{self, WireError, failure, reply};
 use crate::protocol::{
     self as wire, A11yElement, A11ySnapshotRequestPayload, A11ySnapshotResponsePayload, AckPayload,
-    AppInfo, AppLaunchPayload, AppListResponsePayload, ClipboardFormat,
+    AppInfo, AppLaunchPayload, AppListResponsePayload, Capability, ClipboardFormat,
     ClipboardReadResponsePayload, CursorPositionResponsePayload, DisplayInfoResponsePayload,
-    ImageFormat, InputActionKind, InputActionPayload, MAX_FRAME_BYTES, Message, MonitorInfo,
-    PermissionState, PermissionsCheckResponsePayload, ScreenshotMeta, ScreenshotRequestPayload,
-    ScreenshotResponsePayload, WindowInfo, WindowListRequestPayload, WindowListResponsePayload,
+    ErrorCode, ImageFormat, InputActionKind, InputActionPayload, MAX_FRAME_BYTES, Message,
+    MonitorInfo, PermissionState, PermissionsCheckResponsePayload, ScreenshotMeta,
+    ScreenshotRequestPayload, ScreenshotResponsePayload, WindowInfo, WindowListRequestPayload,
+    WindowListResponsePayload,
 };
 
 /// Most windows one listing returns.
@@ -101,10 +104,11 @@ pub(super) enum ComputerOp {
     A11ySnapshot(A11ySnapshotRequestPayload),
 }
 
-impl ComputerOp {
-    /// The operation for a computer-use message; `None` for every other message.
-    pub(super) fn from_message(message: Message) -> Option<Self> {
-        Some(match message {
+impl Handler for ComputerOp {
+    type Admitted = (Self, Computer);
+
+    fn from_message(message: Message) -> Result<Self, Message> {
+        Ok(match message {
             Message::ScreenshotRequest(p) => Self::Screenshot(p),
             Message::InputAction(p) => Self::Input(Box::new(p)),
             Message::CursorPositionRequest(_) => Self::Cursor,
@@ -125,10 +129,48 @@ impl ComputerOp {
             },
             Message::PermissionsCheckRequest(p) => Self::Permissions(p.permissions),
             Message::A11ySnapshotRequest(p) => Self::A11ySnapshot(p),
-            _ => return None,
+            other => return Err(other),
         })
     }
 
+    fn check(&self, host: &Host) -> Result<(), Box<Refusal>> {
+        match &host.computer {
+            Some(computer) => self.check_advertised(computer),
+            None => Err(not_enabled()),
+        }
+    }
+
+    fn admit(self, host: &Host) -> Result<(Self, Computer), Box<Refusal>> {
+        match &host.computer {
+            Some(computer) => Ok((self, computer.clone())),
+            None => Err(not_enabled()),
+        }
+    }
+
+    /// One request at a time per machine, each on a blocking thread.
+    async fn run((op, computer): (Self, Computer), ctx: Run) -> Done {
+        let Some(_turn) = computer.turn().await else {
+            return Done::Reply(error::internal(), Vec::new());
+        };
+        let max_bytes = ctx.limits.max_read_bytes;
+        ctx.blocking(move || {
+            let (message, entry) = op.perform(&computer, max_bytes);
+            (message, vec![entry])
+        })
+        .await
+    }
+}
+
+// Unreachable: HELLO advertises computer_use only with a desktop.
+fn not_enabled() -> Box<Refusal> {
+    Refusal::unaudited(reply(
+        ErrorCode::CapabilityNotGranted,
+        "Computer use is not enabled",
+        Some(json!({ "required_capability": Capability::ComputerUse })),
+    ))
+}
+
+impl ComputerOp {
     /// The features (coarse bucket or fine name) this request needs, all of which HELLO
     /// must have advertised.
     fn features(&self) -> Vec<&'static str> {
@@ -162,10 +204,7 @@ impl ComputerOp {
 
     /// Refuses a request that needs a feature HELLO did not advertise, before any backend
     /// call: the reply and its audit record.
-    pub(super) fn check_advertised(
-        &self,
-        computer: &Computer,
-    ) -> Result<(), Box<(Message, Entry)>> {
+    fn check_advertised(&self, computer: &Computer) -> Result<(), Box<Refusal>> {
         let probe = computer.advertised();
         let missing = self.features().into_iter().find(|feature| {
             probe
@@ -182,15 +221,15 @@ impl ComputerOp {
         };
         let err = DesktopError::unsupported(feature, reason);
         let (op, details) = self.audit_details();
-        Err(Box::new((
+        Err(Refusal::audited(
             failure(&err),
             Entry::failed(op, details, err.error_code().as_str()),
-        )))
+        ))
     }
 
     /// Runs the operation (blocking) and returns the reply and its audit record.
     /// `max_bytes` is the negotiated `max_file_size_bytes`.
-    pub(super) fn run(self, computer: &Computer, max_bytes: u64) -> (Message, Entry) {
+    fn perform(self, computer: &Computer, max_bytes: u64) -> (Message, Entry) {
         let (op, mut details) = self.audit_details();
         let desktop = &computer.desktop;
         let outcome = match self {

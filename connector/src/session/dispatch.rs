@@ -15,13 +15,11 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::{self, JoinError, JoinSet};
 
-use super::computer::ComputerOp;
-use super::files::FileOp;
+use super::capability::{CAPABILITIES, Refusal, Spawn, Started};
 use super::host::Gate;
-use super::llm::LlmOp;
-use super::shell::{ShellLimits, ShellOp};
-use super::{Computer, Hooks, Host, Role, new_id};
-use crate::audit::{Auditor, Durable, Entry, details};
+use super::shell::ShellLimits;
+use super::{Hooks, Host, Role, new_id};
+use crate::audit::{Entry, details};
 use crate::error::{self, internal as internal_error};
 use crate::protocol::{
     Capability, Direction, EmptyPayload, Envelope, ErrorCode, Message, MessageType, Parsed,
@@ -57,11 +55,6 @@ pub(super) struct Dispatch {
     /// Admitted tasks still waiting on the machine work gate (children only).
     pub(super) queued: Arc<AtomicU32>,
 }
-
-/// A capability's immediate refusal: the reply and its audit record.
-type Refusal = Box<(Message, Entry)>;
-/// A capability's admission check, run when the request may start.
-type Admission<Op> = Box<dyn FnOnce() -> Result<Op, Refusal> + Send>;
 
 impl Dispatch {
     /// Admitted requests, running or waiting on the machine gate: what `max_concurrent`
@@ -218,58 +211,12 @@ impl Dispatch {
                 json!({ "max_concurrent": self.max_concurrent.get() }),
             ));
         }
-        let task = match message {
-            message if control_message => self.control_task(message),
-            Message::ExecuteCommand(payload) => {
-                let commands = self.host.commands.clone();
-                match self.admission(move || ShellOp::admit(payload, &commands)) {
-                    Ok(admit) => self.shell_task(id.clone(), admit),
-                    Err(refused) => return self.refuse(id, *refused),
-                }
-            }
-            Message::LocalLlmCompletion(payload) => {
-                let admitted = match self.host.llm.clone() {
-                    Some(llm) => self.admission(move || LlmOp::admit(payload, &llm)),
-                    // Unreachable: HELLO advertises local_llm only with a backend.
-                    None => {
-                        return Inbound::Reply(self.error(
-                            id,
-                            ErrorCode::FeatureNotSupported,
-                            "No local model backend is configured.".to_owned(),
-                            json!({ "feature": kind.as_str(), "reason": "not configured" }),
-                        ));
-                    }
-                };
-                match admitted {
-                    Ok(admit) => self.llm_task(id.clone(), admit),
-                    Err(refused) => return self.refuse(id, *refused),
-                }
-            }
-            message if kind.required_capability() == Some(Capability::ComputerUse) => {
-                let Some(computer) = self.host.computer.clone() else {
-                    // Unreachable: HELLO advertises computer_use only with a desktop.
-                    return Inbound::Reply(self.error(
-                        id,
-                        ErrorCode::CapabilityNotGranted,
-                        "Computer use is not enabled".to_owned(),
-                        json!({ "required_capability": Capability::ComputerUse }),
-                    ));
-                };
-                let Some(op) = ComputerOp::from_message(message) else {
-                    return Inbound::Reply(self.error(
-                        id,
-                        ErrorCode::FeatureNotSupported,
-                        format!("{kind} is not a request."),
-                        json!({ "feature": kind.as_str(), "reason": "not a request" }),
-                    ));
-                };
-                if let Err(refused) = op.check_advertised(&computer) {
-                    return self.refuse(id, *refused);
-                }
-                self.computer_task(id.clone(), computer, op)
-            }
-            message => match FileOp::from_message(message) {
-                Some(op) => self.file_task(id.clone(), op),
+        let task = if control_message {
+            self.control_task(message)
+        } else {
+            match self.start(&id, message) {
+                Some(Started::Task(task)) => task,
+                Some(Started::Refused(refusal)) => return self.refuse(id, *refusal),
                 // Unreachable while HELLO advertises only servable capabilities; kept so a
                 // future grant without a handler fails closed.
                 None => {
@@ -280,19 +227,44 @@ impl Dispatch {
                         json!({ "feature": kind.as_str(), "reason": "not implemented" }),
                     ));
                 }
-            },
+            }
         };
         self.requests.insert(task, (id, log));
         Inbound::Nothing
     }
 
+    /// Offers the request to each capability in turn; `None` when none serves it.
+    fn start(&mut self, id: &str, mut message: Message) -> Option<Started> {
+        for start in CAPABILITIES {
+            let spawn = Spawn {
+                request_id: id,
+                tasks: &mut self.tasks,
+                gate: Gate {
+                    work: self.host.role.work().cloned(),
+                    queued: Arc::clone(&self.queued),
+                },
+                limits: self.limits,
+                shell_limits: self.shell_limits,
+                chunks: self.chunks.clone(),
+                test_gate: self.hooks.request_gate.clone(),
+            };
+            match start(message, &self.host, spawn) {
+                Ok(started) => return Some(started),
+                Err(other) => message = other,
+            }
+        }
+        None
+    }
+
     /// An immediate refusal from a capability's own pre-checks; its audit record is queued
     /// and written behind the reply, so the loop never waits for an fsync.
-    fn refuse(&self, id: String, (reply, entry): (Message, Entry)) -> Inbound {
-        drop(tokio::spawn(
-            self.host.audit.submit(Some(&id), vec![entry]).wait(),
-        ));
-        Inbound::Reply(self.reply(id, reply))
+    fn refuse(&self, id: String, refusal: Refusal) -> Inbound {
+        if let Some(entry) = refusal.audit {
+            drop(tokio::spawn(
+                self.host.audit.submit(Some(&id), vec![entry]).wait(),
+            ));
+        }
+        Inbound::Reply(self.reply(id, refusal.reply))
     }
 
     fn control_task(&mut self, message: Message) -> task::Id {
@@ -306,130 +278,6 @@ impl Dispatch {
                     Some(answer) => answer.await,
                     None => internal_error(),
                 }
-            })
-            .id()
-    }
-
-    /// When a request's own limits are checked. A connection without a machine gate checks
-    /// them at once (an immediate refusal). A child checks them once its machine permit is
-    /// granted, as the reference does, so a request waiting on the gate holds no command or
-    /// model slot another child could use.
-    fn admission<Op: Send + 'static>(
-        &self,
-        admit: impl FnOnce() -> Result<Op, Refusal> + Send + 'static,
-    ) -> Result<Admission<Op>, Refusal> {
-        if self.host.role.work().is_some() {
-            Ok(Box::new(admit))
-        } else {
-            let op = admit()?;
-            Ok(Box::new(move || Ok(op)))
-        }
-    }
-
-    /// The machine work gate of this connection (children only) and the waiting count.
-    fn gate(&self) -> Gate {
-        Gate {
-            work: self.host.role.work().cloned(),
-            queued: Arc::clone(&self.queued),
-        }
-    }
-
-    fn llm_task(&mut self, request_id: String, admit: Admission<LlmOp>) -> task::Id {
-        let audit = self.host.audit.clone();
-        let chunks = self.chunks.clone();
-        let gate = self.gate();
-        self.tasks
-            .spawn(async move {
-                let Some(_work) = gate.enter().await else {
-                    return internal_error();
-                };
-                let op = match admitted(admit, &audit, &request_id).await {
-                    Ok(op) => op,
-                    Err(reply) => return reply,
-                };
-                // Aborting this task drops the backend call with it.
-                let (message, entry) = op.run(request_id.clone(), chunks).await;
-                audit.record_async(Some(request_id), entry).await;
-                message
-            })
-            .id()
-    }
-
-    fn file_task(&mut self, request_id: String, op: FileOp) -> task::Id {
-        let host = self.host.clone();
-        let limits = self.limits;
-        let test_gate = self.hooks.file_gate.clone();
-        let gate = self.gate();
-        self.tasks
-            .spawn(async move {
-                let Some(_work) = gate.enter().await else {
-                    return internal_error();
-                };
-                let _permit = match &test_gate {
-                    Some(gate) => gate.acquire().await.ok(),
-                    None => None,
-                };
-                // The records are queued from the blocking thread, and their fsync waited
-                // for here, so no blocking thread sits through it.
-                let run = move || {
-                    let (message, entry) = op.run(&host.jail, &limits);
-                    (message, audit_file_op(&host.audit, &request_id, entry))
-                };
-                match task::spawn_blocking(run).await {
-                    Ok((message, durable)) => {
-                        durable.wait().await;
-                        message
-                    }
-                    Err(_) => internal_error(),
-                }
-            })
-            .id()
-    }
-
-    fn computer_task(
-        &mut self,
-        request_id: String,
-        computer: Computer,
-        op: ComputerOp,
-    ) -> task::Id {
-        let audit = self.host.audit.clone();
-        let max_bytes = self.limits.max_read_bytes;
-        let gate = self.gate();
-        self.tasks
-            .spawn(async move {
-                let Some(_work) = gate.enter().await else {
-                    return internal_error();
-                };
-                let Some(_turn) = computer.turn().await else {
-                    return internal_error();
-                };
-                let run = move || op.run(&computer, max_bytes);
-                let Ok((message, entry)) = task::spawn_blocking(run).await else {
-                    return internal_error();
-                };
-                audit.record_async(Some(request_id), entry).await;
-                message
-            })
-            .id()
-    }
-
-    fn shell_task(&mut self, request_id: String, admit: Admission<ShellOp>) -> task::Id {
-        let host = self.host.clone();
-        let limits = self.shell_limits;
-        let gate = self.gate();
-        self.tasks
-            .spawn(async move {
-                let Some(_work) = gate.enter().await else {
-                    return internal_error();
-                };
-                let op = match admitted(admit, &host.audit, &request_id).await {
-                    Ok(op) => op,
-                    Err(reply) => return reply,
-                };
-                // Aborting this task drops the command's future, which kills its process group.
-                let (message, entry) = op.run(&host.jail, limits).await;
-                host.audit.record_async(Some(request_id), entry).await;
-                message
             })
             .id()
     }
@@ -454,47 +302,6 @@ impl Dispatch {
         let status = was_saturated.then(|| self.status());
         (reply, status)
     }
-}
-
-/// Runs a deferred admission check; a refusal is audited and becomes the task's reply.
-async fn admitted<Op>(
-    admit: Admission<Op>,
-    audit: &Auditor,
-    request_id: &str,
-) -> Result<Op, Message> {
-    match admit() {
-        Ok(op) => Ok(op),
-        Err(refused) => {
-            let (reply, entry) = *refused;
-            audit.record_async(Some(request_id.to_owned()), entry).await;
-            Err(reply)
-        }
-    }
-}
-
-/// Queues a FILE_* record, and a JAIL_VIOLATION record when the path led outside the root
-/// (the reference's separate op for that, so violations can be found without parsing codes).
-fn audit_file_op(audit: &Auditor, request_id: &str, entry: Entry) -> Durable {
-    let violation = (entry.result.error_code.as_deref()
-        == Some(ErrorCode::PathOutsideAllowedRoot.as_str()))
-    .then(|| {
-        let mut details = details([
-            ("code", json!(ErrorCode::PathOutsideAllowedRoot.as_str())),
-            ("attempted_op", json!(entry.op)),
-        ]);
-        for key in ["path", "src", "dst"] {
-            if let Some(value) = entry.details.get(key) {
-                details.insert(key.to_owned(), value.clone());
-            }
-        }
-        Entry::failed(
-            "JAIL_VIOLATION",
-            details,
-            ErrorCode::PathOutsideAllowedRoot.as_str(),
-        )
-    });
-    let entries = std::iter::once(entry).chain(violation).collect();
-    audit.submit(Some(request_id), entries)
 }
 
 /// The reference's record for a SESSION_REVOKED frame.

@@ -2,6 +2,7 @@
 //! requests and core results (or errors) become reply payloads.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use local_core::machine::files::{
     self as core_files, DeleteRequest, Encoding, FileLimits, ListEntry, ListRequest, MoveRequest,
@@ -10,12 +11,14 @@ use local_core::machine::files::{
 use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
+use super::Host;
+use super::capability::{Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
 use crate::error::{WireError, failure};
 use crate::protocol::{
-    AckPayload, FileContentsPayload, FileDeletePayload, FileEncoding, FileFormat, FileListEntry,
-    FileListPayload, FileListResponsePayload, FileMovePayload, FileReadPayload, FileStatPayload,
-    FileStatResponsePayload, FileWritePayload, Message,
+    AckPayload, ErrorCode, FileContentsPayload, FileDeletePayload, FileEncoding, FileFormat,
+    FileListEntry, FileListPayload, FileListResponsePayload, FileMovePayload, FileReadPayload,
+    FileStatPayload, FileStatResponsePayload, FileWritePayload, Message,
 };
 
 /// A FILE_* request in core terms, ready to run on a blocking thread.
@@ -29,24 +32,43 @@ pub(super) enum FileOp {
     Move(MoveRequest),
 }
 
-impl FileOp {
-    /// The core request for a FILE_* message; `None` for every other message. Takes the
-    /// message by value so write content moves instead of being copied.
-    pub(super) fn from_message(message: Message) -> Option<Self> {
-        Some(match message {
+impl Handler for FileOp {
+    type Admitted = Self;
+
+    /// The core request for a FILE_* message. Takes the message by value so write content
+    /// moves instead of being copied.
+    fn from_message(message: Message) -> Result<Self, Message> {
+        Ok(match message {
             Message::FileRead(payload) => Self::Read(read_request(payload)),
             Message::FileWrite(payload) => Self::Write(write_request(payload)),
             Message::FileStat(payload) => Self::Stat(stat_request(payload)),
             Message::FileList(payload) => Self::List(list_request(payload)),
             Message::FileDelete(payload) => Self::Delete(delete_request(payload)),
             Message::FileMove(payload) => Self::Move(move_request(payload)),
-            _ => return None,
+            other => return Err(other),
         })
     }
 
+    fn admit(self, _host: &Host) -> Result<Self, Box<Refusal>> {
+        Ok(self)
+    }
+
+    /// Blocking I/O, on a blocking thread; its records are queued from there.
+    async fn run(op: Self, ctx: Run) -> Done {
+        let jail = Arc::clone(&ctx.host.jail);
+        let limits = ctx.limits;
+        ctx.blocking(move || {
+            let (message, entry) = op.perform(&jail, &limits);
+            (message, audit_entries(entry))
+        })
+        .await
+    }
+}
+
+impl FileOp {
     /// Runs the operation (blocking I/O) and returns the reply message (the success payload
     /// of the spec, or ERROR with the core error's code) and the audit record for it.
-    pub(super) fn run(self, jail: &Jail, limits: &FileLimits) -> (Message, Entry) {
+    fn perform(self, jail: &Jail, limits: &FileLimits) -> (Message, Entry) {
         let (op, mut details) = self.audit_details();
         let outcome = match self {
             Self::Read(request) => core_files::read(jail, &request, limits).map(|result| {
@@ -284,6 +306,22 @@ fn list_response(entries: Vec<ListEntry>, truncated: bool) -> Message {
     Message::FileListResponse(FileListResponsePayload { entries, truncated })
 }
 
+/// The FILE_* record, and a JAIL_VIOLATION record when the path led outside the root (the
+/// reference's separate op for that, so violations can be found without parsing codes).
+fn audit_entries(entry: Entry) -> Vec<Entry> {
+    let outside = ErrorCode::PathOutsideAllowedRoot.as_str();
+    let violation = (entry.result.error_code.as_deref() == Some(outside)).then(|| {
+        let mut details = details([("code", json!(outside)), ("attempted_op", json!(entry.op))]);
+        for key in ["path", "src", "dst"] {
+            if let Some(value) = entry.details.get(key) {
+                details.insert(key.to_owned(), value.clone());
+            }
+        }
+        Entry::failed("JAIL_VIOLATION", details, outside)
+    });
+    std::iter::once(entry).chain(violation).collect()
+}
+
 // Wire paths are strings; a non-UTF-8 name can only be reported lossily.
 fn wire_path(path: &Path) -> String {
     path.to_string_lossy().into_owned()
@@ -292,7 +330,7 @@ fn wire_path(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ErrorCode, OrUnknown};
+    use crate::protocol::OrUnknown;
     use local_core::machine::files::FileError;
     use local_core::machine::jail::JailError;
 
@@ -320,14 +358,14 @@ mod tests {
     #[test]
     fn non_file_messages_are_not_file_ops() {
         let ping = Message::Ping(crate::protocol::EmptyPayload {});
-        assert!(FileOp::from_message(ping).is_none());
+        assert!(FileOp::from_message(ping).is_err());
         let mv = Message::FileMove(FileMovePayload {
             src: "a".to_owned(),
             dst: "b".to_owned(),
             overwrite: true,
         });
         match FileOp::from_message(mv) {
-            Some(FileOp::Move(request)) => {
+            Ok(FileOp::Move(request)) => {
                 assert_eq!((request.from.as_str(), request.to.as_str()), ("a", "b"));
                 assert!(request.overwrite);
             }

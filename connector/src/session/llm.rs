@@ -7,13 +7,16 @@ use std::time::Instant;
 
 use local_core::llm::{self, ChatRequest, Completion, LlmClient, LlmError};
 use serde_json::{Map, Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::Host;
+use super::capability::{Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
 use crate::error::{WireError, reply};
 use crate::protocol::{
     ChatMessage, ErrorCode, FinishReason, LocalLlmCompletionChunkPayload,
-    LocalLlmCompletionPayload, LocalLlmCompletionResponsePayload, Message, OrUnknown, TokenCounts,
+    LocalLlmCompletionPayload, LocalLlmCompletionResponsePayload, Message, MessageType, OrUnknown,
+    TokenCounts,
 };
 
 /// The reference's sampling defaults when the request leaves them out.
@@ -56,6 +59,53 @@ impl LocalLlm {
     }
 }
 
+/// A LOCAL_LLM_COMPLETION request.
+#[derive(Debug)]
+pub(super) struct LlmRequest(LocalLlmCompletionPayload);
+
+impl Handler for LlmRequest {
+    type Admitted = LlmOp;
+
+    fn from_message(message: Message) -> Result<Self, Message> {
+        match message {
+            Message::LocalLlmCompletion(payload) => Ok(Self(payload)),
+            other => Err(other),
+        }
+    }
+
+    // Unreachable: HELLO advertises local_llm only with a backend.
+    fn check(&self, host: &Host) -> Result<(), Box<Refusal>> {
+        match host.llm {
+            Some(_) => Ok(()),
+            None => Err(not_configured()),
+        }
+    }
+
+    fn admit(self, host: &Host) -> Result<LlmOp, Box<Refusal>> {
+        let Some(llm) = &host.llm else {
+            return Err(not_configured());
+        };
+        LlmOp::admit(self.0, llm)
+    }
+
+    /// Aborting the future drops the backend call with it.
+    async fn run(op: LlmOp, ctx: Run) -> Done {
+        let (message, entry) = op.complete(&ctx).await;
+        Done::Reply(message, vec![entry])
+    }
+}
+
+fn not_configured() -> Box<Refusal> {
+    Refusal::unaudited(reply(
+        ErrorCode::FeatureNotSupported,
+        "No local model backend is configured.",
+        Some(json!({
+            "feature": MessageType::LocalLlmCompletion.as_str(),
+            "reason": "not configured",
+        })),
+    ))
+}
+
 /// An admitted completion, holding the machine's model slot until it is dropped.
 #[derive(Debug)]
 pub(super) struct LlmOp {
@@ -67,10 +117,7 @@ pub(super) struct LlmOp {
 impl LlmOp {
     /// The pre-checks of the reference, in its order: the model against the advertised
     /// list, then the one-at-a-time slot. A refusal comes back as the ERROR to send.
-    pub(super) fn admit(
-        payload: LocalLlmCompletionPayload,
-        llm: &LocalLlm,
-    ) -> Result<Self, Box<(Message, Entry)>> {
+    fn admit(payload: LocalLlmCompletionPayload, llm: &LocalLlm) -> Result<Self, Box<Refusal>> {
         let known = llm.known_models();
         if !known.is_empty() && !known.contains(&payload.model) {
             let refusal = reply(
@@ -82,7 +129,7 @@ impl LlmOp {
                 })),
             );
             let entry = failed(&payload, ErrorCode::ModelNotAvailable);
-            return Err(Box::new((refusal, entry)));
+            return Err(Refusal::audited(refusal, entry));
         }
         let Ok(slot) = Arc::clone(&llm.busy).try_acquire_owned() else {
             let refusal = reply(
@@ -91,7 +138,7 @@ impl LlmOp {
                 None,
             );
             let entry = failed(&payload, ErrorCode::LocalLlmBusy);
-            return Err(Box::new((refusal, entry)));
+            return Err(Refusal::audited(refusal, entry));
         };
         Ok(Self {
             payload,
@@ -100,14 +147,10 @@ impl LlmOp {
         })
     }
 
-    /// Runs the completion. With `stream`, every delta goes out through `chunks` as a
+    /// Runs the completion. With `stream`, every delta goes out through `ctx` as a
     /// LOCAL_LLM_COMPLETION_CHUNK (finish_reason null), then one empty chunk with the
     /// finish_reason; the returned message is the terminal response or the ERROR.
-    pub(super) async fn run(
-        self,
-        id: String,
-        chunks: mpsc::UnboundedSender<(String, Message)>,
-    ) -> (Message, Entry) {
+    async fn complete(self, ctx: &Run) -> (Message, Entry) {
         let started = Instant::now();
         let request = chat_request(&self.payload);
         let stream = self.payload.stream;
@@ -115,7 +158,7 @@ impl LlmOp {
             .client
             .chat_stream(&request, |delta| {
                 if stream {
-                    let _ = chunks.send((id.clone(), chunk(delta.to_owned(), None)));
+                    ctx.stream(chunk(delta.to_owned(), None));
                 }
             })
             .await;
@@ -123,7 +166,7 @@ impl LlmOp {
             Ok(completion) => {
                 let finish_reason = finish_reason(completion.finish_reason);
                 if stream {
-                    let _ = chunks.send((id.clone(), chunk(String::new(), Some(finish_reason))));
+                    ctx.stream(chunk(String::new(), Some(finish_reason)));
                 }
                 let entry = completed(&self.payload, &completion).with_duration(started.elapsed());
                 (response(completion), entry)

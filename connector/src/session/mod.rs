@@ -12,13 +12,16 @@
 //! - `host.rs`: what connections share ([`Host`]) and what sets one apart ([`Role`]:
 //!   data session, control connection, control-mode child with [`Activity`] and the
 //!   [`MachineWork`] gate).
-//! - `dispatch.rs`: inbound frames to replies, refusals, admission and request tasks.
-//! - `files.rs`, `shell.rs`, `llm.rs`, `computer.rs`: one capability each, wire to core and
-//!   back, with its audit record.
+//! - `dispatch.rs`: inbound frames to replies, the refusals by type, `max_concurrent`.
+//! - `capability.rs`: the `Handler` trait and the one admit/spawn/audit/reply path of every
+//!   capability request, with the list of capabilities.
+//! - `files.rs`, `shell.rs`, `llm.rs`, `computer.rs`: one capability each (a `Handler`), wire
+//!   to core and back, with its audit records.
 //!
 //! [`Stream`]: futures_util::Stream
 //! [`Sink`]: futures_util::Sink
 
+mod capability;
 mod computer;
 mod dispatch;
 mod files;

@@ -33,9 +33,9 @@ where
 /// Test seams that production leaves empty.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Hooks {
-    /// When set, every FILE_* task takes a permit before touching the disk, so a test can
-    /// hold requests in flight deterministically.
-    pub(crate) file_gate: Option<Arc<Semaphore>>,
+    /// When set, every capability task takes a permit before it runs (after the machine
+    /// gate and its admission), so a test can hold requests in flight deterministically.
+    pub(crate) request_gate: Option<Arc<Semaphore>>,
 }
 
 pub(crate) async fn run_session_with<S, K>(

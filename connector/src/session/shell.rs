@@ -11,9 +11,36 @@ use local_core::machine::files::{FileError, TEXT_READ_BUDGET_BYTES};
 use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
+use super::Host;
+use super::capability::{Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
 use crate::error::{WireError, failure, reply};
 use crate::protocol::{CommandResultPayload, ExecuteCommandPayload, Message, Shell};
+
+/// An EXECUTE_COMMAND request.
+#[derive(Debug)]
+pub(super) struct ShellRequest(ExecuteCommandPayload);
+
+impl Handler for ShellRequest {
+    type Admitted = ShellOp;
+
+    fn from_message(message: Message) -> Result<Self, Message> {
+        match message {
+            Message::ExecuteCommand(payload) => Ok(Self(payload)),
+            other => Err(other),
+        }
+    }
+
+    fn admit(self, host: &Host) -> Result<ShellOp, Box<Refusal>> {
+        ShellOp::admit(self.0, &host.commands)
+    }
+
+    /// Aborting the future drops the command's, which kills its process group.
+    async fn run(op: ShellOp, ctx: Run) -> Done {
+        let (message, entry) = op.execute(&ctx.host.jail, ctx.shell_limits).await;
+        Done::Reply(message, vec![entry])
+    }
+}
 
 /// An admitted EXECUTE_COMMAND, holding its machine-wide command slot until it is dropped.
 #[derive(Debug)]
@@ -34,10 +61,10 @@ pub(super) struct ShellLimits {
 impl ShellOp {
     /// Takes a machine-wide command slot for `payload`, or the SHIM_OVERLOADED reply and
     /// its audit record when the rate or concurrency limit is reached.
-    pub(super) fn admit(
+    fn admit(
         payload: ExecuteCommandPayload,
         limiter: &exec::CommandLimiter,
-    ) -> Result<Self, Box<(Message, Entry)>> {
+    ) -> Result<Self, Box<Refusal>> {
         match limiter.try_acquire() {
             Ok(permit) => Ok(Self {
                 payload,
@@ -60,13 +87,16 @@ impl ShellOp {
                     request_details(&payload, None),
                     code.as_str(),
                 );
-                Err(Box::new((reply(code, message, Some(details_value)), entry)))
+                Err(Refusal::audited(
+                    reply(code, message, Some(details_value)),
+                    entry,
+                ))
             }
         }
     }
 
     /// Runs the command and returns COMMAND_RESULT (or ERROR) and the audit record.
-    pub(super) async fn run(self, jail: &Jail, limits: ShellLimits) -> (Message, Entry) {
+    async fn execute(self, jail: &Jail, limits: ShellLimits) -> (Message, Entry) {
         let started = Instant::now();
         let payload = &self.payload;
         let cwd = match payload.cwd.as_deref() {

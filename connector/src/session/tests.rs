@@ -2,7 +2,7 @@
 //! with a real temporary directory as the jail root.
 //!
 //! Nothing here depends on timing: requests that must stay in flight wait on the loop's
-//! file gate, "nothing was sent" is shown by the next PING's PONG arriving first, and every
+//! request gate, "nothing was sent" is shown by the next PING's PONG arriving first, and every
 //! wait is bounded by a generous timeout that only matters when the loop is broken.
 
 // Tests build and inspect their sandbox directly; only the code under test must use the jail.
@@ -390,7 +390,7 @@ async fn limits_are_the_lower_of_local_and_ack() {
     let mut platform = start(
         local,
         Hooks {
-            file_gate: Some(Arc::clone(&gate)),
+            request_gate: Some(Arc::clone(&gate)),
         },
     );
     // The ACK's 5 bytes beat the local 1 MiB.
@@ -714,7 +714,7 @@ async fn over_the_cap_is_refused_and_the_freeing_reply_is_followed_by_status() {
     let mut platform = start(
         local,
         Hooks {
-            file_gate: Some(Arc::clone(&gate)),
+            request_gate: Some(Arc::clone(&gate)),
         },
     );
     platform.handshake(|_| {}).await;
@@ -767,7 +767,7 @@ async fn a_childs_requests_wait_on_the_machine_gate_and_status_shows_them_queued
     let mut platform = start_host(
         local,
         Hooks {
-            file_gate: Some(Arc::clone(&gate)),
+            request_gate: Some(Arc::clone(&gate)),
         },
         None,
         |mut host| {
@@ -825,7 +825,7 @@ async fn session_revoked_closes_4428_and_sends_nothing_else() {
     let mut platform = start(
         config(),
         Hooks {
-            file_gate: Some(Arc::clone(&gate)),
+            request_gate: Some(Arc::clone(&gate)),
         },
     );
     platform.handshake(|_| {}).await;
@@ -1111,7 +1111,7 @@ async fn transport_end_aborts_in_flight_requests() {
     let mut platform = start(
         config(),
         Hooks {
-            file_gate: Some(Arc::clone(&gate)),
+            request_gate: Some(Arc::clone(&gate)),
         },
     );
     platform.handshake(|_| {}).await;
