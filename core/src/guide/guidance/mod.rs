@@ -241,7 +241,10 @@ impl LocalState {
             Ok(Err(ProviderError::Unexpected { error_type })) => {
                 let error_type = sanitised_type_name(&error_type);
                 // The reference's one stderr line: the type only, never the message.
-                #[allow(clippy::print_stderr, reason = "api-reference-behaviour.md's stderr line")]
+                #[allow(
+                    clippy::print_stderr,
+                    reason = "api-reference-behaviour.md's stderr line"
+                )]
                 {
                     eprintln!("MSGuide guidance failure: {error_type}");
                 }
