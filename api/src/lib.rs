@@ -5,7 +5,7 @@
 //! - [`contracts`]: wire types, the strict JSON extractor, conversions to core types.
 //! - [`routes`]: one file per route group; handlers only convert and dispatch.
 //! - [`error`]: the single mapping from failures to HTTP responses.
-//! - [`openapi`]: the document's frame and the boundary's answers (the paths come from the handlers).
+//! - [`openapi`](mod@openapi): the document's frame and the boundary's answers (the paths come from the handlers).
 //! - [`server`]: the accept loop with header deadlines and a connection cap.
 //! - [`config`]: environment and bind-address validation.
 

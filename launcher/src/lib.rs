@@ -7,7 +7,7 @@
 //! - [`cli`]: the clap surface, `msguide start [--port N] [--headless]`.
 //! - [`token`]: the 32-byte bearer, drawn from the OS and held in a redacted type.
 //! - [`paths`]: the sibling binaries and the per-user state directory.
-//! - [`env`]: the children's environment (token, demo mode, logs; no model credentials for
+//! - [`env`](mod@env): the children's environment (token, demo mode, logs; no model credentials for
 //!   the desktop).
 //! - [`probe`]: the port check before anything starts.
 //! - [`http`]: the two readiness calls over hyper's HTTP/1.1 connection, under a deadline and

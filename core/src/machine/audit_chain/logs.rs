@@ -48,7 +48,7 @@ pub fn rotated_files(path: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(found.into_iter().map(|(_, path)| path).collect())
 }
 
-/// Moves the live file at `path` aside as [`AuditChain::rotate`] does, for `audit rotate` run
+/// Moves the live file at `path` aside as [`AuditChain::rotate`](super::AuditChain::rotate) does, for `audit rotate` run
 /// beside a daemon: its next append finds the live file gone or empty and restarts the chain
 /// at 1, exactly as after its own rotation. Returns the rotated path, or `None` when the file
 /// is missing or empty.
@@ -110,7 +110,7 @@ pub fn remove_rotated(path: &Path, rotated: &Path) -> io::Result<bool> {
 }
 
 /// The whole file, or `None` when it does not exist. Live files rotate at
-/// [`MAX_LOG_BYTES`], so one file is that size plus at most one record.
+/// [`MAX_LOG_BYTES`](super::MAX_LOG_BYTES), so one file is that size plus at most one record.
 ///
 /// # Errors
 /// The file cannot be read.
@@ -141,7 +141,7 @@ pub fn last_record_ts(path: &Path) -> io::Result<Option<f64>> {
 
 /// Checks, without writing a record, that the daemon will be able to append to the log at
 /// `path`: the file opens for appending, or, when it does not exist yet, its directory
-/// (created 0700 with its parents, as [`AuditChain::open`] would) accepts a new file, which is
+/// (created 0700 with its parents, as [`AuditChain::open`](super::AuditChain::open) would) accepts a new file, which is
 /// removed again.
 ///
 /// # Errors

@@ -36,7 +36,7 @@ pub(super) const BASELINE_NAMES: &[&str] = &[
 ///
 /// Wire entries the OS cannot represent (an empty name, a name containing `=` or NUL, a value
 /// containing NUL) are skipped rather than failing the request; the caller sees which names
-/// were applied in [`ExecOutcome::env_keys`].
+/// were applied in [`ExecOutcome::env_keys`](super::ExecOutcome::env_keys).
 pub fn safe_env(
     parent: impl IntoIterator<Item = (OsString, OsString)>,
     wire: &BTreeMap<String, String>,

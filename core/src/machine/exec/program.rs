@@ -18,7 +18,7 @@ const DEFAULT_SEARCH_PATH: &str = "";
 
 /// The argv of the shell invocation for `command`, per the OS table of the specification.
 ///
-/// `path_env` is the PATH searched for the shell (the child's, see [`run`]); `None` searches
+/// `path_env` is the PATH searched for the shell (the child's, see [`run`](super::run)); `None` searches
 /// `/usr/local/bin:/usr/bin:/bin` on POSIX. Empty and relative PATH entries are skipped so a
 /// shell is never picked up from whatever directory happens to be current. On POSIX the first
 /// element is the absolute path of the shell found.
