@@ -1,5 +1,6 @@
-//! Tidy checks of the tree itself: module docs, workspace lints, and the crate graph (core's
-//! independence from any transport, faces that meet only in the libraries).
+//! Tidy checks of the tree itself: module docs, workspace lints, the crate graph (core's
+//! independence from any transport, faces that meet only in the libraries), the invariants
+//! ARCHITECTURE.md lists, that it names every module, and where long tests live.
 
 use std::path::{Path, PathBuf};
 
@@ -517,5 +518,39 @@ fn architecture_maps_every_module() {
     assert!(
         missing.is_empty(),
         "ARCHITECTURE.md does not name these modules; add a short bullet for each: {missing:?}"
+    );
+}
+
+/// Longest inline `mod tests { … }`; longer ones live beside their module in `tests.rs`.
+const MAX_INLINE_TEST_LINES: usize = 200;
+
+#[test]
+fn long_tests_live_beside_their_module() {
+    let mut files = Vec::new();
+    for crate_dir in ["core", "api", "connector", "launcher", "desktop-client"] {
+        rust_files(&root().join(crate_dir).join("src"), &mut files);
+    }
+    let mut long = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let start = lines
+            .windows(2)
+            .position(|pair| pair[0] == "#[cfg(test)]" && pair[1].starts_with("mod tests {"));
+        // The inline module is the file's last item, so it runs to the end of the file.
+        if let Some(start) = start
+            && lines.len() - start > MAX_INLINE_TEST_LINES
+        {
+            long.push(format!(
+                "{} ({} lines)",
+                file.display(),
+                lines.len() - start
+            ));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "these inline test modules are over {MAX_INLINE_TEST_LINES} lines; move each to a \
+         tests.rs beside its module (`#[cfg(test)] mod tests;`): {long:?}"
     );
 }
