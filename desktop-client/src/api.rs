@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use local_core::{env_names, loopback::loopback_ip};
+use local_core::{env_names, loopback::loopback_ip, secret::Redacted};
 use reqwest::{StatusCode, Url};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
@@ -152,7 +152,7 @@ pub fn base_url(raw: &str) -> Result<Url, ApiError> {
 pub struct ApiClient {
     http: reqwest::Client,
     base: Url,
-    token: String,
+    token: Redacted<String>,
     session: Option<(String, OffsetDateTime)>,
 }
 
@@ -193,7 +193,7 @@ impl ApiClient {
         Ok(Self {
             http,
             base,
-            token,
+            token: Redacted::new(token),
             session: None,
         })
     }
@@ -248,7 +248,7 @@ impl ApiClient {
         let response = self
             .http
             .post(url.clone())
-            .bearer_auth(&self.token)
+            .bearer_auth(self.token.expose())
             .json(&body)
             .send()
             .await
@@ -283,7 +283,7 @@ impl ApiClient {
         let response = self
             .http
             .post(url.clone())
-            .bearer_auth(&self.token)
+            .bearer_auth(self.token.expose())
             .json(&serde_json::json!({}))
             .send()
             .await
