@@ -18,7 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::{
     WebSocketStream,
     tungstenite::{
-        Message,
+        self, Message,
         handshake::server::{ErrorResponse, Request, Response},
         http::StatusCode,
         protocol::{CloseFrame, WebSocketConfig, frame::coding::CloseCode},
@@ -119,10 +119,27 @@ impl Shim {
 
     /// Resident set size in bytes, from /proc.
     pub fn rss_bytes(&self) -> u64 {
+        self.proc_status_bytes("VmRSS:")
+    }
+
+    /// Peak resident set size in bytes (VmHWM) since the start or the last
+    /// [`Self::reset_peak_rss`].
+    pub fn peak_rss_bytes(&self) -> u64 {
+        self.proc_status_bytes("VmHWM:")
+    }
+
+    /// Resets the kernel's peak RSS to the current RSS (`5` to `/proc/<pid>/clear_refs`,
+    /// Linux 4.0+), so each phase of a test reads its own peak.
+    pub fn reset_peak_rss(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5").unwrap();
+    }
+
+    /// A `kB` field of `/proc/<pid>/status`, in bytes.
+    fn proc_status_bytes(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         let kib: u64 = status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|n| n.parse().ok())
             .unwrap();
@@ -441,6 +458,52 @@ impl Conn {
     /// Sends raw text.
     pub async fn send_text(&mut self, text: String) {
         self.socket.send(Message::text(text)).await.unwrap();
+    }
+
+    /// Sends one WebSocket message as it is: binary, a ping, or a hand-built
+    /// [`Message::Frame`] (a text frame that is not UTF-8, a fragment).
+    ///
+    /// # Errors
+    /// The transport's, when the shim has dropped the connection.
+    pub async fn send_raw(&mut self, message: Message) -> Result<(), tungstenite::Error> {
+        self.socket.send(message).await
+    }
+
+    /// Sends `messages` while reading the shim's messages at the same time (so neither side
+    /// stalls on a full buffer), until `done` says the last one read completes the exchange
+    /// or the connection ends; returns every message read (text, pong, close). Sending stops
+    /// quietly when the shim drops the connection.
+    pub async fn pipeline(
+        &mut self,
+        messages: impl IntoIterator<Item = Message>,
+        mut done: impl FnMut(&Message) -> bool,
+    ) -> Vec<Message> {
+        let (mut sink, mut stream) = (&mut self.socket).split();
+        let send = async move {
+            for message in messages {
+                if sink.feed(message).await.is_err() {
+                    return;
+                }
+            }
+            let _ = sink.flush().await;
+        };
+        let receive = async move {
+            let mut read = Vec::new();
+            loop {
+                let message = tokio::time::timeout(WAIT, stream.next())
+                    .await
+                    .expect("the shim stopped sending");
+                let Some(Ok(message)) = message else {
+                    return read;
+                };
+                let finished = done(&message);
+                read.push(message);
+                if finished {
+                    return read;
+                }
+            }
+        };
+        tokio::join!(send, receive).1
     }
 
     /// Sends a request without waiting.

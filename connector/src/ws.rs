@@ -40,6 +40,10 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 const NO_STATUS: u16 = 1005;
 /// Close code sent when the operator stops the shim.
 const GOING_AWAY: u16 = 1001;
+/// RFC 6455 close code for a text message that is not UTF-8.
+const INVALID_PAYLOAD: u16 = 1007;
+/// RFC 6455 close code for a message over the 16 MiB limit.
+const MESSAGE_TOO_BIG: u16 = 1009;
 
 /// A bearer token whose `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -176,7 +180,8 @@ pub async fn connect(url: &str, token: Option<&Token>) -> Result<Socket, Connect
 }
 
 /// Inbound WebSocket messages as [`Frame`]s: text and close pass, binary and pong are
-/// dropped, and a read error ends the stream (the session reconnects).
+/// dropped, and a read error ends the stream (the session reconnects); a message that broke
+/// the transport's rules leaves the close code owed to the platform in [`Self::failure`].
 ///
 /// Pings need no handling here: tungstenite queues the pong itself and flushes it on the
 /// next read or write.
@@ -184,12 +189,23 @@ pub async fn connect(url: &str, token: Option<&Token>) -> Result<Socket, Connect
 pub struct FrameStream<S> {
     inner: S,
     done: bool,
+    failure: Option<(u16, &'static str)>,
 }
 
 impl<S> FrameStream<S> {
     /// Wraps a stream of WebSocket messages.
     pub const fn new(inner: S) -> Self {
-        Self { inner, done: false }
+        Self {
+            inner,
+            done: false,
+            failure: None,
+        }
+    }
+
+    /// The RFC 6455 close code and reason for the message that ended the stream, when it was
+    /// refused rather than lost: 1009 over 16 MiB, 1007 for text that is not UTF-8.
+    pub const fn failure(&self) -> Option<(u16, &'static str)> {
+        self.failure
     }
 }
 
@@ -205,7 +221,15 @@ where
                 return Poll::Ready(None);
             }
             match ready!(self.inner.poll_next_unpin(cx)) {
-                None | Some(Err(_)) => self.done = true,
+                None => self.done = true,
+                Some(Err(err)) => {
+                    self.done = true;
+                    self.failure = match err {
+                        WsError::Capacity(_) => Some((MESSAGE_TOO_BIG, "message too big")),
+                        WsError::Utf8(_) => Some((INVALID_PAYLOAD, "text is not UTF-8")),
+                        _ => None,
+                    };
+                }
                 Some(Ok(Message::Text(text))) => {
                     return Poll::Ready(Some(Frame::Text(text.as_str().to_owned())));
                 }
@@ -475,8 +499,17 @@ async fn session(
             return None;
         }
     };
-    // Flush whatever close the session sent before the socket is dropped.
-    let _ = tokio::time::timeout(CLOSE_GRACE, sink.close()).await;
+    // Flush whatever close the session sent before the socket is dropped; a message refused
+    // by the transport is first answered with RFC 6455's code for it, as the reference's
+    // websockets library does, so the platform learns why rather than seeing a bare close.
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        if let Some((code, reason)) = stream.failure() {
+            let reason = reason.to_owned();
+            let _ = sink.send(Frame::Close { code, reason }).await;
+        }
+        sink.close().await
+    })
+    .await;
     Some(end)
 }
 

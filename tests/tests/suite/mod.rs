@@ -16,6 +16,9 @@ mod connector_control;
 // Mode bits, symbolic links and signals.
 #[cfg(unix)]
 mod connector_first_hour;
+// /proc's peak RSS and its reset (clear_refs): Linux only.
+#[cfg(target_os = "linux")]
+mod connector_hostile;
 // Symbolic links (a privilege on Windows) and SIGKILL.
 #[cfg(unix)]
 mod connector_files;
