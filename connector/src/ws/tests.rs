@@ -79,6 +79,27 @@ fn frames_map_both_ways() {
     assert_eq!(close.reason.as_str(), "session_revoked");
 }
 
+#[tokio::test]
+async fn a_refused_message_leaves_its_rfc_6455_close_code() {
+    use tokio_tungstenite::tungstenite::error::CapacityError;
+    let too_long = CapacityError::MessageTooLong {
+        size: MAX_FRAME_BYTES + 1,
+        max_size: MAX_FRAME_BYTES,
+    };
+    let cases = [
+        (WsError::Capacity(too_long), Some(1009)),
+        (WsError::Utf8("invalid utf-8".to_owned()), Some(1007)),
+        (WsError::ConnectionClosed, None),
+    ];
+    for (error, code) in cases {
+        let inner = futures_util::stream::iter([Ok(Message::binary(vec![1])), Err(error)]);
+        let mut stream = FrameStream::new(inner);
+        // The binary message is dropped and the error ends the stream.
+        assert!(stream.next().await.is_none());
+        assert_eq!(stream.failure().map(|(code, _)| code), code);
+    }
+}
+
 /// What the test platform saw on one upgrade.
 #[derive(Debug, Clone, Default)]
 struct Seen {
