@@ -721,3 +721,6 @@ fn check_windows(wire_path: &str) -> Result<(), JailError> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;
