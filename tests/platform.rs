@@ -228,11 +228,17 @@ impl Platform {
 
     /// Accepts one upgrade; `refuse` answers it with that HTTP status instead.
     pub async fn accept(&self, refuse: Option<u16>) -> (Option<Conn>, Seen) {
+        Self::upgrade(self.accept_tcp().await, refuse).await
+    }
+
+    /// Accepts the next dial at the TCP level, the upgrade left to the caller (a platform
+    /// that drops, refuses or stalls it).
+    pub async fn accept_tcp(&self) -> TcpStream {
         let (tcp, _) = tokio::time::timeout(WAIT, self.listener.accept())
             .await
             .expect("the shim never dialled")
             .unwrap();
-        Self::upgrade(tcp, refuse).await
+        tcp
     }
 
     /// Accepts one upgrade however long the dial takes (a person starting the shim by hand).
@@ -244,7 +250,9 @@ impl Platform {
         Ok(Self::upgrade(tcp, None).await)
     }
 
-    async fn upgrade(tcp: TcpStream, refuse: Option<u16>) -> (Option<Conn>, Seen) {
+    /// Answers the upgrade on an accepted dial; `refuse` answers it with that HTTP status
+    /// instead.
+    pub async fn upgrade(tcp: TcpStream, refuse: Option<u16>) -> (Option<Conn>, Seen) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let record = Arc::clone(&seen);
         // tungstenite's `Callback` fixes this error type.

@@ -24,6 +24,9 @@ mod connector_hostile;
 mod connector_files;
 mod connector_llm;
 mod connector_shell;
+// /proc's descriptors, VmRSS and process table: Linux only.
+#[cfg(target_os = "linux")]
+mod connector_storm;
 mod contracts;
 // Xvfb, openbox and AT-SPI.
 #[cfg(unix)]
