@@ -11,9 +11,8 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 pub use cap_std::fs::{DirEntry, Metadata, ReadDir};
-use uuid::Uuid;
 
 /// How many symlinks one resolution may expand before it counts as a loop (Linux's own limit).
 const MAX_SYMLINK_EXPANSIONS: u32 = 40;
@@ -244,6 +243,9 @@ pub struct Jail {
     /// The root as configured, made absolute; wire paths may be spelled under it.
     given_root: PathBuf,
     dir: Dir,
+    /// Directories [`Self::write_atomic`] already swept of stale temporary files.
+    #[cfg(unix)]
+    swept: std::sync::Mutex<std::collections::HashSet<PathBuf>>,
 }
 
 impl Jail {
@@ -267,6 +269,8 @@ impl Jail {
             root: canonical,
             given_root,
             dir,
+            #[cfg(unix)]
+            swept: std::sync::Mutex::default(),
         })
     }
 
@@ -593,20 +597,28 @@ impl Jail {
             Err(err) if err.kind() == io::ErrorKind::NotFound => None,
             Err(err) => return Err(map(err)),
         };
-        let temporary = parent.join(format!(".jail-{}.tmp", Uuid::new_v4().simple()));
-        let mut options = OpenOptions::new();
-        // create_new never follows a symlink planted at the temporary name.
-        options.write(true).create_new(true);
-        let file = self.dir.open_with(&temporary, &options).map_err(map)?;
+        #[cfg(unix)]
+        self.sweep(parent);
+        let (temporary, file) = self.create_temporary(parent).map_err(map)?;
         let written = (|| {
             let mut file = file;
             file.write_all(contents)?;
             if let Some(permissions) = permissions {
-                file.set_permissions(permissions)?;
+                file.set_permissions(permissions.into_std(&file)?)?;
             }
             file.sync_all()?;
-            drop(file);
-            self.dir.rename(&temporary, &self.dir, relative)
+            // On Unix the handle, and with it the lock that tells a sweep this file is live, is
+            // held through the rename; elsewhere it is closed first, as renaming an open file
+            // depends on share modes.
+            let held = if cfg!(unix) {
+                Some(file)
+            } else {
+                drop(file);
+                None
+            };
+            let renamed = self.dir.rename(&temporary, &self.dir, relative);
+            drop(held);
+            renamed
         })();
         if let Err(err) = written {
             // Best effort: the write already failed and that is the error worth reporting.
@@ -718,6 +730,8 @@ fn check_windows(wire_path: &str) -> Result<(), JailError> {
     }
     Ok(())
 }
+
+mod temporary;
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,9 @@ mod connector_cli;
 #[cfg(unix)]
 mod connector_computer;
 mod connector_control;
+// SIGKILL, flock(2) and a tmpfs mount: Linux only.
+#[cfg(target_os = "linux")]
+mod connector_faults;
 // Mode bits, symbolic links and signals.
 #[cfg(unix)]
 mod connector_first_hour;

@@ -186,7 +186,12 @@ impl AuditChain {
     pub fn append_batch(&mut self, records: Vec<PendingRecord>) -> io::Result<u64> {
         let result = self.write_batch(records);
         if result.is_err() {
-            // The next batch opens the file again and checks how our write left it.
+            // A write cut short (a full disk) leaves part of a record; the chain would go on
+            // after it and `audit verify` stop at it, so the file goes back to where our last
+            // batch ended. The next batch opens the file again and checks how it was left.
+            if let Some(live) = &self.live {
+                let _ = live.file.set_len(live.len);
+            }
             self.live = None;
         }
         result

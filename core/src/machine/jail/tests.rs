@@ -19,7 +19,7 @@ const SECRET: &str = "SECRET-MARKER-outside-the-root";
 
 impl Sandbox {
     fn new() -> Self {
-        let base = std::env::temp_dir().join(format!("jail-test-{}", Uuid::new_v4()));
+        let base = std::env::temp_dir().join(format!("jail-test-{}", uuid::Uuid::new_v4()));
         let root = base.join("root");
         let outside = base.join("outside");
         fs::create_dir_all(root.join("a/b")).unwrap();
