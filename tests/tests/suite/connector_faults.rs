@@ -79,10 +79,11 @@ async fn kill(shim: &mut Shim) {
     assert_eq!(status.code(), None, "killed by a signal");
 }
 
-/// Rounds of a 2 MiB base64 FILE_WRITE killed at a random moment between its send and a
-/// quarter past a whole write's duration: the file is always the complete old or the complete
-/// new content, the next start's first write into the directory sweeps the temporary file a
-/// kill left, and the audit chain of all the killed processes verifies.
+/// Rounds of a 2 MiB base64 FILE_WRITE killed at a random moment (a third anywhere between its
+/// send and a quarter past a whole write's duration, the rest within a millisecond of its
+/// temporary file appearing): the file is always the complete old or the complete new content,
+/// the next start's first write into the directory sweeps the temporary file a kill left, and
+/// the audit chain of all the killed processes verifies.
 #[tokio::test]
 async fn sigkill_during_a_large_write_leaves_the_old_or_the_new_file_and_no_temporary() {
     const SIZE: usize = 2 * 1024 * 1024;
