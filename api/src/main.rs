@@ -16,7 +16,7 @@ use local_core::{
 use msguide_api::{
     boundary::Boundary,
     config::{Config, ProviderChoice, loopback_host},
-    server::{ConnectionLimits, serve},
+    server::{ConnectionLimits, listen, serve},
 };
 
 /// The MSGuide local API (loopback only).
@@ -82,8 +82,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         max_body_bytes: MAX_BODY_BYTES,
         body_timeout: Duration::from_secs(30),
     };
-    let listener = tokio::net::TcpListener::bind((ip, cli.port))
-        .await
+    let listener = listen(std::net::SocketAddr::new(ip, cli.port))
         .map_err(|e| format!("cannot listen on {ip}:{}: {e}", cli.port))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     local.started();

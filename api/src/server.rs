@@ -1,15 +1,30 @@
 //! Serving on a loopback socket with bounds a slow or stalled client cannot get around:
-//! a header deadline, a body deadline (in the boundary), and a cap on open connections.
+//! a header deadline, a body deadline (in the boundary), and a cap on open connections that
+//! a newcomer gets past by closing the connection that has waited longest between requests,
+//! so a client holding many connections open (slowloris) cannot lock others out.
 
-use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
 
 use axum::{Router, extract::ConnectInfo};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
     server::graceful::GracefulShutdown,
 };
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::{
+    net::TcpListener,
+    sync::{Notify, Semaphore, TryAcquireError},
+};
 use tower::ServiceExt;
 
 /// Bounds on connections.
@@ -17,7 +32,8 @@ use tower::ServiceExt;
 pub struct ConnectionLimits {
     /// Longest a client may take to send a request's headers.
     pub header_timeout: Duration,
-    /// Connections served at once; further clients wait in the listen backlog.
+    /// Connections open at once. A further client takes the place of the one that has waited
+    /// longest for its next request; when every one is answering a request, it waits.
     pub max_connections: usize,
     /// How long shutdown waits for in-flight requests.
     pub drain_timeout: Duration,
@@ -31,6 +47,88 @@ impl Default for ConnectionLimits {
             drain_timeout: Duration::from_secs(5),
         }
     }
+}
+
+/// One open connection, as the accept loop sees it.
+#[derive(Default)]
+struct Slot {
+    /// Requests being answered on it, from their headers to their response's last byte; at 0
+    /// it is only waiting for a request (still sending headers, or idle between requests).
+    answering: AtomicUsize,
+    /// Closes it (dropped, not drained) when a newer client needs its place.
+    evict: Notify,
+}
+
+/// Counts a request on its connection until dropped with the response's body.
+struct Answering(Arc<Slot>);
+
+impl Answering {
+    fn start(slot: &Arc<Slot>) -> Self {
+        slot.answering.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(slot))
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.answering.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The open connections, oldest first.
+#[derive(Default)]
+struct Open {
+    next: u64,
+    slots: BTreeMap<u64, Arc<Slot>>,
+}
+
+impl Open {
+    fn add(&mut self) -> (u64, Arc<Slot>) {
+        let id = self.next;
+        self.next += 1;
+        let slot = Arc::new(Slot::default());
+        self.slots.insert(id, Arc::clone(&slot));
+        (id, slot)
+    }
+
+    /// Closes the oldest connection that is not answering a request, if there is one.
+    fn evict_oldest_waiting(&mut self) {
+        let waiting = self
+            .slots
+            .iter()
+            .find(|(_, slot)| slot.answering.load(Ordering::SeqCst) == 0)
+            .map(|(id, _)| *id);
+        if let Some(slot) = waiting.and_then(|id| self.slots.remove(&id)) {
+            slot.evict.notify_one();
+        }
+    }
+}
+
+fn lock(open: &Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
+    // The map stays consistent even if a holder panicked: every change is one insert or remove.
+    open.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Connections the kernel holds for `accept`: more than a slowloris client opens at once (a
+/// thousand), so a well-behaved client's connection is queued, not dropped and retried a
+/// second later (the standard library's 128 fills under such a flood).
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Listens on `address` with [`LISTEN_BACKLOG`].
+///
+/// # Errors
+/// The socket's, when the address cannot be bound.
+pub fn listen(address: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does on Unix: a restart may bind while old connections linger.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains for a bounded time.
@@ -48,14 +146,10 @@ pub async fn serve(
         .header_read_timeout(limits.header_timeout)
         .keep_alive(true);
     tokio::pin!(shutdown);
+    let open = Arc::new(Mutex::new(Open::default()));
     loop {
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            permit = Arc::clone(&permits).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_closed) => break,
-            },
-        };
+        // Accepting is never held up by the cap, so the listen backlog cannot fill with a
+        // hostile client's connections ahead of a well-behaved one's.
         let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -68,17 +162,51 @@ pub async fn serve(
                 }
             },
         };
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                // At the cap: this client takes the place of the connection that has waited
+                // longest for a request (a slow or idle one). When all are answering, it waits.
+                lock(&open).evict_oldest_waiting();
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    permit = Arc::clone(&permits).acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_closed) => break,
+                    },
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
+        let (id, slot) = lock(&open).add();
         let app = app.clone();
+        let answering = Arc::clone(&slot);
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            let answer = Answering::start(&answering);
             request
                 .extensions_mut()
                 .insert(ConnectInfo::<SocketAddr>(peer));
-            app.clone().oneshot(request.map(axum::body::Body::new))
+            let response = app.clone().oneshot(request.map(axum::body::Body::new));
+            async move {
+                let response = response.await?;
+                // The count ends when hyper drops the body, after its last byte is written.
+                Ok::<_, std::convert::Infallible>(response.map(move |body| {
+                    body.map_frame(move |frame| {
+                        let _ = &answer;
+                        frame
+                    })
+                }))
+            }
         });
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let open = Arc::clone(&open);
         tokio::spawn(async move {
-            let _ = connection.await;
+            tokio::select! {
+                _ = connection => {}
+                () = slot.evict.notified() => {}
+            }
+            lock(&open).slots.remove(&id);
             drop(permit);
         });
     }

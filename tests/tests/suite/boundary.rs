@@ -459,6 +459,9 @@ async fn stalled_headers_and_bodies_are_cut_off() {
     );
 }
 
+/// At most `max_connections` are open: a newcomer takes the place of the connection that has
+/// waited longest for a request (so idle or slow connections cannot lock anyone out), and waits
+/// only while every open connection is answering a request.
 #[tokio::test]
 async fn open_connections_are_bounded() {
     let limits = ConnectionLimits {
@@ -471,16 +474,43 @@ async fn open_connections_are_bounded() {
         ..Options::default()
     })
     .await;
-    let idle_a = TcpStream::connect(server.addr).await.unwrap();
-    let _idle_b = TcpStream::connect(server.addr).await.unwrap();
+    let mut idle_a = TcpStream::connect(server.addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut idle_b = TcpStream::connect(server.addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let res = tokio::time::timeout(
+        Duration::from_secs(5),
+        Req::new(server.addr, "GET", "/health").send(),
+    )
+    .await
+    .expect("a third client was locked out by two idle connections");
+    assert_eq!(res.status, 200);
+    let closed = tokio::time::timeout(Duration::from_secs(5), read_response(&mut idle_a)).await;
+    assert!(
+        matches!(closed, Ok(None)),
+        "the oldest idle connection kept its place: {closed:?}"
+    );
+
+    // Two connections answering a request (their bodies still coming) keep their places.
+    let head = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n0123456789"
+    );
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        busy.push(stream);
+    }
+    let closed = tokio::time::timeout(Duration::from_secs(5), read_response(&mut idle_b)).await;
+    assert!(matches!(closed, Ok(None)), "{closed:?}");
     let waiting = tokio::spawn(Req::new(server.addr, "GET", "/health").send_owned());
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
         !waiting.is_finished(),
-        "a third connection was served while two were held"
+        "a third connection was served while two were answering"
     );
-    drop(idle_a);
+    drop(busy.remove(0));
     let res = tokio::time::timeout(Duration::from_secs(5), waiting)
         .await
         .unwrap()
