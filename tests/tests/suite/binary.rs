@@ -9,12 +9,12 @@ use std::{
 use super::support::{Req, TOKEN, free_port, temp_dir};
 
 /// The `msguide-api` cargo built next to this test executable.
-fn binary() -> PathBuf {
+pub(super) fn binary() -> PathBuf {
     e2e::platform::binary("msguide-api")
 }
 
 /// Waits until the child listens on `port`.
-async fn listening(port: u16) -> std::net::SocketAddr {
+pub(super) async fn listening(port: u16) -> std::net::SocketAddr {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let deadline = Instant::now() + Duration::from_secs(20);
     while tokio::net::TcpStream::connect(addr).await.is_err() {

@@ -1,6 +1,9 @@
 //! The end-to-end suite: each module checks one part of the contract at its boundaries.
 
 mod actions;
+// /proc figures of the server (VmRSS, VmHWM, fd) and 1,000 sockets: Linux only.
+#[cfg(target_os = "linux")]
+mod api_hostile;
 mod assist;
 mod binary;
 mod boundary;
