@@ -8,8 +8,9 @@
 //!
 //! The delays are the shim's real configuration (`AUTOGPT_SHIM_RECONNECT_*`), short so that a
 //! round takes milliseconds. `E2E_LONG=1` runs the long variant: 500 rounds of each storm and
-//! 20 handshake stalls (each waits the shim's fixed 10 s HELLO_ACK deadline) plus one upgrade
-//! stall (its fixed 30 s dial deadline).
+//! 20 handshake stalls (each waits the shim's fixed 10 s HELLO_ACK deadline), one upgrade
+//! stall (its fixed 30 s dial deadline) and one session held for the healthy minute that
+//! resets the backoff.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,8 @@ const SLACK: Duration = Duration::from_millis(400);
 /// How long a dropped connection's command tree may outlive it: the 2 s SIGTERM grace the
 /// shim gives a tree, plus scheduling.
 const KILL_WINDOW: Duration = Duration::from_secs(5);
+/// A session this long is healthy: the next backoff starts over (the shim's `HEALTHY_SESSION`).
+const HEALTHY_SESSION: Duration = Duration::from_secs(60);
 /// The shim waits this long for HELLO_ACK: the reference's 10 s, not configurable.
 const HELLO_ACK_DEADLINE: Duration = Duration::from_secs(10);
 /// Descriptors and resident memory are sampled every this many dials.
@@ -134,14 +137,15 @@ impl Storm {
 
     /// Marks the end of a connection or dial, just before the platform acts on it: the shim
     /// cannot have seen the end earlier, so the next gap is at least its delay.
-    fn ending(&mut self, clean: bool) {
-        let owed = self.owe(clean);
+    fn ending(&mut self, resets: bool) {
+        let owed = self.owe(resets);
         self.ended = Some((Instant::now(), owed));
     }
 
-    /// Advances the model by one delay; a clean close starts it over.
-    fn owe(&mut self, clean: bool) -> Duration {
-        if clean {
+    /// Advances the model by one delay; `resets` (a clean close, a session that lasted the
+    /// healthy minute) starts it over.
+    fn owe(&mut self, resets: bool) -> Duration {
+        if resets {
             self.attempt = 0;
         }
         let owed = ceiling(self.attempt);
@@ -523,6 +527,22 @@ async fn a_platform_that_stalls_the_handshake_is_timed_out_and_dialled_again() {
             "the shim waited {waited:?} on an unanswered upgrade"
         );
         waits.push(waited);
+
+        // A session that lasted the shim's healthy minute starts the backoff over even when
+        // it is dropped without a close frame.
+        let tcp = storm.dial().await;
+        let (mut conn, hello) = Storm::hello(tcp).await;
+        conn.acknowledge(&hello, json!(SESSION), Value::Null, &["files"], |_| {})
+            .await;
+        let until = Instant::now() + HEALTHY_SESSION + Duration::from_secs(1);
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            // Reading answers the shim's pings; STATUS comes every 30 s.
+            if let Ok(Err(code)) = tokio::time::timeout(left, conn.next()).await {
+                panic!("the shim ended a healthy session ({code:?})");
+            }
+        }
+        storm.ending(true);
+        drop(conn);
     }
     for _ in 0..10 {
         let tcp = storm.dial().await;
