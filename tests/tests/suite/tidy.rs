@@ -60,6 +60,20 @@ fn every_member_uses_the_workspace_lints() {
     }
 }
 
+/// The target triple rustc builds for by default, from `rustc -vV`.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let output = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap_or_else(|| panic!("rustc -vV names no host: {text}"))
+        .to_owned()
+}
+
 /// The workspace as `cargo metadata` resolves it: what every Cargo.toml declares, not a list
 /// kept by hand.
 struct Workspace {
@@ -73,14 +87,12 @@ struct Workspace {
 
 impl Workspace {
     fn load() -> Self {
+        // The graph of the host only: a fresh machine has downloaded no crate of other
+        // platforms (iOS, macOS), and --offline must not need them.
         let output = std::process::Command::new(env!("CARGO"))
-            .args([
-                "metadata",
-                "--format-version",
-                "1",
-                "--offline",
-                "--manifest-path",
-            ])
+            .args(["metadata", "--format-version", "1", "--offline"])
+            .args(["--filter-platform", &host_triple()])
+            .arg("--manifest-path")
             .arg(root().join("Cargo.toml"))
             .output()
             .unwrap();
