@@ -58,6 +58,18 @@ pub const MAX_CITATION_SOURCE_CHARS: usize = 2048;
 pub const MAX_REMAINING_WORK_CHARS: usize = 1000;
 /// Length of a value typed into a field.
 pub const MAX_INPUT_VALUE_CHARS: usize = 1000;
+/// Highest step number of a task.
+pub const MAX_TASK_STEP: u32 = 10_000;
+/// Earlier steps a task may report.
+pub const MAX_TASK_HISTORY: usize = 16;
+/// Length of a task's user input in characters.
+pub const MAX_USER_INPUT_CHARS: usize = 1000;
+/// Steps one plan segment may hold.
+pub const MAX_PLAN_STEPS: usize = 32;
+/// Length of a plan step's instruction, a boundary's reason and a replan reason in characters.
+pub const MAX_PLAN_TEXT_CHARS: usize = 500;
+/// Length of what a plan boundary says is needed, in characters.
+pub const MAX_BOUNDARY_NEEDED_CHARS: usize = 1000;
 /// Free text of the element metadata fields.
 pub const MAX_HELP_TEXT_CHARS: usize = 256;
 /// Item status text of an element.

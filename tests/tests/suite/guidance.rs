@@ -238,6 +238,7 @@ async fn freshness_window_and_provider_budget() {
         citations: vec![],
         mode: Mode::Model,
         remaining_work: None,
+        plan: None,
     });
     let server = Server::with(Options {
         provider: provider.clone(),
@@ -433,6 +434,7 @@ async fn route_validates_every_target() {
             citations: vec![],
             mode: Mode::Model,
             remaining_work: None,
+            plan: None,
         })
     };
     let cases = [
@@ -540,6 +542,7 @@ async fn observation_that_ages_out_during_inference_is_refused() {
             citations: vec![],
             mode: Mode::Model,
             remaining_work: None,
+            plan: None,
         }
     });
     let server = Server::with(Options {

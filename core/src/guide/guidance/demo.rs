@@ -37,6 +37,7 @@ impl DemoProvider {
             citations: Vec::new(),
             mode: Mode::Demo,
             remaining_work: None,
+            plan: None,
         };
         if observation.application != DEMO_APPLICATION {
             return reply(GuidanceStatus::Clarification, CLARIFICATION, None);

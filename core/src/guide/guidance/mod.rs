@@ -8,6 +8,7 @@
 pub mod demo;
 pub mod model;
 pub mod openai;
+pub mod plan;
 pub mod provider;
 pub mod upload;
 pub mod validate;

@@ -364,4 +364,227 @@ pub struct GuidanceResult {
     pub mode: Mode,
     /// What is left of the task after this step, when the provider says.
     pub remaining_work: Option<String>,
+    /// A segment of several steps, when the request asked for one (`planSegments`).
+    pub plan: Option<PlanSegment>,
+}
+
+/// Where a multi-step task stands, as the client reports it (`task`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskProgress {
+    /// The client's id of the task: a lower-case UUID.
+    pub task_id: String,
+    /// The number of the step now asked for, 1–10000.
+    pub step: u32,
+    /// How the client sees the task.
+    pub status: TaskStatus,
+    /// Earlier steps, at most 16, numbered strictly increasing and all below `step`.
+    pub history: Vec<TaskStep>,
+    /// What the client says is left, at most 1000 characters (may be empty).
+    pub remaining_work: String,
+    /// What the user typed for the task, at most 1000 characters (may be empty).
+    pub user_input: String,
+    /// The plan the client is following, if any.
+    pub plan: Option<PlanSegment>,
+    /// How many of the plan's steps are done, 0–32 and at most the plan's step count.
+    pub plan_cursor: u32,
+    /// Why the client asks for a new plan, at most 500 characters.
+    pub replan_reason: Option<String>,
+}
+
+/// How the client sees its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// Under way (the default).
+    Running,
+    /// At a checkpoint the user confirmed.
+    Checkpoint,
+    /// Cannot go on.
+    Blocked,
+    /// Waits for the user's input.
+    NeedsInput,
+    /// Waits for the user's review.
+    ReviewRequired,
+    /// The last step changed nothing.
+    NoProgress,
+    /// The client cannot tell.
+    Unknown,
+    /// The user stopped it.
+    Cancelled,
+    /// It failed.
+    Failed,
+}
+
+/// One step the task already took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStep {
+    /// Its number, 1–10000.
+    pub step: u32,
+    /// The observation it was planned on.
+    pub observation_id: String,
+    /// The observation taken after it, when there was one.
+    pub after_observation_id: Option<String>,
+    /// The element it acted on.
+    pub target_id: String,
+    /// That element's label.
+    pub label: String,
+    /// What was done to it.
+    pub action: UiAction,
+    /// What the client saw happen.
+    pub outcome: StepOutcome,
+}
+
+/// What a step the task took led to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// The intended effect was seen.
+    EffectObserved,
+    /// The screen changed.
+    ScreenChanged,
+    /// Nothing changed.
+    NoProgress,
+    /// The client cannot tell.
+    Unknown,
+    /// The step was not taken.
+    NotInvoked,
+}
+
+/// Several steps planned on one observation, and where the plan stops (`plan`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanSegment {
+    /// A fresh lower-case UUIDv4 per answer.
+    pub plan_id: String,
+    /// The observed window's id.
+    pub window_id: String,
+    /// The observed resource's id, when the observation named one.
+    pub resource_id: Option<String>,
+    /// At most 32 steps.
+    pub steps: Vec<PlanStep>,
+    /// Why the plan stops where it does.
+    pub boundary: PlanBoundary,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanStep {
+    /// An action on an element, or something the user does by hand.
+    pub kind: PlanStepKind,
+    /// What to tell the user, 1–500 characters, not blank.
+    pub instruction: String,
+    /// The element the action is meant for (action steps only).
+    pub intent: Option<PlanIntent>,
+    /// The observed element's control id, when the step is bound to one.
+    pub control_id: Option<String>,
+    /// The value to enter (`set_value` only).
+    pub value: Option<String>,
+    /// The direction to scroll (`scroll` only).
+    pub scroll_direction: Option<ScrollDirection>,
+    /// The element's value hash the step was planned against (`set_value` only).
+    pub value_hash: Option<String>,
+}
+
+/// Whether a plan step is an action on an element or a manual step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanStepKind {
+    /// An action on an element the intent describes.
+    Action,
+    /// Something the user does that no element stands for; only ever the last step.
+    Manual,
+}
+
+/// The element a plan step is meant for, described rather than pointed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanIntent {
+    /// The control type, 1–64 characters.
+    pub role: String,
+    /// Its accessible name, 1–256 characters.
+    pub label: String,
+    /// What to do with it.
+    pub action: UiAction,
+    /// Its automation id, at most 256 characters.
+    pub automation_id: Option<String>,
+    /// Its UI framework, at most 256 characters.
+    pub framework_id: Option<String>,
+    /// Its toggle state: on or off for `toggle`, absent otherwise.
+    pub toggle_state: Option<ToggleState>,
+    /// `false` for `select`, absent otherwise.
+    pub is_selected: Option<bool>,
+}
+
+/// Where and why a plan stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanBoundary {
+    /// The kind of stop.
+    pub kind: BoundaryKind,
+    /// Why, 1–500 characters, not blank.
+    pub reason: String,
+    /// What is needed to go on, at most 1000 characters; not blank unless `completion_candidate`.
+    pub needed: String,
+}
+
+/// The kind of stop at a plan's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundaryKind {
+    /// The task may be done once the steps are taken.
+    CompletionCandidate,
+    /// Another resource is needed.
+    Resource,
+    /// The user must supply something.
+    NeedsInput,
+    /// A permission is needed.
+    Permission,
+    /// A fresh observation is needed.
+    Observation,
+    /// The rest is not supported.
+    Unsupported,
+    /// The plan reached its step limit.
+    PlanLimit,
+}
+
+/// Wire names of the task and plan vocabularies.
+macro_rules! wire_names {
+    ($($ty:ident { $($variant:ident => $name:literal),+ $(,)? })+) => {$(
+        impl $ty {
+            /// The wire name.
+            #[must_use]
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name),+
+                }
+            }
+        }
+    )+};
+}
+
+wire_names! {
+    TaskStatus {
+        Running => "running",
+        Checkpoint => "checkpoint",
+        Blocked => "blocked",
+        NeedsInput => "needs_input",
+        ReviewRequired => "review_required",
+        NoProgress => "no_progress",
+        Unknown => "unknown",
+        Cancelled => "cancelled",
+        Failed => "failed",
+    }
+    StepOutcome {
+        EffectObserved => "effect_observed",
+        ScreenChanged => "screen_changed",
+        NoProgress => "no_progress",
+        Unknown => "unknown",
+        NotInvoked => "not_invoked",
+    }
+    PlanStepKind {
+        Action => "action",
+        Manual => "manual",
+    }
+    BoundaryKind {
+        CompletionCandidate => "completion_candidate",
+        Resource => "resource",
+        NeedsInput => "needs_input",
+        Permission => "permission",
+        Observation => "observation",
+        Unsupported => "unsupported",
+        PlanLimit => "plan_limit",
+    }
 }

@@ -3,7 +3,10 @@
 
 use std::collections::HashSet;
 
-use super::model::{Element, GuidanceResult, GuidanceStatus, Observation, Target, UiAction};
+use super::{
+    model::{Element, GuidanceResult, GuidanceStatus, Observation, Target, UiAction},
+    plan::segment_is_valid,
+};
 use crate::limits::{
     MAX_CITATION_SOURCE_CHARS, MAX_CITATIONS, MAX_INPUT_VALUE_CHARS, MAX_INSTRUCTION_CHARS,
     MAX_LABEL_CHARS, MAX_REMAINING_WORK_CHARS, MIN_TARGET_CONFIDENCE,
@@ -18,6 +21,24 @@ fn chars_within(text: &str, min: usize, max: usize) -> bool {
 #[must_use]
 pub fn is_value_hash(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// 1–128 characters of letters, digits, `_`, `.`, `:` or `-`: the reference's Identifier.
+#[must_use]
+pub fn is_identifier(text: &str) -> bool {
+    (1..=crate::limits::MAX_IDENTIFIER_CHARS).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+}
+
+/// A value a step may type: at most 1000 characters, no control characters but CR, LF and TAB.
+#[must_use]
+pub fn value_is_typeable(value: &str) -> bool {
+    value.chars().count() <= MAX_INPUT_VALUE_CHARS
+        && !value
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\r' | '\n' | '\t'))
 }
 
 /// The guidance result contract: what any provider must return before the route looks further.
@@ -38,17 +59,18 @@ pub fn result_is_valid(result: &GuidanceResult) -> bool {
         .remaining_work
         .as_deref()
         .is_none_or(|w| w.chars().count() <= MAX_REMAINING_WORK_CHARS);
-    instruction_ok && target_ok && citations_ok && remaining_ok
+    // A plan stands in for a target: only a next step carries one, and never beside a target.
+    let plan_ok = result.plan.as_ref().is_none_or(|plan| {
+        result.status == GuidanceStatus::NextStep
+            && result.target.is_none()
+            && segment_is_valid(plan)
+    });
+    instruction_ok && target_ok && citations_ok && remaining_ok && plan_ok
 }
 
 fn target_is_valid(target: &Target) -> bool {
     let non_empty = |v: &Option<String>| v.as_deref().is_none_or(|s| !s.is_empty());
-    let value_ok = target.value.as_deref().is_none_or(|v| {
-        v.chars().count() <= MAX_INPUT_VALUE_CHARS
-            && !v
-                .chars()
-                .any(|c| c.is_control() && !matches!(c, '\r' | '\n' | '\t'))
-    });
+    let value_ok = target.value.as_deref().is_none_or(value_is_typeable);
     let is_set_value = target.action == Some(UiAction::SetValue);
     let is_scroll = target.action == Some(UiAction::Scroll);
     chars_within(&target.label, 1, MAX_LABEL_CHARS)
@@ -158,6 +180,7 @@ mod tests {
             citations: vec![],
             mode: Mode::Demo,
             remaining_work: None,
+            plan: None,
         }
     }
 
@@ -242,5 +265,42 @@ mod tests {
             ..target
         };
         assert!(!result_is_valid(&next_step(set_value_without_hash)));
+    }
+
+    #[test]
+    fn a_plan_needs_next_step_and_no_target() {
+        use crate::guide::guidance::model::{BoundaryKind, PlanBoundary, PlanSegment};
+        let plan = PlanSegment {
+            plan_id: "0b8e6f0e-4c1a-4f3e-9a57-2d9c7e1f3a10".to_owned(),
+            window_id: "win".to_owned(),
+            resource_id: None,
+            steps: vec![],
+            boundary: PlanBoundary {
+                kind: BoundaryKind::Observation,
+                reason: "Look again.".to_owned(),
+                needed: "A fresh observation.".to_owned(),
+            },
+        };
+        let mut planned = next_step(Target::from_element(&element("View logs")));
+        planned.plan = Some(plan.clone());
+        assert!(!result_is_valid(&planned), "a plan beside a target");
+        planned.target = None;
+        assert!(result_is_valid(&planned));
+        for status in [
+            GuidanceStatus::Clarification,
+            GuidanceStatus::Completed,
+            GuidanceStatus::Blocked,
+            GuidanceStatus::NeedsInput,
+            GuidanceStatus::CompletionCandidate,
+        ] {
+            planned.status = status;
+            assert!(!result_is_valid(&planned), "{status:?}");
+        }
+        planned.status = GuidanceStatus::NextStep;
+        planned.plan = Some(PlanSegment {
+            plan_id: "not-a-uuid".to_owned(),
+            ..plan
+        });
+        assert!(!result_is_valid(&planned), "the segment's own rules apply");
     }
 }

@@ -317,6 +317,7 @@ fn model_output(content: &str, observation: &Observation) -> Option<GuidanceResu
         citations: Vec::new(),
         mode: Mode::Model,
         remaining_work,
+        plan: None,
     };
     // The same contract and target checks the route applies: confidence ≥ 0.8, value and
     // scroll direction consistent with the action, an acting element executable.

@@ -540,6 +540,7 @@ fn a_valid_answer_points_at_the_indexed_element() {
         citations: vec![],
         mode: Mode::Model,
         remaining_work: None,
+        plan: None,
     };
     assert_eq!(result, expected);
 
