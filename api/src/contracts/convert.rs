@@ -6,7 +6,11 @@ use local_core::guide::{
     audit_ring,
     guidance::{
         GuidanceResponse,
-        model::{self, Element, ScrollDirection, ToggleState, UiAction},
+        model::{
+            self, BoundaryKind, Element, PlanStepKind, ScrollDirection, StepOutcome, TaskStatus,
+            ToggleState, UiAction,
+        },
+        plan::TaskRefusal,
         upload::{GuidanceUpload, ObservationRefusal, ObservationUpload},
     },
     sessions::NewSession,
@@ -16,8 +20,9 @@ use serde_json::Value;
 use super::{
     invalid,
     requests::{
-        ContextEnvelope, GuidanceRequest, Observation, ResponseMode, ScrollDirectionIn,
-        SensitivityIn, ToggleStateIn, UiActionIn, UiElement,
+        BoundaryKindIn, ContextEnvelope, GuidanceRequest, Observation, PlanIntent, PlanSegment,
+        PlanStep, PlanStepKindIn, ResponseMode, ScrollDirectionIn, SensitivityIn, StepOutcomeIn,
+        TaskProgress, TaskStatusIn, TaskStep, ToggleStateIn, UiActionIn, UiElement,
     },
     responses::{self, ValidationItem},
 };
@@ -114,6 +119,161 @@ pub fn guidance_upload(request: GuidanceRequest, body_bytes: usize) -> GuidanceU
         consent: request.consent,
         observation: request.observation.into(),
         body_bytes,
+        task: request.task.map(Into::into),
+        plan_segments: request.plan_segments,
+    }
+}
+
+impl From<TaskStatusIn> for TaskStatus {
+    fn from(status: TaskStatusIn) -> Self {
+        match status {
+            TaskStatusIn::Running => Self::Running,
+            TaskStatusIn::Checkpoint => Self::Checkpoint,
+            TaskStatusIn::Blocked => Self::Blocked,
+            TaskStatusIn::NeedsInput => Self::NeedsInput,
+            TaskStatusIn::ReviewRequired => Self::ReviewRequired,
+            TaskStatusIn::NoProgress => Self::NoProgress,
+            TaskStatusIn::Unknown => Self::Unknown,
+            TaskStatusIn::Cancelled => Self::Cancelled,
+            TaskStatusIn::Failed => Self::Failed,
+        }
+    }
+}
+
+impl From<StepOutcomeIn> for StepOutcome {
+    fn from(outcome: StepOutcomeIn) -> Self {
+        match outcome {
+            StepOutcomeIn::EffectObserved => Self::EffectObserved,
+            StepOutcomeIn::ScreenChanged => Self::ScreenChanged,
+            StepOutcomeIn::NoProgress => Self::NoProgress,
+            StepOutcomeIn::Unknown => Self::Unknown,
+            StepOutcomeIn::NotInvoked => Self::NotInvoked,
+        }
+    }
+}
+
+impl From<BoundaryKindIn> for BoundaryKind {
+    fn from(kind: BoundaryKindIn) -> Self {
+        match kind {
+            BoundaryKindIn::CompletionCandidate => Self::CompletionCandidate,
+            BoundaryKindIn::Resource => Self::Resource,
+            BoundaryKindIn::NeedsInput => Self::NeedsInput,
+            BoundaryKindIn::Permission => Self::Permission,
+            BoundaryKindIn::Observation => Self::Observation,
+            BoundaryKindIn::Unsupported => Self::Unsupported,
+            BoundaryKindIn::PlanLimit => Self::PlanLimit,
+        }
+    }
+}
+
+impl From<TaskStep> for model::TaskStep {
+    fn from(step: TaskStep) -> Self {
+        Self {
+            step: step.step.0,
+            observation_id: step.observation_id.0,
+            after_observation_id: step.after_observation_id.map(|id| id.0),
+            target_id: step.target_id.0,
+            label: step.label.0,
+            action: step.action.into(),
+            outcome: step.outcome.into(),
+        }
+    }
+}
+
+impl From<PlanIntent> for model::PlanIntent {
+    fn from(intent: PlanIntent) -> Self {
+        Self {
+            role: intent.role.0,
+            label: intent.label.0,
+            action: intent.action.into(),
+            automation_id: intent.automation_id.map(|v| v.0),
+            framework_id: intent.framework_id.map(|v| v.0),
+            toggle_state: intent.toggle_state.map(Into::into),
+            is_selected: intent.is_selected,
+        }
+    }
+}
+
+impl From<PlanStep> for model::PlanStep {
+    fn from(step: PlanStep) -> Self {
+        Self {
+            kind: match step.kind {
+                PlanStepKindIn::Action => PlanStepKind::Action,
+                PlanStepKindIn::Manual => PlanStepKind::Manual,
+            },
+            instruction: step.instruction.0,
+            intent: step.intent.map(Into::into),
+            control_id: step.control_id.map(|v| v.0),
+            value: step.value.map(|v| v.0),
+            scroll_direction: step.scroll_direction.map(Into::into),
+            value_hash: step.value_hash.map(|v| v.0),
+        }
+    }
+}
+
+impl From<PlanSegment> for model::PlanSegment {
+    fn from(plan: PlanSegment) -> Self {
+        Self {
+            plan_id: plan.plan_id.0,
+            window_id: plan.window_id.0,
+            resource_id: plan.resource_id.map(|v| v.0),
+            steps: plan.steps.0.into_iter().map(Into::into).collect(),
+            boundary: model::PlanBoundary {
+                kind: plan.boundary.kind.into(),
+                reason: plan.boundary.reason.0,
+                needed: plan.boundary.needed.0,
+            },
+        }
+    }
+}
+
+impl From<TaskProgress> for model::TaskProgress {
+    fn from(task: TaskProgress) -> Self {
+        Self {
+            task_id: task.task_id.0,
+            step: task.step.0,
+            status: task.status.into(),
+            history: task.history.0.into_iter().map(Into::into).collect(),
+            remaining_work: task.remaining_work.0,
+            user_input: task.user_input.0,
+            plan: task.plan.map(Into::into),
+            plan_cursor: task.plan_cursor.0,
+            replan_reason: task.replan_reason.map(|v| v.0),
+        }
+    }
+}
+
+fn plan_out(plan: model::PlanSegment) -> responses::GuidancePlan {
+    responses::GuidancePlan {
+        plan_id: plan.plan_id,
+        window_id: plan.window_id,
+        resource_id: plan.resource_id,
+        steps: plan
+            .steps
+            .into_iter()
+            .map(|step| responses::GuidancePlanStep {
+                kind: step.kind.as_str(),
+                instruction: step.instruction,
+                intent: step.intent.map(|intent| responses::GuidancePlanIntent {
+                    role: intent.role,
+                    label: intent.label,
+                    action: intent.action.as_str(),
+                    automation_id: intent.automation_id,
+                    framework_id: intent.framework_id,
+                    toggle_state: intent.toggle_state.map(ToggleState::as_str),
+                    is_selected: intent.is_selected,
+                }),
+                control_id: step.control_id,
+                value: step.value,
+                scroll_direction: step.scroll_direction.map(ScrollDirection::as_str),
+                value_hash: step.value_hash,
+            })
+            .collect(),
+        boundary: responses::GuidancePlanBoundary {
+            kind: plan.boundary.kind.as_str(),
+            reason: plan.boundary.reason,
+            needed: plan.boundary.needed,
+        },
     }
 }
 
@@ -126,6 +286,10 @@ pub fn refused(refusal: ObservationRefusal) -> ValidationItem {
             &["body", "observation"]
         }
         ObservationRefusal::ImageWorkClosed => &["body"],
+        ObservationRefusal::Task(TaskRefusal::History | TaskRefusal::PlanCursor) => {
+            &["body", "task"]
+        }
+        ObservationRefusal::Task(TaskRefusal::Plan) => &["body", "task", "plan"],
     };
     invalid(loc.iter().map(|s| Value::from(*s)).collect(), "value_error")
 }
@@ -171,6 +335,9 @@ impl From<GuidanceResponse> for responses::Guidance {
             observation_id: response.observation_id,
             window_id: response.window_id,
             remaining_work: result.remaining_work,
+            plan: result.plan.map(plan_out),
+            step: response.task.as_ref().map(|(_, step)| *step),
+            task_id: response.task.map(|(id, _)| id),
         }
     }
 }
@@ -324,5 +491,17 @@ mod tests {
             json!(["body", "observation"])
         );
         assert_eq!(loc(ObservationRefusal::ImageWorkClosed), json!(["body"]));
+        assert_eq!(
+            loc(ObservationRefusal::Task(TaskRefusal::History)),
+            json!(["body", "task"])
+        );
+        assert_eq!(
+            loc(ObservationRefusal::Task(TaskRefusal::PlanCursor)),
+            json!(["body", "task"])
+        );
+        assert_eq!(
+            loc(ObservationRefusal::Task(TaskRefusal::Plan)),
+            json!(["body", "task", "plan"])
+        );
     }
 }

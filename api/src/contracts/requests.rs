@@ -11,8 +11,9 @@ use utoipa::{
 };
 
 use super::scalars::{
-    BoxIn, GrantToken, Identifier, ImageBase64, ImageRef, ItemStatus, Label, ProcessId, Prompt,
-    Role, ScrollPercent, ShortText, Side, Text, Timestamp, ToolName, Unit, ValueHash, ValueLength,
+    BoundaryNeeded, BoxIn, GrantToken, Identifier, ImageBase64, ImageRef, InputValue, ItemStatus,
+    Label, PlanCursor, PlanText, ProcessId, Prompt, ReplanReason, Role, ScrollPercent, ShortText,
+    Side, StepNumber, TaskId, TaskNote, Text, Timestamp, ToolName, Unit, ValueHash, ValueLength,
     bounded_list,
 };
 
@@ -141,6 +142,153 @@ pub struct GuidanceRequest {
     /// Must be the boolean `true`.
     pub consent: bool,
     pub observation: Observation,
+    /// The multi-step task this request belongs to; its id and step are echoed.
+    pub task: Option<TaskProgress>,
+    /// The boolean `true` asks for a plan segment (`plan`) instead of a single step.
+    #[serde(default)]
+    pub plan_segments: bool,
+}
+
+/// How the client sees its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatusIn {
+    #[default]
+    Running,
+    Checkpoint,
+    Blocked,
+    NeedsInput,
+    ReviewRequired,
+    NoProgress,
+    Unknown,
+    Cancelled,
+    Failed,
+}
+
+/// What a step the task took led to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepOutcomeIn {
+    EffectObserved,
+    ScreenChanged,
+    NoProgress,
+    Unknown,
+    NotInvoked,
+}
+
+bounded_list!(
+    /// Earlier steps of a task (at most 16), numbered strictly increasing and all below `step`.
+    TaskHistory, TaskStep, local_core::limits::MAX_TASK_HISTORY
+);
+bounded_list!(
+    /// The steps of a plan segment (at most 32).
+    PlanSteps, PlanStep, local_core::limits::MAX_PLAN_STEPS
+);
+
+/// One step a task already took.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskStep {
+    pub step: StepNumber,
+    pub observation_id: Identifier,
+    pub after_observation_id: Option<Identifier>,
+    pub target_id: Identifier,
+    pub label: Label,
+    pub action: UiActionIn,
+    pub outcome: StepOutcomeIn,
+}
+
+/// Where a multi-step task stands. `history` steps increase strictly and stay below `step`;
+/// `planCursor` is at most the number of `plan` steps (0 without a plan); a breach is a 422
+/// `value_error` at `task`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskProgress {
+    pub task_id: TaskId,
+    pub step: StepNumber,
+    #[serde(default)]
+    pub status: TaskStatusIn,
+    #[serde(default)]
+    pub history: TaskHistory,
+    #[serde(default)]
+    pub remaining_work: TaskNote,
+    #[serde(default)]
+    pub user_input: TaskNote,
+    pub plan: Option<PlanSegment>,
+    #[serde(default)]
+    pub plan_cursor: PlanCursor,
+    pub replan_reason: Option<ReplanReason>,
+}
+
+/// Whether a plan step is an action on an element or a manual step (only ever last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStepKindIn {
+    Action,
+    Manual,
+}
+
+/// The kind of stop at a plan's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundaryKindIn {
+    CompletionCandidate,
+    Resource,
+    NeedsInput,
+    Permission,
+    Observation,
+    Unsupported,
+    PlanLimit,
+}
+
+/// The element a plan step is meant for. `toggleState` (on or off) only with `toggle`,
+/// `isSelected` (false) only with `select`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PlanIntent {
+    pub role: Role,
+    pub label: Label,
+    pub action: UiActionIn,
+    pub automation_id: Option<ShortText>,
+    pub framework_id: Option<ShortText>,
+    pub toggle_state: Option<ToggleStateIn>,
+    pub is_selected: Option<bool>,
+}
+
+/// One step of a plan. Manual steps carry none of the optional fields; action steps need an
+/// intent, `value` and `valueHash` exactly for `set_value` (the empty-value hash when no
+/// `controlId`), `scrollDirection` exactly for `scroll`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PlanStep {
+    pub kind: PlanStepKindIn,
+    pub instruction: PlanText,
+    pub intent: Option<PlanIntent>,
+    pub control_id: Option<Identifier>,
+    pub value: Option<InputValue>,
+    pub scroll_direction: Option<ScrollDirectionIn>,
+    pub value_hash: Option<ValueHash>,
+}
+
+/// Where and why a plan stops.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PlanBoundary {
+    pub kind: BoundaryKindIn,
+    pub reason: PlanText,
+    pub needed: BoundaryNeeded,
+}
+
+/// A plan segment a client is following. 32 steps cannot end in `completion_candidate`; a
+/// manual step may only be last, and then the boundary is not `completion_candidate`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PlanSegment {
+    pub plan_id: TaskId,
+    pub window_id: Identifier,
+    pub resource_id: Option<Identifier>,
+    pub steps: PlanSteps,
+    pub boundary: PlanBoundary,
 }
 
 /// What an assist context was captured from.

@@ -82,6 +82,81 @@ pub struct Guidance {
     pub window_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remaining_work: Option<String>,
+    /// The plan segment, when the request asked for one (`planSegments: true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<GuidancePlan>,
+    /// The request's `task.taskId`, echoed when a task was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The request's `task.step`, echoed when a task was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+}
+
+/// A plan segment: several steps planned on one observation, and where the plan stops.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidancePlan {
+    /// A fresh UUIDv4 per answer.
+    pub plan_id: String,
+    /// The observation's `windowId`.
+    pub window_id: String,
+    /// The observation's `resourceId` (null when it named none).
+    pub resource_id: Option<String>,
+    /// At most 32 steps.
+    pub steps: Vec<GuidancePlanStep>,
+    pub boundary: GuidancePlanBoundary,
+}
+
+/// One step of a plan; every key is present, null when unset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidancePlanStep {
+    /// `action` or `manual`.
+    pub kind: &'static str,
+    pub instruction: String,
+    /// The element an action step is meant for; null for a manual step.
+    pub intent: Option<GuidancePlanIntent>,
+    /// The observed element's `controlId` when the step is bound to one.
+    pub control_id: Option<String>,
+    /// The value to type (`set_value` only).
+    pub value: Option<String>,
+    /// `up`, `down`, `left` or `right` (`scroll` only).
+    pub scroll_direction: Option<&'static str>,
+    /// The value hash the step was planned against (`set_value` only).
+    pub value_hash: Option<String>,
+}
+
+/// The element a plan step is meant for; unset keys are omitted.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidancePlanIntent {
+    pub role: String,
+    pub label: String,
+    /// A UI action (`invoke`, `toggle`, `select`, `expand`, `collapse`, `set_value`, `scroll`).
+    pub action: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub framework_id: Option<String>,
+    /// `on` or `off`, only with `toggle`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toggle_state: Option<&'static str>,
+    /// `false`, only with `select`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_selected: Option<bool>,
+}
+
+/// Where and why a plan stops.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GuidancePlanBoundary {
+    /// `completion_candidate`, `resource`, `needs_input`, `permission`, `observation`,
+    /// `unsupported` or `plan_limit`.
+    pub kind: &'static str,
+    pub reason: String,
+    /// What is needed to go on; may be empty only for `completion_candidate`.
+    pub needed: String,
 }
 
 /// A sample passage cited by assist.

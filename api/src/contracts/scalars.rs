@@ -24,6 +24,10 @@ fn is_value_hash(text: &str) -> bool {
     local_core::guide::guidance::validate::is_value_hash(text)
 }
 
+fn is_task_id(text: &str) -> bool {
+    local_core::guide::guidance::plan::is_task_id(text)
+}
+
 /// Declares a string newtype with a length range in characters and an optional pattern.
 macro_rules! bounded_string {
     ($(#[$doc:meta])* $name:ident, $min:expr, $max:expr $(, $pattern:literal, $check:path)?) => {
@@ -110,6 +114,33 @@ bounded_string!(
     ImageRef, 0, limits::MAX_IMAGE_REF_CHARS
 );
 bounded_string!(
+    /// A task or plan id: a lower-case hyphenated UUID (`8-4-4-4-12` hex).
+    TaskId, 36, 36,
+    "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", is_task_id
+);
+bounded_string!(
+    /// What is left of a task, or what its user typed: at most 1000 characters, may be empty.
+    #[derive(Default)]
+    TaskNote, 0, limits::MAX_USER_INPUT_CHARS
+);
+bounded_string!(
+    /// Why the client asks for a new plan: at most 500 characters, may be empty.
+    ReplanReason, 0, limits::MAX_PLAN_TEXT_CHARS
+);
+bounded_string!(
+    /// A plan step's instruction or a boundary's reason: 1–500 characters, not blank.
+    PlanText, 1, limits::MAX_PLAN_TEXT_CHARS
+);
+bounded_string!(
+    /// What a plan boundary needs to go on: at most 1000 characters; not blank unless the
+    /// boundary is `completion_candidate`.
+    BoundaryNeeded, 0, limits::MAX_BOUNDARY_NEEDED_CHARS
+);
+bounded_string!(
+    /// A value a plan step types: at most 1000 characters.
+    InputValue, 0, limits::MAX_INPUT_VALUE_CHARS
+);
+bounded_string!(
     /// Raw canonical base64 of a PNG (no `data:` prefix): 1–2,666,668 characters.
     ImageBase64, 1, local_core::guide::png_sanitise::MAX_BASE64_CHARS
 );
@@ -161,6 +192,16 @@ bounded_int!(
     /// The length of a field's current value: 0–1000.
     ValueLength, u32, 0, 1000
 );
+bounded_int!(
+    /// A task's step number: 1–10000.
+    StepNumber, u32, 1, 10_000
+);
+bounded_int!(
+    /// How many of the plan's steps are done: 0–32, at most the plan's step count.
+    #[derive(Default)]
+    PlanCursor, u32, 0, 32
+);
+
 
 /// Declares a finite float newtype with an inclusive range; integers are accepted, booleans and
 /// strings are not.
@@ -338,6 +379,39 @@ mod tests {
             "string_too_long"
         );
         assert!(err::<Prompt>("5").starts_with("invalid type"));
+    }
+
+    #[test]
+    fn task_scalars_at_their_edges() {
+        let id = "0b8e6f0e-4c1a-4f3e-9a57-2d9c7e1f3a10";
+        assert!(serde_json::from_str::<TaskId>(&format!(r#""{id}""#)).is_ok());
+        assert_eq!(
+            err::<TaskId>(&format!(r#""{}""#, id.to_uppercase())),
+            "string_pattern_mismatch"
+        );
+        assert_eq!(err::<TaskId>(&format!(r#""{id}0""#)), "string_too_long");
+        assert!(err::<TaskId>("1").starts_with("invalid type"));
+        assert!(serde_json::from_str::<StepNumber>("1").is_ok());
+        assert!(serde_json::from_str::<StepNumber>("10000").is_ok());
+        assert_eq!(err::<StepNumber>("0"), "greater_than_equal");
+        assert_eq!(err::<StepNumber>("10001"), "less_than_equal");
+        assert!(err::<StepNumber>("1.0").starts_with("invalid type"));
+        assert!(err::<StepNumber>("true").starts_with("invalid type"));
+        assert!(serde_json::from_str::<PlanCursor>("32").is_ok());
+        assert_eq!(err::<PlanCursor>("33"), "less_than_equal");
+        assert_eq!(err::<PlanCursor>("-1"), "greater_than_equal");
+        let text = |n: usize| format!(r#""{}""#, "x".repeat(n));
+        assert!(serde_json::from_str::<TaskNote>(&text(1000)).is_ok());
+        assert_eq!(err::<TaskNote>(&text(1001)), "string_too_long");
+        assert!(serde_json::from_str::<ReplanReason>(&text(500)).is_ok());
+        assert_eq!(err::<ReplanReason>(&text(501)), "string_too_long");
+        assert!(serde_json::from_str::<PlanText>(&text(500)).is_ok());
+        assert_eq!(err::<PlanText>(&text(501)), "string_too_long");
+        assert_eq!(err::<PlanText>(&text(0)), "string_too_short");
+        assert!(serde_json::from_str::<BoundaryNeeded>(&text(1000)).is_ok());
+        assert_eq!(err::<BoundaryNeeded>(&text(1001)), "string_too_long");
+        assert!(serde_json::from_str::<InputValue>(&text(1000)).is_ok());
+        assert_eq!(err::<InputValue>(&text(1001)), "string_too_long");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The deterministic demo provider: it reads only the MSGuide Demo window's evidence.
 
 use super::{
-    model::{GuidanceResult, GuidanceStatus, Mode, Target},
+    model::{
+        BoundaryKind, GuidanceResult, GuidanceStatus, Mode, Observation, PlanBoundary, PlanIntent,
+        PlanSegment, PlanStep, PlanStepKind, Target, UiAction,
+    },
     provider::{GuidanceProvider, ProviderFuture, ProviderRequest},
 };
 use crate::limits::MIN_TARGET_CONFIDENCE;
@@ -11,6 +14,75 @@ pub const DEMO_APPLICATION: &str = "MSGuide Demo";
 const CLARIFICATION: &str =
     "Demo only: share a fresh MSGuide Demo screen with a clearly identified workflow button.";
 const COMPLETED: &str = "Demo workflow completed: the screen reports Issue resolved.";
+const PLAN_INSTRUCTION: &str = "Demo plan segment; local checks are required before every action.";
+/// The demo window's buttons, in the order its workflow presses them.
+const WORKFLOW: [&str; 3] = ["View logs", "Open troubleshooting", "Mark resolved"];
+const COMPLETION_REASON: &str =
+    "Review the demo's Issue resolved state; goal completion is not independently verified.";
+const OTHER_REASON: &str = "The deterministic demo needs its supported local resource.";
+const OTHER_NEEDED: &str = "Select and approve the MSGuide Demo window.";
+
+/// How far the demo workflow has come, by the stage text the window shows: the number of its
+/// buttons already pressed (3 when it reports Issue resolved).
+fn stage(ocr_text: &str) -> usize {
+    if ocr_text.contains("Issue resolved") {
+        3
+    } else if ocr_text.contains("Check compiler errors and missing dependencies") {
+        2
+    } else if ocr_text.contains("Build failed: exit code 1") {
+        1
+    } else {
+        0
+    }
+}
+
+/// The demo's plan segment: the rest of the workflow as intents (no control ids, so nothing
+/// is bound before the client checks the window again), or for any other application no steps
+/// and an observation boundary. The plan id is fresh for every answer.
+fn plan(observation: &Observation) -> PlanSegment {
+    let (steps, boundary) = if observation.application == DEMO_APPLICATION {
+        let steps = WORKFLOW[stage(&observation.ocr_text)..]
+            .iter()
+            .map(|label| PlanStep {
+                kind: PlanStepKind::Action,
+                instruction: format!("Demo: select {label}."),
+                intent: Some(PlanIntent {
+                    role: "button".to_owned(),
+                    label: (*label).to_owned(),
+                    action: UiAction::Invoke,
+                    automation_id: None,
+                    framework_id: Some("WPF".to_owned()),
+                    toggle_state: None,
+                    is_selected: None,
+                }),
+                control_id: None,
+                value: None,
+                scroll_direction: None,
+                value_hash: None,
+            })
+            .collect();
+        let boundary = PlanBoundary {
+            kind: BoundaryKind::CompletionCandidate,
+            reason: COMPLETION_REASON.to_owned(),
+            needed: String::new(),
+        };
+        (steps, boundary)
+    } else {
+        let boundary = PlanBoundary {
+            kind: BoundaryKind::Observation,
+            reason: OTHER_REASON.to_owned(),
+            needed: OTHER_NEEDED.to_owned(),
+        };
+        (Vec::new(), boundary)
+    };
+    PlanSegment {
+        plan_id: crate::secret::new_id().to_string(),
+        window_id: observation.window_id.clone(),
+        resource_id: observation.resource_id.clone(),
+        steps,
+        boundary,
+    }
+}
 
 /// Whether a role case-folds to `button`; ASCII roles (all of UI Automation's) need no allocation.
 fn is_button(role: &str) -> bool {
@@ -39,6 +111,12 @@ impl DemoProvider {
             remaining_work: None,
             plan: None,
         };
+        if request.plan {
+            return GuidanceResult {
+                plan: Some(plan(observation)),
+                ..reply(GuidanceStatus::NextStep, PLAN_INSTRUCTION, None)
+            };
+        }
         if observation.application != DEMO_APPLICATION {
             return reply(GuidanceStatus::Clarification, CLARIFICATION, None);
         }
@@ -102,6 +180,10 @@ mod tests {
     }
 
     fn ask(application: &str, ocr: &str, elements: Vec<Element>) -> GuidanceResult {
+        ask_for(application, ocr, elements, false)
+    }
+
+    fn ask_for(application: &str, ocr: &str, elements: Vec<Element>, plan: bool) -> GuidanceResult {
         let observation = Observation {
             id: "o".to_owned(),
             window_id: "w".to_owned(),
@@ -119,7 +201,77 @@ mod tests {
             prompt: "p",
             observation: &observation,
             budget: std::time::Duration::ZERO,
+            task: None,
+            plan,
         })
+    }
+
+    #[test]
+    fn plan_mode_is_the_rest_of_the_workflow() {
+        let stages: [(&str, &[&str]); 5] = [
+            ("Build overview", &WORKFLOW),
+            ("", &WORKFLOW),
+            ("Build failed: exit code 1", &WORKFLOW[1..]),
+            (
+                "Check compiler errors and missing dependencies",
+                &WORKFLOW[2..],
+            ),
+            ("Build failed: exit code 1 Issue resolved", &[]),
+        ];
+        for (ocr, labels) in stages {
+            let res = ask_for(DEMO_APPLICATION, ocr, vec![], true);
+            assert_eq!(
+                (res.status, res.instruction.as_str(), &res.target),
+                (GuidanceStatus::NextStep, PLAN_INSTRUCTION, &None)
+            );
+            let plan = res.plan.unwrap();
+            assert_eq!((plan.window_id.as_str(), plan.resource_id), ("w", None));
+            let got: Vec<_> = plan
+                .steps
+                .iter()
+                .map(|s| {
+                    let intent = s.intent.as_ref().unwrap();
+                    assert_eq!(s.instruction, format!("Demo: select {}.", intent.label));
+                    assert_eq!(
+                        (
+                            intent.role.as_str(),
+                            intent.action,
+                            intent.framework_id.as_deref()
+                        ),
+                        ("button", UiAction::Invoke, Some("WPF"))
+                    );
+                    assert_eq!((&s.control_id, &s.value_hash), (&None, &None));
+                    intent.label.clone()
+                })
+                .collect();
+            assert_eq!(got, labels.to_vec(), "{ocr}");
+            assert_eq!(plan.boundary.kind, BoundaryKind::CompletionCandidate);
+            assert_eq!(
+                (plan.boundary.reason.as_str(), plan.boundary.needed.as_str()),
+                (COMPLETION_REASON, "")
+            );
+        }
+        let other = ask_for("Other app", "Build overview", vec![], true)
+            .plan
+            .unwrap();
+        assert!(other.steps.is_empty());
+        assert_eq!(
+            (
+                other.boundary.kind,
+                other.boundary.reason.as_str(),
+                other.boundary.needed.as_str()
+            ),
+            (BoundaryKind::Observation, OTHER_REASON, OTHER_NEEDED)
+        );
+        let again = ask_for("Other app", "", vec![], true).plan.unwrap();
+        assert_ne!(other.plan_id, again.plan_id, "a fresh plan id per answer");
+        assert!(crate::guide::guidance::plan::is_task_id(&again.plan_id));
+        assert_eq!(
+            uuid::Uuid::parse_str(&again.plan_id)
+                .unwrap()
+                .get_version_num(),
+            4
+        );
     }
 
     #[test]

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
 use self::{
-    model::{GuidanceResult, GuidanceStatus, Mode, Observation},
+    model::{GuidanceResult, GuidanceStatus, Mode, Observation, TaskProgress},
+    plan::plan_matches_observation,
     provider::{ProviderError, ProviderRequest, sanitised_type_name},
     validate::{result_is_valid, target_matches_observation},
 };
@@ -44,6 +45,10 @@ pub struct GuidanceRequest {
     pub observation: Observation,
     /// Size of the HTTP body, for diagnostics only.
     pub body_bytes: usize,
+    /// The multi-step task this request belongs to, when the client sent one.
+    pub task: Option<TaskProgress>,
+    /// Whether the client asks for a plan segment instead of a single step.
+    pub plan_segments: bool,
 }
 
 /// A validated answer, with the ids the client checks before drawing anything.
@@ -57,6 +62,8 @@ pub struct GuidanceResponse {
     pub observation_id: String,
     /// The observed window's id, echoed.
     pub window_id: String,
+    /// The task's id and step, echoed when the request carried a task.
+    pub task: Option<(String, u32)>,
 }
 
 /// Refuses observations at least 60 s old or more than 5 s ahead of `now`.
@@ -83,6 +90,7 @@ pub fn provider_budget(captured_at: OffsetDateTime, now: OffsetDateTime) -> Opti
 enum Stage {
     RequestValidated,
     ProviderInference,
+    PlanValidation,
     TargetValidation,
     FreshnessValidation,
 }
@@ -92,6 +100,7 @@ impl Stage {
         match self {
             Self::RequestValidated => "request_validated",
             Self::ProviderInference => "provider_inference",
+            Self::PlanValidation => "plan_validation",
             Self::TargetValidation => "target_validation",
             Self::FreshnessValidation => "freshness_validation",
         }
@@ -103,6 +112,7 @@ impl Stage {
 struct CancelWatch<'a> {
     state: &'a LocalState,
     correlation_id: &'a str,
+    task_fields: &'a [(&'static str, Field)],
     started: Instant,
     armed: bool,
 }
@@ -110,11 +120,10 @@ struct CancelWatch<'a> {
 impl Drop for CancelWatch<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.state.diagnose(
-                "guidance_cancelled",
-                Some(self.correlation_id),
-                &[("elapsedMs", Field::Count(elapsed_ms(self.started)))],
-            );
+            let mut fields = self.task_fields.to_vec();
+            fields.push(("elapsedMs", Field::Count(elapsed_ms(self.started))));
+            self.state
+                .diagnose("guidance_cancelled", Some(self.correlation_id), &fields);
         }
     }
 }
@@ -142,9 +151,25 @@ impl LocalState {
         let cid = correlation_id.to_string();
         let started = Instant::now();
         let image = observation.image.as_ref();
-        self.diagnose(
+        // A task's id (a UUID the contract checked) and step number lead every line of this
+        // request; its history, remaining work and user input never reach the log.
+        let task_fields: Vec<(&'static str, Field)> = request
+            .task
+            .as_ref()
+            .map(|task| {
+                vec![
+                    ("taskId", Field::Id(task.task_id.clone())),
+                    ("step", Field::Count(u64::from(task.step))),
+                ]
+            })
+            .unwrap_or_default();
+        let diagnose = |event: &'static str, fields: &[(&'static str, Field)]| {
+            let mut all = task_fields.clone();
+            all.extend_from_slice(fields);
+            self.diagnose(event, Some(&cid), &all);
+        };
+        diagnose(
             "guidance_started",
-            Some(&cid),
             &[
                 ("provider", Field::Word(self.provider.name())),
                 ("bodyBytes", Field::Count(request.body_bytes as u64)),
@@ -180,7 +205,7 @@ impl LocalState {
                 fields.push(("errorType", Field::Id(error_type.to_owned())));
             }
             fields.push(("elapsedMs", Field::Count(elapsed_ms(started))));
-            self.diagnose("guidance_failed", Some(&cid), &fields);
+            diagnose("guidance_failed", &fields);
             error
         };
 
@@ -198,10 +223,13 @@ impl LocalState {
             prompt: &request.prompt,
             observation,
             budget,
+            task: request.task.as_ref(),
+            plan: request.plan_segments,
         };
         let mut watch = CancelWatch {
             state: self,
             correlation_id: &cid,
+            task_fields: &task_fields,
             started,
             armed: true,
         };
@@ -263,19 +291,32 @@ impl LocalState {
         if result.mode == Mode::Model && result.status == GuidanceStatus::Completed {
             result.status = GuidanceStatus::CompletionCandidate;
         }
-        let target_ok = result
-            .target
-            .as_ref()
-            .is_none_or(|t| target_matches_observation(t, observation));
-        if !result_is_valid(&result) || !target_ok {
-            return Err(fail(
-                Stage::TargetValidation,
+        let invalid = |stage| {
+            fail(
+                stage,
                 Error::Guidance {
                     correlation_id,
                     failure: GuidanceFailure::InvalidResult,
                 },
                 None,
-            ));
+            )
+        };
+        if !result_is_valid(&result) {
+            return Err(invalid(Stage::TargetValidation));
+        }
+        let plan_ok = match &result.plan {
+            None => !request.plan_segments,
+            Some(plan) => plan_matches_observation(plan, observation),
+        };
+        if !plan_ok {
+            return Err(invalid(Stage::PlanValidation));
+        }
+        let target_ok = result
+            .target
+            .as_ref()
+            .is_none_or(|t| target_matches_observation(t, observation));
+        if !target_ok {
+            return Err(invalid(Stage::TargetValidation));
         }
         let answered = self.now();
         if let Err(error) = check_freshness(observation.captured_at, answered) {
@@ -283,15 +324,24 @@ impl LocalState {
         }
         self.check_session(owner, &request.session_id)?;
 
-        self.diagnose(
+        let plan = result.plan.as_ref();
+        diagnose(
             "guidance_completed",
-            Some(&cid),
             &[
                 ("status", Field::Word(result.status.as_str())),
                 ("targetSelected", Field::Flag(result.target.is_some())),
-                ("planId", Field::Null),
-                ("planSteps", Field::Null),
-                ("boundary", Field::Null),
+                (
+                    "planId",
+                    plan.map_or(Field::Null, |p| Field::Id(p.plan_id.clone())),
+                ),
+                (
+                    "planSteps",
+                    plan.map_or(Field::Null, |p| Field::Count(p.steps.len() as u64)),
+                ),
+                (
+                    "boundary",
+                    plan.map_or(Field::Null, |p| Field::Word(p.boundary.kind.as_str())),
+                ),
                 ("elapsedMs", Field::Count(elapsed_ms(started))),
             ],
         );
@@ -304,6 +354,7 @@ impl LocalState {
             correlation_id: cid,
             observation_id: request.observation.id,
             window_id: request.observation.window_id,
+            task: request.task.map(|task| (task.task_id, task.step)),
         })
     }
 }

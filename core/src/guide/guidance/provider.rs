@@ -2,7 +2,7 @@
 
 use std::{future::Future, pin::Pin, time::Duration};
 
-use super::model::{GuidanceResult, Mode, Observation};
+use super::model::{GuidanceResult, Mode, Observation, TaskProgress};
 use crate::guide::error::ProviderFailure;
 
 /// What a provider is asked.
@@ -14,6 +14,10 @@ pub struct ProviderRequest<'a> {
     pub observation: &'a Observation,
     /// How long the provider has; the route also enforces it.
     pub budget: Duration,
+    /// The task the request belongs to, untrusted, when the client sent one.
+    pub task: Option<&'a TaskProgress>,
+    /// Whether a plan segment is asked for instead of a single step.
+    pub plan: bool,
 }
 
 /// How a provider can fail. None of these carries provider text: it never reaches a client or log.

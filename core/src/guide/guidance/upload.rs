@@ -5,7 +5,12 @@
 
 use tokio::sync::Semaphore;
 
-use super::{GuidanceRequest, model::Observation, validate::element_ids_are_unique};
+use super::{
+    GuidanceRequest,
+    model::{Observation, TaskProgress},
+    plan::{TaskRefusal, check_task},
+    validate::element_ids_are_unique,
+};
 use crate::guide::png_sanitise::{PngError, sanitise_base64_png};
 
 /// Image sanitisings that may run at once. Each holds ~30 MB (decoded pixels and two
@@ -28,6 +33,10 @@ pub struct GuidanceUpload {
     pub observation: ObservationUpload,
     /// Size of the HTTP body, for diagnostics only.
     pub body_bytes: usize,
+    /// The multi-step task this request belongs to, when the client sent one.
+    pub task: Option<TaskProgress>,
+    /// Whether the client asks for a plan segment instead of a single step.
+    pub plan_segments: bool,
 }
 
 /// An observation as a client sent it: the image still the uploaded base64.
@@ -54,10 +63,13 @@ pub enum ObservationRefusal {
     /// The thread sanitising the image failed.
     #[error("the image sanitising did not finish")]
     ImageWorkFailed,
+    /// The task context broke one of its cross-field rules.
+    #[error("the task context was refused: {0}")]
+    Task(TaskRefusal),
 }
 
-/// Admits `upload`: sanitises its image (on a blocking thread, at most
-/// `MAX_CONCURRENT_SANITISERS` at once: a 1600×1600 PNG takes tens of milliseconds) and
+/// Admits `upload`: checks its task context, sanitises its image (on a blocking thread, at
+/// most `MAX_CONCURRENT_SANITISERS` at once: a 1600×1600 PNG takes tens of milliseconds) and
 /// checks its element ids, in that order.
 ///
 /// # Errors
@@ -69,7 +81,12 @@ pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, Observatio
         consent,
         observation: raw,
         body_bytes,
+        task,
+        plan_segments,
     } = upload;
+    if let Some(task) = &task {
+        check_task(task).map_err(ObservationRefusal::Task)?;
+    }
     let observation = if raw.image_base64.is_some() {
         let _permit = SANITISERS
             .acquire()
@@ -87,6 +104,8 @@ pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, Observatio
         consent,
         observation,
         body_bytes,
+        task,
+        plan_segments,
     })
 }
 
@@ -198,6 +217,8 @@ mod tests {
             consent: true,
             observation: upload(vec![element(Some("a"), None)], Some(png_2x2())),
             body_bytes: 42,
+            task: None,
+            plan_segments: true,
         })
         .await
         .unwrap();
@@ -207,6 +228,7 @@ mod tests {
         );
         assert!(request.consent);
         assert_eq!(request.body_bytes, 42);
+        assert!(request.plan_segments);
         assert!(request.observation.image.is_some());
         assert_eq!(request.observation.elements.len(), 1);
     }

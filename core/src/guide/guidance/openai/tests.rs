@@ -294,6 +294,8 @@ async fn no_time_left_means_nothing_is_sent() {
         prompt: "What next?",
         observation: &obs,
         budget: Duration::from_secs(52),
+        task: None,
+        plan: false,
     };
     assert_eq!(provider.guide(request).await, Err(ProviderError::Timeout));
     assert_eq!(provider.name(), "openai-compatible");
