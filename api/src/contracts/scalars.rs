@@ -202,7 +202,6 @@ bounded_int!(
     PlanCursor, u32, 0, 32
 );
 
-
 /// Declares a finite float newtype with an inclusive range; integers are accepted, booleans and
 /// strings are not.
 macro_rules! bounded_float {

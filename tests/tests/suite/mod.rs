@@ -49,4 +49,5 @@ mod privacy;
 mod real_model;
 mod schemathesis;
 mod support;
+mod task_plans;
 mod tidy;
