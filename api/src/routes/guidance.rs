@@ -18,7 +18,11 @@ use crate::{
 #[utoipa::path(post, path = "/v1/guidance", tag = "local", security(("bearer" = [])),
     request_body = GuidanceRequest,
     responses(
-        (status = 200, description = "One validated guidance result", body = Guidance),
+        (status = 200, description = "One validated guidance result; with `planSegments: true` a plan segment (`plan`, `target` null); with a `task`, its `taskId` and `step` echoed", body = Guidance,
+            examples(
+                ("step" = (summary = "The demo's next step", value = json!({"instruction": "Demo: select View logs yourself, then check the screen again.", "status": "next_step", "target": {"label": "View logs", "box": [0.1, 0.2, 0.3, 0.1], "confidence": 0.95, "processId": null, "targetId": null, "automationId": null, "frameworkId": null, "isEnabled": null, "isOffscreen": null, "toggleState": null, "action": null}, "citations": [], "mode": "demo", "correlationId": "6f1c2b8e-3d4a-4e5f-9a6b-7c8d9e0f1a2b", "observationId": "obs-1", "windowId": "win-1"}))),
+                ("plan" = (summary = "The demo's plan segment for a task (planSegments: true)", value = json!({"instruction": "Demo plan segment; local checks are required before every action.", "status": "next_step", "target": null, "citations": [], "mode": "demo", "correlationId": "6f1c2b8e-3d4a-4e5f-9a6b-7c8d9e0f1a2b", "observationId": "obs-1", "windowId": "win-1", "plan": {"planId": "9b2d7c1e-0a4f-4e3b-8c6d-5f1a2b3c4d5e", "windowId": "win-1", "resourceId": null, "steps": [{"kind": "action", "instruction": "Demo: select Mark resolved.", "intent": {"role": "button", "label": "Mark resolved", "action": "invoke", "frameworkId": "WPF"}, "controlId": null, "value": null, "scrollDirection": null, "valueHash": null}], "boundary": {"kind": "completion_candidate", "reason": "Review the demo's Issue resolved state; goal completion is not independently verified.", "needed": ""}}, "taskId": "3f0c9a52-8d4e-4b7a-9c1d-2e5f6a7b8c9d", "step": 3}))),
+            )),
         (status = 403, description = "Consent missing", body = ErrorDetail),
         (status = 404, description = "Unknown session", body = ErrorDetail),
         (status = 410, description = "Session expired", body = ErrorDetail),
@@ -26,8 +30,16 @@ use crate::{
             examples(
                 ("invalid" = (summary = "The request broke its contract", value = json!({"detail": [{"loc": ["body", "observation", "elements", 1, "valueLength"], "type": "int_type", "msg": "Invalid request value"}]}))),
                 ("stale" = (summary = "capturedAt is 60 s old or more, or over 5 s in the future", value = json!({"detail": "Observation must be at most 60 seconds old and at most 5 seconds in the future"}))),
+                ("history" = (summary = "17 history entries (at most 16)", value = json!({"detail": [{"loc": ["body", "task", "history"], "type": "too_long", "msg": "Invalid request value"}]}))),
+                ("task" = (summary = "History steps not strictly increasing or not all below step, or planCursor past the plan", value = json!({"detail": [{"loc": ["body", "task"], "type": "value_error", "msg": "Invalid request value"}]}))),
+                ("taskPlan" = (summary = "The task's plan breaks a segment rule (32 steps ending in completion_candidate, a manual step not last, ...)", value = json!({"detail": [{"loc": ["body", "task", "plan"], "type": "value_error", "msg": "Invalid request value"}]}))),
+                ("planSegments" = (summary = "planSegments must be a JSON boolean", value = json!({"detail": [{"loc": ["body", "planSegments"], "type": "bool_type", "msg": "Invalid request value"}]}))),
             )),
-        (status = 502, description = "Invalid or failed provider result", body = ErrorDetail),
+        (status = 502, description = "Invalid or failed provider result: also a plan segment that breaks a plan rule or is not bound to the observation, or none when `planSegments` asked for one (`x-msguide-error-code: guidance-invalid-result`)", body = ErrorDetail,
+            examples(
+                ("invalid" = (summary = "Invalid result, target or plan", value = json!({"detail": "Invalid guidance result"}))),
+                ("failed" = (summary = "The provider failed", value = json!({"detail": "Guidance provider failed"}))),
+            )),
         (status = 504, description = "Guidance timed out", body = ErrorDetail),
     ))]
 pub async fn guidance(
