@@ -31,10 +31,11 @@ const JITTER: Duration = Duration::from_millis(20);
 /// How late past `ceiling + jitter` a dial may arrive on this loaded 2-core machine: the shim
 /// has to notice the end, write its audit records and dial, and the test has to accept.
 const SLACK: Duration = Duration::from_millis(400);
-/// The latest any single dial may be past `ceiling + jitter`: a stall of the machine, not a
-/// backoff or deadline (a wrong backoff is caught exactly in the shim's log, and in the median
-/// against SLACK).
-const WORST_LATENESS: Duration = Duration::from_secs(5);
+/// The latest any single dial may be past `ceiling + jitter`. Before it dials again the shim
+/// makes the ended session's audit records durable, and an fdatasync behind another
+/// process's heavy writes (a benchmark, the fault tests) has taken up to 3.8 s here; a wrong
+/// backoff is caught exactly in the shim's log instead, and a slow one in the median.
+const WORST_LATENESS: Duration = Duration::from_secs(10);
 /// How long a dropped connection's command tree may outlive it: the 2 s SIGTERM grace the
 /// shim gives a tree, plus scheduling.
 const KILL_WINDOW: Duration = Duration::from_secs(5);
@@ -234,14 +235,24 @@ impl Storm {
             );
             late.push(gap.saturating_sub(*owed + JITTER));
         }
+        // Which ends were followed late, for the failure message: gap i follows end i.
+        let mut latest: Vec<(Duration, usize)> = late
+            .iter()
+            .copied()
+            .zip(0..)
+            .filter(|(l, _)| *l > SLACK)
+            .collect();
+        latest.sort();
+        latest.reverse();
+        latest.truncate(8);
         late.sort();
         let worst = late[late.len() - 1];
         let median = late[late.len() / 2];
         let p99 = late[(late.len() * 99 / 100).min(late.len() - 1)];
         // The delays themselves are checked exactly above, from the shim's log; what the
-        // platform measures on top is scheduling, which a loaded machine (CI, a build beside
-        // it) stretches now and then by a second. So the typical dial must be on time, and
-        // the worst only within a bound no wrong backoff could meet.
+        // platform measures on top is the shim's audit fsync and scheduling, which a loaded
+        // machine stretches now and then by seconds. So the typical dial must be on time, and
+        // the worst only within WORST_LATENESS.
         assert!(
             median <= SLACK,
             "{name}: half the dials came over {median:?} later than ceiling + jitter (allowed \
@@ -250,7 +261,7 @@ impl Storm {
         assert!(
             worst <= WORST_LATENESS,
             "{name}: a dial came {worst:?} later than ceiling + jitter (allowed \
-             {WORST_LATENESS:?})"
+             {WORST_LATENESS:?}); the latest, with the end each followed: {latest:?}"
         );
 
         let after = self.samples.iter().find(|(dials, ..)| *dials >= WARM_UP);
@@ -275,7 +286,8 @@ impl Storm {
         format!(
             "{name}: {} dials in {:?}; {} delays chosen within the rule ({resets} at the base, \
              {} at the ceiling spread {spread:?}); {} gaps, none before its ceiling \
-             (lateness past ceiling + jitter median {median:?}, p99 {p99:?}, max {worst:?}); fds \
+             (lateness past ceiling + jitter median {median:?}, p99 {p99:?}, max {worst:?}; over \
+             {SLACK:?} after ends {latest:?}); fds \
              first/last/peak {first_fds}/{last_fds}/{peak_fds}; VmRSS KiB first/last/peak \
              {}/{}/{}",
             self.dials,

@@ -23,11 +23,13 @@
 
 mod answer;
 mod config;
+mod plan;
 mod request;
 
 pub use answer::parse_response;
 pub use config::{InvalidModelConfig, ModelConfig, ModelSettings};
-pub use request::{SYSTEM_POLICY, call_deadline, request_body};
+pub use plan::{parse_plan, plan_schema, task_json};
+pub use request::{SYSTEM_POLICY, call_deadline, plan_call_deadline, request_body};
 
 use std::{sync::Arc, time::Duration};
 
@@ -61,6 +63,15 @@ pub const MAX_ENVELOPE_BYTES: usize = 128 * 1024;
 
 /// Largest `message.content`, in UTF-8 bytes.
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// Largest `message.content` of a plan answer, in UTF-8 bytes.
+pub const MAX_PLAN_CONTENT_BYTES: usize = 64 * 1024;
+
+/// Tokens a plan answer may use.
+pub const PLAN_MAX_TOKENS: u32 = 8000;
+
+/// The whole call's cap for a plan answer.
+pub const PLAN_CALL_TIMEOUT: Duration = Duration::from_secs(50);
 
 /// Longest instruction the model may write, in characters; the completion prefix still fits the
 /// result contract's 4000.
@@ -114,16 +125,22 @@ impl OpenAiProvider {
 
     async fn call(&self, request: ProviderRequest<'_>) -> Result<GuidanceResult, ProviderError> {
         let observation = request.observation;
-        let deadline = call_deadline(observation.captured_at, self.clock.now())
+        let now = self.clock.now();
+        let deadline = if request.plan {
+            plan_call_deadline(observation.captured_at, now)
+        } else {
+            call_deadline(observation.captured_at, now)
+        };
+        let deadline = deadline
             .map(|d| d.min(request.budget))
             .filter(|d| !d.is_zero())
             .ok_or(ProviderError::Timeout)?;
-        let body = request_body(&self.config.name, request.prompt, observation)?;
+        let body = request_body(&self.config.name, &request)?;
         let post = self
             .client
             .post_exact(&self.config.url, &body, MAX_ENVELOPE_BYTES, deadline);
-        // The client enforces the deadline too; this outer bound keeps the 10-second promise
-        // whatever the transport does.
+        // The client enforces the deadline too; this outer bound keeps the 10-second (plan:
+        // 50-second) promise whatever the transport does.
         let response = match tokio::time::timeout(deadline, post).await {
             Err(_) | Ok(Err(TransportError::Timeout)) => return Err(ProviderError::Timeout),
             Ok(Err(TransportError::Failed | TransportError::TooLarge)) => {
@@ -131,7 +148,7 @@ impl OpenAiProvider {
             }
             Ok(Ok(response)) => response,
         };
-        parse_response(&response, observation)
+        parse_response(&response, observation, request.plan)
     }
 }
 

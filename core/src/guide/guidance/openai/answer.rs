@@ -8,10 +8,14 @@ use serde::{
 };
 use serde_json::{Map, Value};
 
-use super::{COMPLETION_PREFIX, MAX_CONTENT_BYTES, MAX_MODEL_INSTRUCTION_CHARS};
+use super::{
+    COMPLETION_PREFIX, MAX_CONTENT_BYTES, MAX_MODEL_INSTRUCTION_CHARS, MAX_PLAN_CONTENT_BYTES,
+    plan::parse_plan,
+};
 use crate::{
     guide::guidance::{
         model::{GuidanceResult, GuidanceStatus, Mode, Observation, ScrollDirection, Target},
+        plan::plan_matches_observation,
         provider::ProviderError,
         validate::{result_is_valid, target_matches_observation},
     },
@@ -146,7 +150,7 @@ const OUTPUT_KEYS: [&str; 7] = [
 ];
 
 /// The assistant's `content` from an envelope that passes every check; `None` otherwise.
-fn envelope_content(response: &RawResponse) -> Option<String> {
+fn envelope_content(response: &RawResponse, max_content: usize) -> Option<String> {
     if response.status != 200 {
         return None;
     }
@@ -189,7 +193,7 @@ fn envelope_content(response: &RawResponse) -> Option<String> {
     let Value::String(content) = message.remove("content")? else {
         return None;
     };
-    (content.len() <= MAX_CONTENT_BYTES).then_some(content)
+    (content.len() <= max_content).then_some(content)
 }
 
 /// Whether text contains anything that reads as a link: `scheme://`, `www.`, `mailto:`,
@@ -210,14 +214,19 @@ pub(super) fn looks_like_url(text: &str) -> bool {
             .any(|p| lower.contains(p))
 }
 
-fn is_model_instruction(text: &str) -> bool {
-    let length = text.chars().count();
-    (1..=MAX_MODEL_INSTRUCTION_CHARS).contains(&length)
-        && !text.trim().is_empty()
+/// Model prose fit to show: not blank, no control characters but LF and TAB, nothing that
+/// reads as a link.
+pub(super) fn is_model_text(text: &str) -> bool {
+    !text.trim().is_empty()
         && !text
             .chars()
             .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
         && !looks_like_url(text)
+}
+
+fn is_model_instruction(text: &str) -> bool {
+    let length = text.chars().count();
+    (1..=MAX_MODEL_INSTRUCTION_CHARS).contains(&length) && is_model_text(text)
 }
 
 /// An optional field that, when present and non-null, must be a string.
@@ -237,19 +246,75 @@ fn optional_string(output: &Map<String, Value>, key: &str) -> Option<Option<Stri
 pub fn parse_response(
     response: &RawResponse,
     observation: &Observation,
+    plan: bool,
 ) -> Result<GuidanceResult, ProviderError> {
-    let content = envelope_content(response).ok_or(ProviderError::InvalidResult)?;
-    model_output(&content, observation).ok_or(ProviderError::InvalidResult)
+    let max_content = if plan {
+        MAX_PLAN_CONTENT_BYTES
+    } else {
+        MAX_CONTENT_BYTES
+    };
+    let content = envelope_content(response, max_content).ok_or(ProviderError::InvalidResult)?;
+    let output = if plan {
+        plan_output(&content, observation)
+    } else {
+        model_output(&content, observation)
+    };
+    output.ok_or(ProviderError::InvalidResult)
 }
 
-fn model_output(content: &str, observation: &Observation) -> Option<GuidanceResult> {
+/// The model's JSON object, when it is one with known keys only.
+fn output_object(content: &str) -> Option<Map<String, Value>> {
     let Value::Object(output) = strict_json(content.as_bytes())? else {
         return None;
     };
-    if !output.keys().all(|k| OUTPUT_KEYS.contains(&k.as_str())) {
+    output
+        .keys()
+        .all(|k| OUTPUT_KEYS.contains(&k.as_str()))
+        .then_some(output)
+}
+
+/// Plan mode: a `next_step` with a plan and nothing pointed at from the root.
+fn plan_output(content: &str, observation: &Observation) -> Option<GuidanceResult> {
+    let output = output_object(content)?;
+    let unset = |key| output.get(key).is_none_or(Value::is_null);
+    if !(unset("targetIndex") && unset("value") && unset("scrollDirection")) {
         return None;
     }
-    // Plans belong to plan mode, which this build does not offer.
+    let instruction = output
+        .get("instruction")
+        .and_then(Value::as_str)
+        .filter(|i| is_model_instruction(i))?;
+    if parse_status(output.get("status").and_then(Value::as_str)?)? != GuidanceStatus::NextStep {
+        return None;
+    }
+    let remaining_work = optional_string(&output, "remainingWork")?;
+    if remaining_work
+        .as_deref()
+        .is_some_and(|w| w.chars().count() > MAX_REMAINING_WORK_CHARS)
+    {
+        return None;
+    }
+    let plan = parse_plan(output.get("plan").filter(|p| !p.is_null())?, observation)?;
+    let result = GuidanceResult {
+        instruction: instruction.to_owned(),
+        status: GuidanceStatus::NextStep,
+        target: None,
+        citations: Vec::new(),
+        mode: Mode::Model,
+        remaining_work,
+        plan: Some(plan),
+    };
+    // The same segment rules and binding the route applies.
+    let bound = result
+        .plan
+        .as_ref()
+        .is_some_and(|p| plan_matches_observation(p, observation));
+    (result_is_valid(&result) && bound).then_some(result)
+}
+
+fn model_output(content: &str, observation: &Observation) -> Option<GuidanceResult> {
+    let output = output_object(content)?;
+    // A plan belongs to plan mode only.
     if !output.get("plan").is_none_or(Value::is_null) {
         return None;
     }

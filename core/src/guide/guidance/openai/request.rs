@@ -7,10 +7,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use super::{CALL_TIMEOUT, MAX_TOKENS};
+use super::{
+    CALL_TIMEOUT, MAX_TOKENS, PLAN_CALL_TIMEOUT, PLAN_MAX_TOKENS,
+    plan::{plan_schema, task_json},
+};
 use crate::guide::guidance::{
     model::{Element, Observation, ScrollDirection, ToggleState, UiAction},
-    provider::ProviderError,
+    provider::{ProviderError, ProviderRequest},
 };
 
 /// Time kept back from the 60-second freshness window: the call must end 10 s before the
@@ -36,14 +39,31 @@ next_step and only for an element whose confidence is at least 0.8; otherwise nu
 lists that direction; otherwise null), `remainingWork` (at most 1000 characters, or null). \
 Never invent elements or coordinates. If the evidence is insufficient or ambiguous, answer \
 clarification with targetIndex null. Answer completed only when the screen itself shows the \
-task is done.";
+task is done. When planRequested is true, answer next_step with targetIndex, value and \
+scrollDirection null and add `plan`, following planSchema: the next steps (at most 32), each an \
+action naming exactly one of targetIndex (an executable element) or intent (an element not on \
+screen yet), or one manual step at the end, and a boundary saying why the plan stops there.";
 
 /// How long the model call may take for an observation captured at `captured_at`:
 /// min(10 s, 60 s − age − 10 s); `None` when no time is left, so nothing is sent.
 #[must_use]
 pub fn call_deadline(captured_at: OffsetDateTime, now: OffsetDateTime) -> Option<Duration> {
+    deadline_within(captured_at, now, CALL_TIMEOUT)
+}
+
+/// How long a plan call may take: min(50 s, 60 s − age − 10 s); `None` when no time is left.
+#[must_use]
+pub fn plan_call_deadline(captured_at: OffsetDateTime, now: OffsetDateTime) -> Option<Duration> {
+    deadline_within(captured_at, now, PLAN_CALL_TIMEOUT)
+}
+
+fn deadline_within(
+    captured_at: OffsetDateTime,
+    now: OffsetDateTime,
+    cap: Duration,
+) -> Option<Duration> {
     let left = CALL_WINDOW - (now - captured_at);
-    let left = Duration::try_from(left).ok()?.min(CALL_TIMEOUT);
+    let left = Duration::try_from(left).ok()?.min(cap);
     Some(left).filter(|d| !d.is_zero())
 }
 
@@ -53,9 +73,12 @@ pub fn call_deadline(captured_at: OffsetDateTime, now: OffsetDateTime) -> Option
 struct UserText<'a> {
     request: &'a str,
     untrusted_observation: ObservationView<'a>,
-    /// This build has no task context, but the key stays so the shape matches the reference.
-    untrusted_task: Option<()>,
+    /// The task the client reported, or null.
+    untrusted_task: Option<Value>,
     plan_requested: bool,
+    /// The schema of `plan`, in plan mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan_schema: Option<Value>,
 }
 
 /// The observation without its image and without nulls: pixels travel only as the image part.
@@ -169,22 +192,21 @@ impl<'a> ObservationView<'a> {
     }
 }
 
-/// The chat-completions body for one legacy guidance request: JSON mode, no streaming, no
-/// tools, the image part (only when the user shared pixels) before the text part.
+/// The chat-completions body for one guidance request: JSON mode, no streaming, no tools, the
+/// image part (only when the user shared pixels) before the text part; in plan mode with the
+/// plan schema and room for 8000 tokens.
 ///
 /// # Errors
 /// [`ProviderError::InvalidResult`] if the observation cannot be encoded (it always can once
 /// validated).
-pub fn request_body(
-    model: &str,
-    prompt: &str,
-    observation: &Observation,
-) -> Result<Value, ProviderError> {
+pub fn request_body(model: &str, request: &ProviderRequest<'_>) -> Result<Value, ProviderError> {
+    let observation = request.observation;
     let text = serde_json::to_string(&UserText {
-        request: prompt,
+        request: request.prompt,
         untrusted_observation: ObservationView::new(observation),
-        untrusted_task: None,
-        plan_requested: false,
+        untrusted_task: request.task.map(task_json),
+        plan_requested: request.plan,
+        plan_schema: request.plan.then(plan_schema),
     })
     .map_err(|_| ProviderError::InvalidResult)?;
     let mut content = Vec::with_capacity(2);
@@ -198,7 +220,7 @@ pub fn request_body(
     Ok(json!({
         "model": model,
         "stream": false,
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": if request.plan { PLAN_MAX_TOKENS } else { MAX_TOKENS },
         "response_format": {"type": "json_object"},
         "messages": [
             {"role": "system", "content": SYSTEM_POLICY},

@@ -302,6 +302,16 @@ async fn no_time_left_means_nothing_is_sent() {
     assert_eq!(provider.mode(), Mode::Model);
 }
 
+fn legacy(obs: &Observation) -> ProviderRequest<'_> {
+    ProviderRequest {
+        prompt: "What next?",
+        observation: obs,
+        budget: Duration::from_secs(52),
+        task: None,
+        plan: false,
+    }
+}
+
 fn button() -> Element {
     Element {
         role: "button".to_owned(),
@@ -403,7 +413,7 @@ fn has_null(value: &Value) -> bool {
 #[test]
 fn request_without_an_image_is_text_only() {
     let obs = observed();
-    let body = request_body("gpt-test", "What next?", &obs).unwrap();
+    let body = request_body("gpt-test", &legacy(&obs)).unwrap();
     let keys: Vec<&str> = body
         .as_object()
         .unwrap()
@@ -484,7 +494,7 @@ fn a_shared_image_goes_first_and_only_as_an_image() {
         width: 4,
         height: 2,
     });
-    let body = request_body("gpt-test", "What next?", &obs).unwrap();
+    let body = request_body("gpt-test", &legacy(&obs)).unwrap();
     let parts = body["messages"][1]["content"].as_array().unwrap();
     assert_eq!(parts.len(), 2);
     assert_eq!(
@@ -516,7 +526,7 @@ fn answer(content: &str) -> RawResponse {
 }
 
 fn parse(response: &RawResponse) -> Result<GuidanceResult, ProviderError> {
-    parse_response(response, &observed())
+    parse_response(response, &observed(), false)
 }
 
 fn parse_output(output: &Value) -> Result<GuidanceResult, ProviderError> {
@@ -844,7 +854,11 @@ fn the_indexed_element_must_pass_target_validation() {
     let output =
         json!({"instruction": "Select View logs.", "status": "next_step", "targetIndex": 0});
     let check = |element: Element| {
-        parse_response(&answer(&output.to_string()), &observation(vec![element]))
+        parse_response(
+            &answer(&output.to_string()),
+            &observation(vec![element]),
+            false,
+        )
     };
     assert!(check(button()).is_ok());
     assert_eq!(
@@ -881,7 +895,7 @@ fn the_indexed_element_must_pass_target_validation() {
     let mut incomplete = observation(vec![button()]);
     incomplete.automation_complete = false;
     assert_eq!(
-        parse_response(&answer(&output.to_string()), &incomplete),
+        parse_response(&answer(&output.to_string()), &incomplete, false),
         Err(ProviderError::InvalidResult)
     );
 }
