@@ -142,3 +142,98 @@ async fn completed_becomes_a_candidate_and_bad_answers_are_502_without_their_tex
     let res = server.guidance(&guidance_body(&session, obs())).await;
     assert_eq!(res.status, 504, "{}", res.text());
 }
+
+fn executable(label: &str, control: &str) -> Value {
+    json!({"role": "button", "label": label, "box": [0.1, 0.2, 0.3, 0.1], "confidence": 0.95,
+           "targetId": format!("t-{control}"), "controlId": control, "isEnabled": true,
+           "isOffscreen": false, "targetable": true, "action": "invoke", "frameworkId": "WPF"})
+}
+
+fn plan_answer(steps: &Value, boundary: &str) -> Value {
+    json!({"instruction": "Follow these steps.", "status": "next_step",
+           "plan": {"steps": steps, "boundary": {"kind": boundary,
+                    "reason": "Look again after these.", "needed": "A fresh observation."}}})
+}
+
+#[tokio::test]
+async fn plan_mode_asks_for_a_plan_and_refuses_bad_ones() {
+    let first = json!({"kind": "action", "instruction": "Select Save.", "targetIndex": 1});
+    let later = json!({"kind": "action", "instruction": "Then confirm.",
+                       "intent": {"role": "button", "label": "Confirm", "action": "invoke"}});
+    let fake = FakeLlm::openai(
+        &[MODEL],
+        answer(&plan_answer(&json!([first, later]), "observation")),
+    )
+    .await;
+    let server = server_for(&fake).await;
+    let session = server.session().await;
+    let body = || {
+        let obs = observation(
+            &server,
+            "Open\nSave",
+            vec![executable("Open", "c-0"), executable("Save", "c-1")],
+        );
+        let mut body = guidance_body(&session, obs);
+        body["planSegments"] = json!(true);
+        body["task"] = json!({"taskId": "3f0c9a52-8d4e-4b7a-9c1d-2e5f6a7b8c9d", "step": 2,
+            "history": [{"step": 1, "observationId": "obs-0", "targetId": "t-c-0", "label": "Open",
+                         "action": "invoke", "outcome": "screen_changed"}]});
+        body
+    };
+    let res = server.guidance(&body()).await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    let answer_body = res.json();
+    assert_eq!(
+        (answer_body["status"].as_str(), &answer_body["target"]),
+        (Some("next_step"), &Value::Null)
+    );
+    assert_eq!(
+        (answer_body["taskId"].as_str(), answer_body["step"].as_u64()),
+        (Some("3f0c9a52-8d4e-4b7a-9c1d-2e5f6a7b8c9d"), Some(2))
+    );
+    let plan = &answer_body["plan"];
+    assert_eq!(plan["windowId"], "win-1");
+    assert_eq!(
+        plan["steps"][0]["controlId"], "c-1",
+        "the indexed element's control id"
+    );
+    assert_eq!(
+        plan["steps"][0]["intent"],
+        json!({"role": "button", "label": "Save", "action": "invoke", "frameworkId": "WPF"})
+    );
+    assert_eq!(plan["steps"][1]["controlId"], Value::Null);
+
+    let sent = fake.requests()[0].body.clone().unwrap();
+    assert_eq!(sent["max_tokens"], 8000);
+    let text: Value =
+        serde_json::from_str(sent["messages"][1]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["planRequested"], true);
+    assert!(text["planSchema"].is_object());
+    assert_eq!(text["untrustedTask"]["history"][0]["label"], "Open");
+
+    let leaky = "LEAKED-PROVIDER-TEXT";
+    for bad in [
+        // A single step answered to a plan request.
+        json!({"instruction": "Select Save.", "status": "next_step", "targetIndex": 1}),
+        plan_answer(
+            &json!([{"kind": "action", "instruction": leaky, "targetIndex": 9}]),
+            "observation",
+        ),
+        plan_answer(
+            &json!([{"kind": "manual", "instruction": "By hand."}, later]),
+            "observation",
+        ),
+        plan_answer(&json!([later]), "finished"),
+        plan_answer(&json!(vec![later.clone(); 32]), "completion_candidate"),
+    ] {
+        fake.set_reply(answer(&bad));
+        let res = server.guidance(&body()).await;
+        assert_eq!(res.status, 502, "{bad}: {}", res.text());
+        assert_eq!(res.json(), json!({"detail": "Invalid guidance result"}));
+        assert_eq!(
+            res.header("x-msguide-error-code"),
+            Some("guidance-invalid-result")
+        );
+        assert!(!res.text().contains("LEAKED"));
+    }
+}
