@@ -146,6 +146,7 @@ pub struct GuidanceRequest {
     pub task: Option<TaskProgress>,
     /// The boolean `true` asks for a plan segment (`plan`) instead of a single step.
     #[serde(default)]
+    #[schema(default = false)]
     pub plan_segments: bool,
 }
 
@@ -207,15 +208,20 @@ pub struct TaskProgress {
     pub task_id: TaskId,
     pub step: StepNumber,
     #[serde(default)]
+    #[schema(default = "running")]
     pub status: TaskStatusIn,
     #[serde(default)]
+    #[schema(default = json!([]))]
     pub history: TaskHistory,
     #[serde(default)]
+    #[schema(default = "")]
     pub remaining_work: TaskNote,
     #[serde(default)]
+    #[schema(default = "")]
     pub user_input: TaskNote,
     pub plan: Option<PlanSegment>,
     #[serde(default)]
+    #[schema(default = 0)]
     pub plan_cursor: PlanCursor,
     pub replan_reason: Option<ReplanReason>,
 }
