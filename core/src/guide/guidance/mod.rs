@@ -19,7 +19,7 @@ use time::OffsetDateTime;
 
 use self::{
     model::{GuidanceResult, GuidanceStatus, Mode, Observation, TaskProgress},
-    plan::plan_matches_observation,
+    plan::{plan_matches_observation, segment_is_valid},
     provider::{ProviderError, ProviderRequest, sanitised_type_name},
     validate::{result_is_valid, target_matches_observation},
 };
@@ -302,7 +302,13 @@ impl LocalState {
             )
         };
         if !result_is_valid(&result) {
-            return Err(invalid(Stage::TargetValidation));
+            // Name the plan as the cause when its own segment rules are what failed.
+            let plan_broken = result.plan.as_ref().is_some_and(|p| !segment_is_valid(p));
+            return Err(invalid(if plan_broken {
+                Stage::PlanValidation
+            } else {
+                Stage::TargetValidation
+            }));
         }
         let plan_ok = match &result.plan {
             None => !request.plan_segments,
