@@ -10,7 +10,7 @@ use local_core::{env_names, loopback::loopback_ip, secret::Redacted};
 use reqwest::{StatusCode, Url};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::wire::{GuidanceIn, GuidanceRequest, ObservationOut, Session};
+use crate::wire::{GuidanceIn, GuidanceRequest, ObservationOut, Session, TaskProgressOut};
 
 /// The launcher's default address, used when `MSGUIDE_API_URL` is unset.
 pub const DEFAULT_API_URL: &str = "http://127.0.0.1:8765";
@@ -215,8 +215,9 @@ impl ApiClient {
         Ok(started.elapsed())
     }
 
-    /// One guidance round trip for `observation`, with `consent` as the user gave it. Returns
-    /// the answer both parsed and as received.
+    /// One guidance round trip for `observation` (the user consented to this one), with the
+    /// `task` it belongs to and, when `plan`, asking for a plan segment. Returns the answer both
+    /// parsed and as received.
     ///
     /// # Errors
     /// [`ApiError`], shown as it is; the session is dropped so the next call starts afresh.
@@ -224,8 +225,10 @@ impl ApiClient {
         &mut self,
         prompt: &str,
         observation: &ObservationOut,
+        task: Option<&TaskProgressOut>,
+        plan: bool,
     ) -> Result<(GuidanceIn, serde_json::Value), ApiError> {
-        let result = self.guide_once(prompt, observation).await;
+        let result = self.guide_once(prompt, observation, task, plan).await;
         if result.is_err() {
             self.session = None;
         }
@@ -236,6 +239,8 @@ impl ApiClient {
         &mut self,
         prompt: &str,
         observation: &ObservationOut,
+        task: Option<&TaskProgressOut>,
+        plan: bool,
     ) -> Result<(GuidanceIn, serde_json::Value), ApiError> {
         let session_id = self.session().await?;
         let body = GuidanceRequest {
@@ -243,6 +248,8 @@ impl ApiClient {
             prompt,
             consent: true,
             observation,
+            task,
+            plan_segments: plan,
         };
         let url = self.url("/v1/guidance");
         let response = self

@@ -1,9 +1,10 @@
 //! The scriptable commands: one capture (`observe`) or one round trip (`guide`), JSON on
-//! stdout, and on stderr only metadata (counts, timings, the outline's pixels), never screen
-//! text. A failure is one sentence on stderr ([`Problem`]); `--verbose` adds its technical
-//! detail.
+//! stdout (with `--plan`, the plan's numbered steps instead), and on stderr only metadata
+//! (counts, ids, timings, the outline's pixels), never screen text. `guide --task FILE` carries
+//! a task between runs in that file. A failure is one sentence on stderr ([`Problem`]);
+//! `--verbose` adds its technical detail.
 
-use std::{process::ExitCode, time::Instant};
+use std::{path::PathBuf, process::ExitCode, time::Instant};
 
 use local_core::{
     a11y::Budget,
@@ -11,7 +12,13 @@ use local_core::{
 };
 use time::OffsetDateTime;
 
-use crate::{api::ApiClient, checks::check_before_drawing, problem::Problem, wire::ObservationOut};
+use crate::{
+    api::ApiClient,
+    checks::check_before_drawing,
+    problem::Problem,
+    task::{Task, with_plan_target},
+    wire::{GuidanceIn, ObservationOut, PlanIn},
+};
 
 /// Exit status when the user did not consent: nothing was sent.
 const NO_CONSENT: u8 = 2;
@@ -75,58 +82,141 @@ pub fn observe(title: &str, share_pixels: bool, verbose: bool) -> ExitCode {
     finish(result, verbose)
 }
 
-/// `guide`: one capture, one round trip, the guidance JSON as received. Without `consent`
-/// the capture is printed for review and nothing is sent.
-pub fn guide(
-    title: &str,
-    prompt: &str,
-    consent: bool,
-    share_pixels: bool,
-    verbose: bool,
-) -> ExitCode {
-    if !consent {
+/// What `guide` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct GuideArgs {
+    /// The exact title of the window to observe.
+    pub title: String,
+    /// What the person wants to do.
+    pub prompt: String,
+    /// The person consented to this upload.
+    pub consent: bool,
+    /// Include the window's pixels.
+    pub share_pixels: bool,
+    /// The file that carries the task between runs (created when missing).
+    pub task: Option<PathBuf>,
+    /// Start a new task in that file instead of continuing the one it holds.
+    pub new_task: bool,
+    /// Ask for a plan segment and print its numbered steps instead of the JSON.
+    pub plan: bool,
+}
+
+/// `guide`: one capture, one round trip, the guidance JSON as received (or, with `plan`, the
+/// plan's numbered steps). Without `consent` nothing is captured or sent. With a task file the
+/// request carries the task it holds, and the file is updated with the step taken.
+pub fn guide(args: &GuideArgs, verbose: bool) -> ExitCode {
+    if !args.consent {
         eprintln!(
             "msguide-desktop: nothing was sent: review what `observe` captures, then pass --consent to send it to the local API"
         );
         return ExitCode::from(NO_CONSENT);
     }
-    let result = runtime().and_then(|rt| rt.block_on(guide_once(title, prompt, share_pixels)));
+    let result = runtime().and_then(|rt| rt.block_on(guide_once(args)));
     finish(result, verbose)
 }
 
-async fn guide_once(title: &str, prompt: &str, share_pixels: bool) -> Result<(), Problem> {
+async fn guide_once(args: &GuideArgs) -> Result<(), Problem> {
+    let mut task = match &args.task {
+        Some(path) => Some((Task::load(path, args.new_task)?, path)),
+        None => None,
+    };
     let mut client = ApiClient::from_env()?;
-    let capture = capture(title, share_pixels).await?;
+    let capture = capture(&args.title, args.share_pixels).await?;
+    let observation = ObservationOut::from(&capture.observation);
+    let progress = match &mut task {
+        Some((task, _)) => Some(task.progress(&observation)?),
+        None => None,
+    };
     // Session first, so both timings below run on the same warm connection.
     client.ensure_session().await?;
     let health = client.health().await?;
     let started = Instant::now();
     let (answer, raw) = client
-        .guide(prompt, &ObservationOut::from(&capture.observation))
+        .guide(&args.prompt, &observation, progress.as_ref(), args.plan)
         .await?;
     eprintln!(
         "health round trip {} us, guidance round trip {} us",
         health.as_micros(),
         started.elapsed().as_micros()
     );
-    print_json(&raw)?;
-    // The same checks the window makes before drawing, so scripts see what would be outlined.
-    if answer.target.is_some() {
-        let now_window = observe::windows()?
-            .into_iter()
-            .find(|w| w.id == capture.window.id);
-        match check_before_drawing(
-            &capture,
-            &answer,
-            now_window.as_ref(),
-            OffsetDateTime::now_utc(),
-        ) {
-            Ok(rect) => eprintln!(
-                "outline at x={} y={} width={} height={}",
-                rect.x, rect.y, rect.width, rect.height
-            ),
-            Err(refusal) => eprintln!("no outline: {refusal}"),
+    if let (Some((task, path)), Some(sent)) = (&mut task, &progress) {
+        task.answered(&observation, &answer)?;
+        task.save(path)?;
+        eprintln!(
+            "task {} step {} sent with {} history steps; next step {}",
+            sent.task_id,
+            sent.step,
+            sent.history.len(),
+            task.step()
+        );
+    }
+    if args.plan {
+        let plan = answer.plan.as_ref().ok_or_else(|| {
+            Problem::new(
+                "The local MSGuide API answered without the plan asked for: make sure msguide-api and msguide-desktop come from the same release, or run without --plan",
+                None,
+            )
+        })?;
+        print!("{}", numbered(plan));
+    } else {
+        print_json(&raw)?;
+    }
+    report_outline(&capture, &observation, &answer)
+}
+
+/// A plan as a person reads it: one numbered line per step (the first is the current one),
+/// then where it stops.
+#[must_use]
+pub fn numbered(plan: &PlanIn) -> String {
+    let mut text = String::new();
+    for (n, step) in plan.steps.iter().enumerate() {
+        text.push_str(&format!("{}. {}\n", n + 1, step.instruction));
+    }
+    let boundary = &plan.boundary;
+    text.push_str(&format!("then: {}: {}", boundary.kind, boundary.reason));
+    if !boundary.needed.is_empty() {
+        text.push_str(&format!(" (needed: {})", boundary.needed));
+    }
+    text.push('\n');
+    text
+}
+
+/// The same checks the window makes before drawing, so scripts see what would be outlined: the
+/// target, or the plan's current step.
+fn report_outline(
+    capture: &WindowObservation,
+    observation: &ObservationOut,
+    answer: &GuidanceIn,
+) -> Result<(), Problem> {
+    let drawn = if answer.target.is_some() {
+        answer.clone()
+    } else if answer.plan.as_ref().is_some_and(|p| !p.steps.is_empty()) {
+        match with_plan_target(observation, answer) {
+            Some(drawn) => drawn,
+            None => {
+                eprintln!(
+                    "no outline: the plan's current step matches no single captured element: follow its instruction by hand"
+                );
+                return Ok(());
+            }
         }
+    } else {
+        return Ok(());
+    };
+    let now_window = observe::windows()?
+        .into_iter()
+        .find(|w| w.id == capture.window.id);
+    match check_before_drawing(
+        capture,
+        &drawn,
+        now_window.as_ref(),
+        OffsetDateTime::now_utc(),
+    ) {
+        Ok(rect) => eprintln!(
+            "outline at x={} y={} width={} height={}",
+            rect.x, rect.y, rect.width, rect.height
+        ),
+        Err(refusal) => eprintln!("no outline: {refusal}"),
     }
     Ok(())
 }

@@ -6,6 +6,10 @@
 //! "Check next step" captures afresh and never resends, and a failure is shown as the one
 //! sentence of its [`Problem`] (its detail goes to stderr with `--verbose`), with no retry. A drawn outline is checked again twice a second and removed once the
 //! capture is 60 s old or the window moved, changed or closed.
+//!
+//! Every send belongs to a task ([`Task`]): its step grows each round and the step the person
+//! was pointed at enters its history; "New task" starts another. With "Ask for a plan" the
+//! answer's plan is listed, numbered, with the current step framed and outlined on screen.
 
 use std::{
     process::ExitCode,
@@ -27,7 +31,8 @@ use crate::{
     api::ApiClient,
     checks::check_before_drawing,
     problem::{Problem, display_set},
-    wire::{GuidanceIn, ObservationOut},
+    task::{Task, with_plan_target},
+    wire::{GuidanceIn, ObservationOut, PlanIn, TaskProgressOut},
 };
 
 /// The client's own window title.
@@ -49,6 +54,8 @@ enum Job {
     Send {
         capture: Box<WindowObservation>,
         prompt: String,
+        task: Box<TaskProgressOut>,
+        plan: bool,
     },
 }
 
@@ -83,11 +90,16 @@ fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
                     observe::observe(&window, share_pixels, Budget::default()).await?,
                 ))
             })),
-            Job::Send { capture, prompt } => Done::Answered(match client.as_mut() {
+            Job::Send {
+                capture,
+                prompt,
+                task,
+                plan,
+            } => Done::Answered(match client.as_mut() {
                 Err(e) => Err(e.clone()),
                 Ok(client) => runtime.block_on(async {
                     let body = ObservationOut::from(&capture.observation);
-                    let (answer, _) = client.guide(&prompt, &body).await?;
+                    let (answer, _) = client.guide(&prompt, &body, Some(&task), plan).await?;
                     // Where the window is now, for the before-drawing checks.
                     let window_now = observe::windows()?
                         .into_iter()
@@ -114,7 +126,13 @@ struct Client {
     capture: Option<Box<WindowObservation>>,
     preview: Option<TextureHandle>,
     consent: bool,
+    /// The task every send belongs to.
+    task: Task,
+    /// Ask for a plan segment rather than a single step.
+    ask_plan: bool,
     answer: Option<GuidanceIn>,
+    /// The answer as the checks see it: with a plan, its current step as the target.
+    drawn: Option<GuidanceIn>,
     /// Why the target is not outlined, when it is not.
     refusal: Option<String>,
     error: Option<Problem>,
@@ -142,7 +160,10 @@ impl Client {
             capture: None,
             preview: None,
             consent: false,
+            task: Task::new(),
+            ask_plan: false,
             answer: None,
+            drawn: None,
             refusal: None,
             error: None,
             verbose,
@@ -170,6 +191,7 @@ impl Client {
         self.preview = None;
         self.consent = false;
         self.answer = None;
+        self.drawn = None;
         self.refusal = None;
         self.outline = None;
         self.start(Job::Capture {
@@ -200,9 +222,16 @@ impl Client {
                 Done::Answered(Ok(answered)) => {
                     let (answer, window_now) = *answered;
                     if let Some(capture) = &self.capture {
+                        let sent = ObservationOut::from(&capture.observation);
+                        if let Err(problem) = self.task.answered(&sent, &answer) {
+                            self.error = Some(problem);
+                            continue;
+                        }
+                        let drawn = with_plan_target(&sent, &answer);
+                        let drawn = drawn.as_ref().unwrap_or(&answer);
                         let checked = check_before_drawing(
                             capture,
-                            &answer,
+                            drawn,
                             window_now.as_ref(),
                             OffsetDateTime::now_utc(),
                         );
@@ -213,6 +242,7 @@ impl Client {
                             }
                             Err(refusal) => self.refusal = Some(refusal.to_string()),
                         }
+                        self.drawn = Some(drawn.clone());
                     }
                     self.answer = Some(answer);
                 }
@@ -282,18 +312,51 @@ impl Client {
         {
             self.consent = false;
             self.answer = None;
+            self.drawn = None;
             self.refusal = None;
             self.outline = None;
             let capture = capture.clone();
             let prompt = self.prompt.clone();
-            self.start(Job::Send { capture, prompt });
+            match self
+                .task
+                .progress(&ObservationOut::from(&capture.observation))
+            {
+                Ok(task) => self.start(Job::Send {
+                    capture,
+                    prompt,
+                    task: Box::new(task),
+                    plan: self.ask_plan,
+                }),
+                Err(problem) => self.error = Some(problem),
+            }
         }
+    }
+
+    /// The task's line: its step and history, and the way to start another.
+    fn task_line(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            ui.label(format!(
+                "Task step {}, {} earlier steps in its history",
+                self.task.step(),
+                self.task.history().len()
+            ));
+            if ui
+                .add_enabled(!self.busy, egui::Button::new("New task"))
+                .on_hover_text("Forget this task's steps; the next send starts a new task")
+                .clicked()
+            {
+                self.task = Task::new();
+            }
+        });
     }
 
     fn answer(&mut self, ui: &mut egui::Ui) {
         let Some(answer) = &self.answer else { return };
         ui.separator();
         ui.strong(format!("{} ({})", answer.instruction, answer.status));
+        if let Some(plan) = &answer.plan {
+            plan_list(ui, plan);
+        }
         if let Some(refusal) = &self.refusal {
             ui.colored_label(Color32::YELLOW, format!("Not outlined: {refusal}"));
         }
@@ -318,7 +381,7 @@ impl Client {
             return;
         }
         self.checked_at = Instant::now();
-        let (Some(capture), Some(answer)) = (&self.capture, &self.answer) else {
+        let (Some(capture), Some(answer)) = (&self.capture, &self.drawn) else {
             return;
         };
         let window_now = match observe::windows() {
@@ -415,6 +478,11 @@ impl eframe::App for Client {
                 &mut self.share_pixels,
                 "Share the window's pixels too (off by default)",
             );
+            ui.checkbox(
+                &mut self.ask_plan,
+                "Ask for a plan: the next several steps, numbered",
+            );
+            self.task_line(ui);
             let can_capture = !self.busy && self.selected.is_some();
             if ui
                 .add_enabled(can_capture, egui::Button::new("Capture / review"))
@@ -435,6 +503,29 @@ impl eframe::App for Client {
         self.recheck(&ctx);
         self.outline(&ctx);
     }
+}
+
+/// The plan as a numbered list, its first (current) step framed in the outline's colour, then
+/// where the plan stops.
+fn plan_list(ui: &mut egui::Ui, plan: &PlanIn) {
+    ui.label(format!("Plan ({} steps):", plan.steps.len()));
+    for (n, step) in plan.steps.iter().enumerate() {
+        let line = format!("{}. {}", n + 1, step.instruction);
+        if n == 0 {
+            egui::Frame::group(ui.style())
+                .stroke(OUTLINE)
+                .show(ui, |ui| ui.strong(line));
+        } else {
+            ui.label(line);
+        }
+    }
+    let boundary = &plan.boundary;
+    let needed = if boundary.needed.is_empty() {
+        String::new()
+    } else {
+        format!(" Needed: {}", boundary.needed)
+    };
+    ui.label(format!("Then: {}{needed}", boundary.reason));
 }
 
 /// Opens the window, with a window preselected and the request prefilled when given, and

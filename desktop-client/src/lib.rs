@@ -6,6 +6,7 @@
 //! - [`wire`]: the JSON of `/v1/sessions` and `/v1/guidance`.
 //! - [`checks`]: what must hold before an outline is drawn.
 //! - [`cli`]: the scriptable `observe` and `guide` commands.
+//! - [`task`]: the task kept across rounds (id, step, history) and which element a plan step means.
 //! - [`gui`]: the guidance window and the outline.
 //! - [`problem`]: the one sentence a person reads when something fails, and its detail.
 //!
@@ -17,4 +18,5 @@ pub mod checks;
 pub mod cli;
 pub mod gui;
 pub mod problem;
+pub mod task;
 pub mod wire;

@@ -2,7 +2,7 @@
 //! (pick a window, review, consent, send, outline); `observe` and `guide` do one capture or
 //! one round trip from a script.
 
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
@@ -53,6 +53,16 @@ enum Command {
         /// Include the window's pixels (off by default).
         #[arg(long)]
         share_pixels: bool,
+        /// Carry a task between runs in this file: each run sends the task it holds (id, step,
+        /// history) and records the step taken; a missing file starts a new task.
+        #[arg(long, value_name = "FILE")]
+        task: Option<PathBuf>,
+        /// Start a new task in the --task file instead of continuing the one it holds.
+        #[arg(long, requires = "task")]
+        new_task: bool,
+        /// Ask for a plan segment and print its numbered steps instead of the JSON.
+        #[arg(long)]
+        plan: bool,
     },
 }
 
@@ -82,6 +92,20 @@ fn main() -> ExitCode {
             prompt,
             consent,
             share_pixels,
-        } => cli::guide(&window_title, &prompt, consent, share_pixels, args.verbose),
+            task,
+            new_task,
+            plan,
+        } => cli::guide(
+            &cli::GuideArgs {
+                title: window_title,
+                prompt,
+                consent,
+                share_pixels,
+                task,
+                new_task,
+                plan,
+            },
+            args.verbose,
+        ),
     }
 }

@@ -80,6 +80,38 @@ pub struct GuidanceRequest<'a> {
     pub prompt: &'a str,
     pub consent: bool,
     pub observation: &'a ObservationOut,
+    /// The task this round belongs to ([`crate::task`]); omitted when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<&'a TaskProgressOut>,
+    /// Ask for a plan segment instead of a single step; omitted when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub plan_segments: bool,
+}
+
+/// One step a task took, as `task.history` carries it (also the task file's form).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStepOut {
+    pub step: u32,
+    pub observation_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_observation_id: Option<String>,
+    pub target_id: String,
+    pub label: String,
+    pub action: String,
+    pub outcome: String,
+}
+
+/// `task`: where the task stands. The client sends no plan back (`planCursor` 0).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskProgressOut {
+    pub task_id: String,
+    pub step: u32,
+    pub status: String,
+    pub history: Vec<TaskStepOut>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub remaining_work: String,
 }
 
 /// `POST /v1/sessions`' answer.
@@ -102,6 +134,11 @@ pub struct TargetIn {
     pub is_enabled: Option<bool>,
     #[serde(default)]
     pub is_offscreen: Option<bool>,
+    /// The element's evidence id and action, when the provider set them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
 }
 
 /// `POST /v1/guidance`'s answer; unknown fields are kept out of the way, not refused, so a
@@ -118,4 +155,55 @@ pub struct GuidanceIn {
     pub window_id: String,
     #[serde(default)]
     pub remaining_work: Option<String>,
+    /// The plan segment, when one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanIn>,
+    /// The echo of `task.taskId` and `task.step`, when a task was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+}
+
+/// A plan segment: steps planned on one observation, and where the plan stops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanIn {
+    pub plan_id: String,
+    pub window_id: String,
+    #[serde(default)]
+    pub resource_id: Option<String>,
+    pub steps: Vec<PlanStepIn>,
+    pub boundary: PlanBoundaryIn,
+}
+
+/// One step of a plan: an action on the element its intent describes, or a manual step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStepIn {
+    pub kind: String,
+    pub instruction: String,
+    #[serde(default)]
+    pub intent: Option<PlanIntentIn>,
+    #[serde(default)]
+    pub control_id: Option<String>,
+}
+
+/// The element a plan step is meant for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanIntentIn {
+    pub role: String,
+    pub label: String,
+    pub action: String,
+}
+
+/// Where and why a plan stops.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanBoundaryIn {
+    pub kind: String,
+    pub reason: String,
+    #[serde(default)]
+    pub needed: String,
 }

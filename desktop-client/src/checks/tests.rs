@@ -67,12 +67,17 @@ fn answer(label: &str, x: f64) -> GuidanceIn {
             confidence: 0.95,
             is_enabled: Some(true),
             is_offscreen: Some(false),
+            target_id: None,
+            action: None,
         }),
         mode: "demo".to_owned(),
         correlation_id: "c".to_owned(),
         observation_id: "obs".to_owned(),
         window_id: "window-7".to_owned(),
         remaining_work: None,
+        plan: None,
+        task_id: None,
+        step: None,
     }
 }
 

@@ -396,6 +396,178 @@ async fn the_demo_workflow_completes_by_clicking_each_outlined_target() {
     );
 }
 
+/// `guide --task file` on the demo window (with `--plan` when `plan`): one round of a task.
+fn task_round(desktop: &Desktop, api: &Api, file: &Path, plan: bool) -> Output {
+    let file = file.to_str().unwrap();
+    let mut extra = vec!["--task", file];
+    if plan {
+        extra.push("--plan");
+    }
+    let out = guide_with_consent(desktop, api, &extra);
+    assert!(
+        out.status.success(),
+        "msguide-desktop failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The task file's JSON.
+fn task_file(file: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+}
+
+/// The demo's plan from `stage` on: the tail of its workflow, then the completion boundary.
+fn demo_plan(stage: usize) -> String {
+    let mut text = String::new();
+    for (n, (_, button)) in STAGES[stage..].iter().enumerate() {
+        if let Some(label) = button {
+            text.push_str(&format!("{}. Demo: select {label}.\n", n + 1));
+        }
+    }
+    text + "then: completion_candidate: Review the demo's Issue resolved state; goal completion is not independently verified.\n"
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_carried_in_a_file_walks_the_demo_with_a_growing_history_and_plans_that_follow_the_stage()
+ {
+    let Scene { desktop, api, demo } = &Scene::start("desktop-task");
+    let dir = temp_dir("desktop-task-file");
+    let file = dir.join("task.json");
+
+    // Each stage: first a plan round (the person reads the plan and does not act yet), then a
+    // single-step round; then the target is clicked. All are steps of one task, and each step
+    // that pointed at a button enters the history at the next round, `no_progress` when the
+    // screen had not changed and `screen_changed` after the click.
+    let mut expected: Vec<Value> = Vec::new();
+    let mut echoed: Vec<(u64, String)> = Vec::new();
+    let mut task_id = String::new();
+    let mut step = 0_u64;
+    let mut taken: Option<(u64, &str)> = None;
+    let mut clicked = false;
+    for (stage, (_, button)) in STAGES.iter().enumerate() {
+        for plan in [true, false] {
+            step += 1;
+            let out = task_round(desktop, api, &file, plan);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let state = task_file(&file);
+            if step == 1 {
+                task_id = state["taskId"].as_str().unwrap().to_owned();
+                let id = uuid::Uuid::parse_str(&task_id).unwrap();
+                assert_eq!((id.get_version_num(), id.to_string()), (4, task_id.clone()));
+            }
+            if let Some((at, label)) = taken.take() {
+                let outcome = if clicked {
+                    "screen_changed"
+                } else {
+                    "no_progress"
+                };
+                expected.push(serde_json::json!(
+                    {"step": at, "label": label, "action": "invoke", "outcome": outcome}
+                ));
+            }
+            // What this round sent, as the file keeps it: one task, the step, the history.
+            let history = state["history"].as_array().unwrap();
+            assert_eq!(state["taskId"], task_id.as_str(), "one task throughout");
+            assert_eq!(state["step"], step + 1, "stage {stage}, plan {plan}");
+            let seen: Vec<Value> = history
+                .iter()
+                .map(|h| {
+                    serde_json::json!({"step": h["step"], "label": h["label"],
+                        "action": h["action"], "outcome": h["outcome"]})
+                })
+                .collect();
+            assert_eq!(seen, expected, "the history sent at step {step}");
+            assert!(
+                stderr.contains(&format!(
+                    "task {task_id} step {step} sent with {} history steps; next step {}",
+                    expected.len(),
+                    step + 1
+                )),
+                "{stderr}"
+            );
+            // Each step's after-capture is the next step's capture; ids are the elements'.
+            for pair in history.windows(2) {
+                assert_eq!(pair[0]["afterObservationId"], pair[1]["observationId"]);
+            }
+            for h in history {
+                assert!(
+                    h["targetId"].as_str().unwrap().starts_with("element-"),
+                    "{h}"
+                );
+                if let Some((_, id)) = echoed.iter().find(|(at, _)| h["step"] == *at) {
+                    assert_eq!(h["observationId"], id.as_str(), "{h}");
+                }
+            }
+            if plan {
+                // The plan is the tail of the workflow after this stage, numbered.
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                assert_eq!(text, demo_plan(stage), "stage {stage}");
+            } else {
+                let guidance = json_of(&out);
+                assert_eq!(guidance["taskId"], task_id.as_str());
+                assert_eq!(guidance["step"], step);
+                let id = guidance["observationId"].as_str().unwrap().to_owned();
+                echoed.push((step, id));
+            }
+            let Some(label) = button else {
+                assert!(!stderr.contains("outline at"), "{stderr}");
+                continue;
+            };
+            // The plan's current step, or the target, is outlined on the button.
+            let (cx, cy) = centre(desktop, DEMO, &element(desktop, DEMO, label)["box"]);
+            assert!(
+                stderr.contains("outline at"),
+                "the checks refused: {stderr}"
+            );
+            let ox = figure(&out.stderr, "outline at x=") as i64;
+            let oy = figure(&out.stderr, " y=") as i64;
+            let ow = figure(&out.stderr, "width=") as i64;
+            let oh = figure(&out.stderr, "height=") as i64;
+            assert!(
+                (ox..ox + ow).contains(&cx) && (oy..oy + oh).contains(&cy),
+                "{stderr}"
+            );
+            taken = Some((step, *label));
+            clicked = !plan;
+            if !plan {
+                click(desktop, (cx, cy));
+                let next = format!("stage {}", stage + 1);
+                wait_for_line(&demo.stdout, &next, |l| l == next);
+            }
+        }
+    }
+    assert_eq!(step, 8);
+    assert_eq!(expected.len(), 6, "{expected:?}");
+
+    // The API saw the task: each request's diagnostic lines carry its id and step, and no
+    // history label or screen text.
+    let log = std::fs::read_to_string(api.home.join("state/msguide/backend.log")).unwrap();
+    for n in 1..=8 {
+        assert!(
+            log.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .any(|l| l["taskId"] == task_id.as_str() && l["step"] == n),
+            "no diagnostic line for step {n}"
+        );
+    }
+    assert!(!log.contains("Mark resolved") && !log.contains("Build failed"));
+
+    // --new-task starts over in the same file.
+    let out = task_round(desktop, api, &file, false);
+    let guidance = json_of(&out);
+    assert_eq!(guidance["step"], 9);
+    let out = guide_with_consent(
+        desktop,
+        api,
+        &["--task", file.to_str().unwrap(), "--new-task"],
+    );
+    let guidance = json_of(&out);
+    assert_eq!(guidance["step"], 1);
+    assert_ne!(guidance["taskId"], task_id.as_str());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_consent_nothing_reaches_the_api_and_pixels_only_when_shared() {
     let Scene { desktop, api, .. } = &Scene::start("desktop-consent");
