@@ -335,10 +335,11 @@ impl Client {
     /// The task's line: its step and history, and the way to start another.
     fn task_line(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
+            let taken = self.task.history().len();
             ui.label(format!(
-                "Task step {}, {} earlier steps in its history",
+                "Task step {}, {taken} earlier step{} in its history",
                 self.task.step(),
-                self.task.history().len()
+                if taken == 1 { "" } else { "s" }
             ));
             if ui
                 .add_enabled(!self.busy, egui::Button::new("New task"))

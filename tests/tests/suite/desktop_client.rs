@@ -705,6 +705,109 @@ async fn the_window_sends_only_after_consent_and_outlines_a_click_through_target
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_window_keeps_a_task_and_lists_the_plan_with_its_current_step_outlined() {
+    require("xdotool", "xdotool");
+    let Scene { desktop, api, demo } = &Scene::start("desktop-plan");
+    let _gui = Running::start({
+        let mut command = desktop.command(binary("msguide-desktop"));
+        command
+            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+            .env("MSGUIDE_API_URL", api.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+        command
+    });
+    let press = |label: &str| {
+        let found = element(desktop, "MSGuide", label);
+        assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
+        click(desktop, centre(desktop, "MSGuide", &found["box"]));
+    };
+    let send = || {
+        press(CONSENT);
+        press("Send");
+        element(
+            desktop,
+            "MSGuide",
+            "Demo plan segment; local checks are required before every action. (next_step)",
+        );
+    };
+    let outline = || {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(geometry) = try_geometry(desktop, "MSGuide outline") {
+                break geometry;
+            }
+            assert!(Instant::now() < deadline, "no outline window");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    element(
+        desktop,
+        "MSGuide",
+        "Task step 1, 0 earlier steps in its history",
+    );
+    press("Ask for a plan: the next several steps, numbered");
+    press("Capture / review");
+    send();
+
+    // The whole workflow, numbered; the first step's button is outlined.
+    element(desktop, "MSGuide", "Plan (3 steps):");
+    element(desktop, "MSGuide", "1. Demo: select View logs.");
+    element(desktop, "MSGuide", "2. Demo: select Open troubleshooting.");
+    element(desktop, "MSGuide", "3. Demo: select Mark resolved.");
+    element(
+        desktop,
+        "MSGuide",
+        "Then: Review the demo's Issue resolved state; goal completion is not independently verified.",
+    );
+    element(
+        desktop,
+        "MSGuide",
+        "Task step 2, 0 earlier steps in its history",
+    );
+    let (ox, oy, ow, oh) = outline();
+    let (bx, by) = centre(desktop, DEMO, &element(desktop, DEMO, "View logs")["box"]);
+    assert!((ox + 3..ox + ow - 3).contains(&bx) && (oy + 3..oy + oh - 3).contains(&by));
+    click(desktop, (bx, by));
+    wait_for_line(&demo.stdout, "stage 1", |l| l == "stage 1");
+
+    // The next round: the step taken is in the history sent, and the plan is the rest.
+    press("Check next step");
+    element(desktop, "MSGuide", "Application: MSGuide Demo");
+    send();
+    element(desktop, "MSGuide", "Plan (2 steps):");
+    element(desktop, "MSGuide", "1. Demo: select Open troubleshooting.");
+    element(desktop, "MSGuide", "2. Demo: select Mark resolved.");
+    element(
+        desktop,
+        "MSGuide",
+        "Task step 3, 1 earlier step in its history",
+    );
+    let (ox, oy, ow, oh) = outline();
+    let (bx, by) = centre(
+        desktop,
+        DEMO,
+        &element(desktop, DEMO, "Open troubleshooting")["box"],
+    );
+    assert!((ox + 3..ox + ow - 3).contains(&bx) && (oy + 3..oy + oh - 3).contains(&by));
+    let log = std::fs::read_to_string(api.home.join("state/msguide/backend.log")).unwrap();
+    let steps: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["taskId"].is_string())
+        .map(|l| l["step"].clone())
+        .collect();
+    assert!(steps.contains(&Value::from(1)) && steps.contains(&Value::from(2)));
+
+    // New task: back to step 1 with no history.
+    press("New task");
+    element(
+        desktop,
+        "MSGuide",
+        "Task step 1, 0 earlier steps in its history",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn msguide_start_opens_the_window_and_sigterm_closes_it_with_the_api() {
     let desktop = Desktop::start();
     let home = temp_dir("desktop-launcher");
