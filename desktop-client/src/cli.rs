@@ -220,3 +220,41 @@ fn report_outline(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{PlanBoundaryIn, PlanStepIn};
+
+    #[test]
+    fn a_plan_prints_as_numbered_steps_then_its_boundary() {
+        let step = |text: &str| PlanStepIn {
+            kind: "action".to_owned(),
+            instruction: text.to_owned(),
+            intent: None,
+            control_id: None,
+        };
+        let mut plan = PlanIn {
+            plan_id: "p".to_owned(),
+            window_id: "w".to_owned(),
+            resource_id: None,
+            steps: vec![step("Demo: select View logs."), step("Type the name.")],
+            boundary: PlanBoundaryIn {
+                kind: "needs_input".to_owned(),
+                reason: "The name is yours to choose.".to_owned(),
+                needed: "A project name.".to_owned(),
+            },
+        };
+        assert_eq!(
+            numbered(&plan),
+            "1. Demo: select View logs.\n2. Type the name.\nthen: needs_input: The name is yours to choose. (needed: A project name.)\n"
+        );
+        plan.steps.clear();
+        plan.boundary.needed.clear();
+        plan.boundary.kind = "completion_candidate".to_owned();
+        assert_eq!(
+            numbered(&plan),
+            "then: completion_candidate: The name is yours to choose.\n"
+        );
+    }
+}
