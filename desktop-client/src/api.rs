@@ -50,7 +50,7 @@ pub enum ApiError {
     )]
     TimedOut { url: String, detail: String },
     /// A non-2xx answer, with the API's `detail` as it came (the original's wording).
-    #[error("Local service returned HTTP {status}: {detail}. No automatic retry: {}", remedy(*status))]
+    #[error("Local service returned HTTP {status}: {detail}. No automatic retry: {}", remedy(*status, detail))]
     Http { status: u16, detail: String },
     #[error(
         "The local MSGuide API's answer is larger than {MAX_RESPONSE_BYTES} bytes: make sure msguide-api and msguide-desktop come from the same release"
@@ -111,9 +111,12 @@ impl ApiError {
     }
 }
 
-/// What to do after an HTTP error status.
-const fn remedy(status: u16) -> &'static str {
+/// What to do after an HTTP error status with `detail`.
+fn remedy(status: u16, detail: &str) -> &'static str {
     match status {
+        422 if detail.contains(r#""loc":["body","task""#) => {
+            "the task sent was refused, so start a new task (New task in the window, --new-task for guide) and send again"
+        }
         401 | 403 => {
             "the token was refused, so restart with `msguide start`, which passes the current one"
         }
@@ -391,6 +394,15 @@ mod tests {
             r#"[{"type":"missing"}]"#
         );
         assert_eq!(detail(StatusCode::BAD_GATEWAY, b"<html>"), "Bad Gateway");
+        let refused_task = ApiError::Http {
+            status: 422,
+            detail: detail(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                br#"{"detail":[{"type":"value_error","loc":["body","task"],"msg":"m"}]}"#,
+            ),
+        }
+        .to_string();
+        assert!(refused_task.ends_with("No automatic retry: the task sent was refused, so start a new task (New task in the window, --new-task for guide) and send again"), "{refused_task}");
         let shown = ApiError::Http {
             status: 401,
             detail: "Unauthorized".to_owned(),

@@ -705,6 +705,47 @@ async fn the_window_sends_only_after_consent_and_outlines_a_click_through_target
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_task_past_16_steps_sends_only_its_last_16_and_a_bad_task_file_names_the_remedy() {
+    let Scene { desktop, api, .. } = &Scene::start("desktop-task-16");
+    let dir = temp_dir("desktop-task-16-file");
+    let file = dir.join("task.json");
+    // Nobody clicks: each round points at View logs again, a step without progress.
+    for step in 1..=19_u64 {
+        let out = task_round(desktop, api, &file, false);
+        let guidance = json_of(&out);
+        assert_eq!(guidance["step"], step);
+        let sent: Vec<u64> = task_file(&file)["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                assert_eq!(h["outcome"], "no_progress", "{h}");
+                h["step"].as_u64().unwrap()
+            })
+            .collect();
+        let first = step.saturating_sub(16).max(1);
+        assert_eq!(sent, (first..step).collect::<Vec<_>>(), "at step {step}");
+    }
+    // A task file that is not one: nothing is sent, and the sentence names the way out.
+    std::fs::write(&file, "{}").unwrap();
+    let out = task_round_failing(desktop, api, &file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_readable(
+        &stderr,
+        "is not a task msguide-desktop wrote: pass --new-task to start a new task in it",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `guide --task file` that must fail.
+fn task_round_failing(desktop: &Desktop, api: &Api, file: &Path) -> Output {
+    let out = guide_with_consent(desktop, api, &["--task", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_window_keeps_a_task_and_lists_the_plan_with_its_current_step_outlined() {
     require("xdotool", "xdotool");
     let Scene { desktop, api, demo } = &Scene::start("desktop-plan");
