@@ -292,7 +292,7 @@ fn pointed_at(
             target.target_id.clone(),
             target.action.clone(),
         ),
-        (None, Some(plan)) => {
+        (None, Some(plan)) if plan.window_id == observation.window_id => {
             let step = plan.steps.first()?;
             (
                 plan_step_element(observation, step)?,
@@ -300,7 +300,7 @@ fn pointed_at(
                 step.intent.as_ref().map(|i| i.action.clone()),
             )
         }
-        (None, None) => return None,
+        (None, _) => return None,
     };
     Some((
         index,
@@ -335,12 +335,14 @@ pub fn plan_step_element(observation: &ObservationOut, step: &PlanStepIn) -> Opt
 }
 
 /// `answer` with its plan's first step as the target, so the checks before drawing outline the
-/// element it means; `None` without a plan or when its first step names no single element.
+/// element it means; `None` without a plan or when its first step names no single element. The
+/// plan's own `windowId` stands as the answer's, so a plan about another window is refused there.
 #[must_use]
 pub fn with_plan_target(observation: &ObservationOut, answer: &GuidanceIn) -> Option<GuidanceIn> {
     let plan = answer.plan.as_ref().filter(|_| answer.target.is_none())?;
     let element = &observation.elements[plan_step_element(observation, plan.steps.first()?)?];
     let mut drawn = answer.clone();
+    drawn.window_id.clone_from(&plan.window_id);
     drawn.target = Some(TargetIn {
         label: element.label.clone(),
         bounds: element.bounds,

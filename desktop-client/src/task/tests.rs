@@ -218,6 +218,23 @@ fn a_plans_first_step_is_the_element_its_intent_names_once() {
         .progress(&observation("obs-2", "Build failed"))
         .unwrap();
     assert_eq!(next.history[0].label, "View logs");
+    // A plan about another window is refused by the checks before drawing, and is no step.
+    let mut elsewhere = planned.clone();
+    if let Some(plan) = elsewhere.plan.as_mut() {
+        plan.window_id = "window-8".to_owned();
+    }
+    assert_eq!(
+        with_plan_target(&sent, &elsewhere).unwrap().window_id,
+        "window-8"
+    );
+    let mut other = Task::new();
+    other.progress(&sent).unwrap();
+    elsewhere.task_id = Some(other.id().to_owned());
+    other.answered(&sent, &elsewhere).unwrap();
+    let next = other
+        .progress(&observation("obs-2", "Build failed"))
+        .unwrap();
+    assert!(next.history.is_empty());
     // No element, two elements, or a manual step: nothing to outline.
     planned.plan = Some(plan(&["Mark resolved"]));
     assert!(with_plan_target(&sent, &planned).is_none());
