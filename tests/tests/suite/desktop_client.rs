@@ -891,6 +891,7 @@ async fn msguide_start_opens_the_window_and_sigterm_closes_it_with_the_api() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "the API stopped"
     );
+    std::fs::remove_dir_all(&home).unwrap();
 }
 
 #[test]

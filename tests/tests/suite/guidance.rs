@@ -407,6 +407,7 @@ async fn provider_failures_map_to_sanitised_502s() {
             assert_eq!(failed["errorType"], kind);
         }
         assert!(!std::fs::read_to_string(&log).unwrap().contains("private-"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -595,4 +596,6 @@ async fn client_disconnect_cancels_the_providers_work() {
         36,
         "the service goes on serving"
     );
+    drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

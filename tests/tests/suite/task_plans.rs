@@ -386,7 +386,8 @@ async fn task_reaches_the_provider_is_echoed_and_stays_out_of_the_log() {
             plan: None,
         }
     });
-    let log = temp_dir("task-log").join("backend.log");
+    let dir = temp_dir("task-log");
+    let log = dir.join("backend.log");
     let server = Server::with(Options {
         provider,
         diagnostic_log: Some(log.clone()),
@@ -438,6 +439,7 @@ async fn task_reaches_the_provider_is_echoed_and_stays_out_of_the_log() {
         .await
         .json();
     assert_eq!((plain.get("taskId"), plain.get("step")), (None, None));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]
@@ -644,7 +646,8 @@ async fn provider_plans_are_validated_and_bad_ones_are_502() {
         ),
     ];
     for (name, forge, status) in cases {
-        let log = temp_dir("plan-502").join("backend.log");
+        let dir = temp_dir("plan-502");
+        let log = dir.join("backend.log");
         let provider = Scripted::answering(move |request| {
             let mut result = GuidanceResult {
                 instruction: "Follow the plan.".to_owned(),
@@ -698,5 +701,6 @@ async fn provider_plans_are_validated_and_bad_ones_are_502() {
         if ["another window", "33 steps", "a manual step first"].contains(&name) {
             assert!(text.contains(r#""stage":"plan_validation""#), "{text}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
