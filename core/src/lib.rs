@@ -42,5 +42,11 @@ pub mod machine;
 mod proptest_config;
 pub mod secret;
 pub mod signals;
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test support: makes and removes its own temporary directory"
+)]
+mod test_dir;
 
 pub use guide::{error::Error, state::LocalState};

@@ -152,10 +152,10 @@ fn ascii_only(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("diag-{name}-{}", uuid::Uuid::new_v4()));
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    use crate::test_dir::TempDir;
+
+    fn temp_dir(name: &str) -> TempDir {
+        TempDir::new(&format!("diag-{name}"))
     }
 
     #[test]

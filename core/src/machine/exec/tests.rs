@@ -3,26 +3,20 @@
 use super::{env::BASELINE_NAMES, output::drop_partial_char, program::find_on_path, *};
 
 use std::path::Path;
+
+use crate::test_dir::TempDir;
 use std::time::Instant as StdInstant;
 
 /// A scratch directory removed on drop; canonical so it can serve as a jail-resolved cwd.
-struct Scratch(PathBuf);
+struct Scratch(TempDir);
 
 impl Scratch {
     fn new() -> Self {
-        let dir = std::env::temp_dir().join(format!("exec-test-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir.canonicalize().unwrap())
+        Self(TempDir::new("exec-test"))
     }
 
     fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 
