@@ -2,7 +2,7 @@
 //! (the model guidance provider) and the connector (LOCAL_LLM_COMPLETION).
 //!
 //! The only HTTP client in `core` (reqwest with rustls): no redirects, no environment proxies,
-//! connect and total timeouts, capped response sizes. Errors keep the backend's message for
+//! connect, total and (when asked) socket read timeouts, capped response sizes. Errors keep the backend's message for
 //! `details.backend_error` (truncated to 200 characters) and never carry prompt or completion
 //! text; nothing here logs.
 //!
@@ -221,14 +221,35 @@ impl LlmClient {
     /// # Errors
     /// The HTTP client cannot be built (TLS provider missing) or the base URL is not http(s).
     pub fn new(config: BackendConfig) -> Result<Self, LlmError> {
+        Self::build(config, None)
+    }
+
+    /// A client that also gives up on a server silent for `read_timeout`: waiting for the
+    /// answer's headers, or between any two reads of its body (each read that brings bytes
+    /// starts the wait again). A stalled server is then abandoned long before a generous
+    /// whole-call deadline; the failure is a timeout like the others.
+    ///
+    /// # Errors
+    /// As [`LlmClient::new`].
+    pub fn with_read_timeout(
+        config: BackendConfig,
+        read_timeout: Duration,
+    ) -> Result<Self, LlmError> {
+        Self::build(config, Some(read_timeout))
+    }
+
+    fn build(config: BackendConfig, read_timeout: Option<Duration>) -> Result<Self, LlmError> {
         let base = validate_base_url(&config.base_url)?;
         let auth = auth_header(&config)?;
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|err| failed(&describe(err, &[])))?;
+            .connect_timeout(config.connect_timeout);
+        let builder = match read_timeout {
+            Some(timeout) => builder.read_timeout(timeout),
+            None => builder,
+        };
+        let http = builder.build().map_err(|err| failed(&describe(err, &[])))?;
         Ok(Self {
             config,
             http,

@@ -99,6 +99,8 @@ pub struct GuideArgs {
     pub new_task: bool,
     /// Ask for a plan segment and print its numbered steps instead of the JSON.
     pub plan: bool,
+    /// The person's answer to the last question, sent as the task's `userInput` (needs a task).
+    pub input: Option<String>,
 }
 
 /// `guide`: one capture, one round trip, the guidance JSON as received (or, with `plan`, the
@@ -116,6 +118,13 @@ pub fn guide(args: &GuideArgs, verbose: bool) -> ExitCode {
 }
 
 async fn guide_once(args: &GuideArgs) -> Result<(), Problem> {
+    let input = args.input.as_deref().unwrap_or_default();
+    if !input.is_empty() && args.task.is_none() {
+        return Err(Problem::new(
+            "--input answers a question within a task: pass --task FILE as well",
+            None,
+        ));
+    }
     let mut task = match &args.task {
         Some(path) => Some((Task::load(path, args.new_task)?, path)),
         None => None,
@@ -124,7 +133,7 @@ async fn guide_once(args: &GuideArgs) -> Result<(), Problem> {
     let capture = capture(&args.title, args.share_pixels).await?;
     let observation = ObservationOut::from(&capture.observation);
     let progress = match &mut task {
-        Some((task, _)) => Some(task.progress(&observation)?),
+        Some((task, _)) => Some(task.progress(&observation, input, args.plan)?),
         None => None,
     };
     // Session first, so both timings below run on the same warm connection.
@@ -148,6 +157,19 @@ async fn guide_once(args: &GuideArgs) -> Result<(), Problem> {
             sent.step,
             sent.history.len(),
             task.step()
+        );
+        // What else went with the task, as counts and fixed words, never the text.
+        eprintln!(
+            "task status {}, plan {}, plan cursor {}, replan reason {}, user input {} characters",
+            sent.status,
+            sent.plan.as_ref().map_or(0, |p| p.steps.len()),
+            sent.plan_cursor,
+            if sent.replan_reason.is_some() {
+                "sent"
+            } else {
+                "none"
+            },
+            sent.user_input.chars().count()
         );
     }
     if args.plan {
@@ -233,6 +255,9 @@ mod tests {
             instruction: text.to_owned(),
             intent: None,
             control_id: None,
+            value: None,
+            scroll_direction: None,
+            value_hash: None,
         };
         let mut plan = PlanIn {
             plan_id: "p".to_owned(),

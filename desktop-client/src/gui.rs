@@ -24,6 +24,7 @@ use eframe::egui::{
 use local_core::{
     a11y::{Budget, ScreenRect},
     guide::observe::{self, WindowInfo, WindowObservation},
+    limits::MAX_USER_INPUT_CHARS,
 };
 use time::OffsetDateTime;
 
@@ -130,6 +131,8 @@ struct Client {
     task: Task,
     /// Ask for a plan segment rather than a single step.
     ask_plan: bool,
+    /// The person's answer to a question, sent once with the next round as `userInput`.
+    user_input: String,
     answer: Option<GuidanceIn>,
     /// The answer as the checks see it: with a plan, its current step as the target.
     drawn: Option<GuidanceIn>,
@@ -162,6 +165,7 @@ impl Client {
             consent: false,
             task: Task::new(),
             ask_plan: false,
+            user_input: String::new(),
             answer: None,
             drawn: None,
             refusal: None,
@@ -317,16 +321,21 @@ impl Client {
             self.outline = None;
             let capture = capture.clone();
             let prompt = self.prompt.clone();
-            match self
-                .task
-                .progress(&ObservationOut::from(&capture.observation))
-            {
-                Ok(task) => self.start(Job::Send {
-                    capture,
-                    prompt,
-                    task: Box::new(task),
-                    plan: self.ask_plan,
-                }),
+            let sent = self.task.progress(
+                &ObservationOut::from(&capture.observation),
+                &self.user_input,
+                self.ask_plan,
+            );
+            match sent {
+                Ok(task) => {
+                    self.user_input.clear();
+                    self.start(Job::Send {
+                        capture,
+                        prompt,
+                        task: Box::new(task),
+                        plan: self.ask_plan,
+                    });
+                }
                 Err(problem) => self.error = Some(problem),
             }
         }
@@ -347,6 +356,8 @@ impl Client {
                 .clicked()
             {
                 self.task = Task::new();
+                // An answer typed for the old task's question is not the new task's.
+                self.user_input.clear();
             }
         });
     }
@@ -356,7 +367,20 @@ impl Client {
         ui.separator();
         ui.strong(format!("{} ({})", answer.instruction, answer.status));
         if let Some(plan) = &answer.plan {
-            plan_list(ui, plan);
+            plan_list(ui, plan, 0);
+        } else if let Some((plan, cursor)) = self.task.plan() {
+            // A single step while a plan is followed: the plan, the person's step framed.
+            plan_list(ui, plan, cursor);
+        }
+        // A question gets an answer box; what is typed goes with the next send only.
+        if matches!(answer.status.as_str(), "needs_input" | "clarification") {
+            ui.horizontal(|ui| {
+                ui.label("Answer:");
+                ui.add(
+                    egui::TextEdit::singleline(&mut self.user_input)
+                        .char_limit(MAX_USER_INPUT_CHARS),
+                );
+            });
         }
         if let Some(refusal) = &self.refusal {
             ui.colored_label(Color32::YELLOW, format!("Not outlined: {refusal}"));
@@ -506,13 +530,13 @@ impl eframe::App for Client {
     }
 }
 
-/// The plan as a numbered list, its first (current) step framed in the outline's colour, then
-/// where the plan stops.
-fn plan_list(ui: &mut egui::Ui, plan: &PlanIn) {
+/// The plan as a numbered list, the person's current step (`cursor`) framed in the outline's
+/// colour, then where the plan stops.
+fn plan_list(ui: &mut egui::Ui, plan: &PlanIn, cursor: u32) {
     ui.label(format!("Plan ({} steps):", plan.steps.len()));
     for (n, step) in plan.steps.iter().enumerate() {
         let line = format!("{}. {}", n + 1, step.instruction);
-        if n == 0 {
+        if u32::try_from(n).is_ok_and(|n| n == cursor) {
             egui::Frame::group(ui.style())
                 .stroke(OUTLINE)
                 .show(ui, |ui| ui.strong(line));

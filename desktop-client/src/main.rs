@@ -54,7 +54,9 @@ enum Command {
         #[arg(long)]
         share_pixels: bool,
         /// Carry a task between runs in this file: each run sends the task it holds (id, step,
-        /// history) and records the step taken; a missing file starts a new task.
+        /// history, and status no_progress when the last step changed nothing on screen) and
+        /// records the step taken; a missing file starts a new task. The file keeps ids, steps
+        /// and the plan's id and cursor, never screen text or --input.
         #[arg(long, value_name = "FILE")]
         task: Option<PathBuf>,
         /// Start a new task in the --task file instead of continuing the one it holds.
@@ -63,6 +65,10 @@ enum Command {
         /// Ask for a plan segment and print its numbered steps instead of the JSON.
         #[arg(long)]
         plan: bool,
+        /// Your answer to the question the last run asked (needs_input or clarification), sent
+        /// once as the task's userInput with status needs_input; at most 1000 characters.
+        #[arg(long, value_name = "TEXT", requires = "task")]
+        input: Option<String>,
     },
 }
 
@@ -95,6 +101,7 @@ fn main() -> ExitCode {
             task,
             new_task,
             plan,
+            input,
         } => cli::guide(
             &cli::GuideArgs {
                 title: window_title,
@@ -104,6 +111,7 @@ fn main() -> ExitCode {
                 task,
                 new_task,
                 plan,
+                input,
             },
             args.verbose,
         ),

@@ -5,6 +5,14 @@
 //! keeps the last 16 entries, strictly increasing and all below the current step, as the API
 //! requires. The script form lives in a task file ([`Task::load`], [`Task::save`]).
 //!
+//! The plan last shown goes back with each round (`plan`, and `planCursor`, the step the person
+//! is on, which moves on when the screen changed after its step) while the capture is of the
+//! plan's window and the person did not ask for a new plan; otherwise it is dropped and the next
+//! round says why in `replanReason`, a fixed sentence. The status is `needs_input` when the
+//! person typed an answer (`userInput`), `no_progress` when the last step changed nothing, else
+//! `running`. The task file keeps the plan's ids and cursor, never its text, and never what the
+//! person typed, so a later script run has no plan to send back.
+//!
 //! Also here: which captured element a plan step means (its intent's role and label, exactly one
 //! element), so the current plan step can be outlined with the same checks as a target.
 
@@ -13,7 +21,9 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use local_core::limits::{MAX_REMAINING_WORK_CHARS, MAX_TASK_HISTORY, MAX_TASK_STEP};
+use local_core::limits::{
+    MAX_REMAINING_WORK_CHARS, MAX_TASK_HISTORY, MAX_TASK_STEP, MAX_USER_INPUT_CHARS,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -21,14 +31,24 @@ use uuid::Uuid;
 use crate::{
     checks::BOX_TOLERANCE,
     problem::Problem,
-    wire::{GuidanceIn, ObservationOut, PlanStepIn, TargetIn, TaskProgressOut, TaskStepOut},
+    wire::{
+        GuidanceIn, ObservationOut, PlanIn, PlanStepIn, TargetIn, TaskProgressOut, TaskStepOut,
+    },
 };
 
-/// The status every round of a task is sent with.
+/// The status of a round that is neither of the two below.
 pub const RUNNING: &str = "running";
+/// The status of a round after a step that changed nothing on screen.
+pub const NO_PROGRESS: &str = "no_progress";
+/// The status of a round that carries the person's typed answer.
+pub const NEEDS_INPUT: &str = "needs_input";
+/// `replanReason` when the capture is of another window or resource than the plan's.
+pub const WINDOW_CHANGED: &str = "The window or page changed since this plan was made.";
+/// `replanReason` when the person asked for a new plan.
+pub const NEW_PLAN_ASKED: &str = "The person asked for a new plan.";
 
 /// One task: what the next request carries, and the step waiting for its outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     task_id: String,
@@ -38,6 +58,26 @@ pub struct Task {
     remaining_work: String,
     #[serde(default)]
     taken: Option<Taken>,
+    /// The plan being followed.
+    #[serde(default)]
+    plan: Option<Following>,
+    /// Why the last plan was dropped, sent with the next round only.
+    #[serde(default)]
+    replan_reason: Option<String>,
+}
+
+/// The plan being followed: its ids and the person's place in it; its steps (the provider's
+/// text and the screen's labels) stay in memory, never in the task file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Following {
+    plan_id: String,
+    window_id: String,
+    #[serde(default)]
+    resource_id: Option<String>,
+    cursor: u32,
+    #[serde(skip)]
+    segment: Option<PlanIn>,
 }
 
 /// The step the last answer pointed at; its outcome is known once the next capture is made.
@@ -51,6 +91,9 @@ struct Taken {
     action: String,
     /// SHA-256 of what the window showed (its text and elements), never the text itself.
     screen: String,
+    /// It was the plan's current step, so the cursor moves on once the screen changes.
+    #[serde(default)]
+    plan_step: bool,
 }
 
 impl Default for Task {
@@ -69,6 +112,8 @@ impl Task {
             history: Vec::new(),
             remaining_work: String::new(),
             taken: None,
+            plan: None,
+            replan_reason: None,
         }
     }
 
@@ -90,12 +135,36 @@ impl Task {
         &self.history
     }
 
+    /// The plan being followed, if its steps are known, and the index of the person's step.
+    #[must_use]
+    pub fn plan(&self) -> Option<(&PlanIn, u32)> {
+        let following = self.plan.as_ref()?;
+        Some((following.segment.as_ref()?, following.cursor))
+    }
+
     /// The `task` to send with `observation`: the step last pointed at is settled against this
-    /// capture first, so it enters the history with its outcome.
+    /// capture first, so it enters the history with its outcome (and the plan's cursor moves on
+    /// when it was the plan's step and the screen changed). `user_input` is what the person
+    /// typed in answer, empty when nothing; `new_plan` says this round asks for a new plan, so
+    /// the one followed is dropped.
     ///
     /// # Errors
-    /// A [`Problem`] once the task has used all 10000 steps.
-    pub fn progress(&mut self, observation: &ObservationOut) -> Result<TaskProgressOut, Problem> {
+    /// A [`Problem`] once the task has used all 10000 steps, or when `user_input` is longer than
+    /// the API takes.
+    pub fn progress(
+        &mut self,
+        observation: &ObservationOut,
+        user_input: &str,
+        new_plan: bool,
+    ) -> Result<TaskProgressOut, Problem> {
+        if user_input.chars().count() > MAX_USER_INPUT_CHARS {
+            return Err(Problem::new(
+                format!(
+                    "Your answer is longer than {MAX_USER_INPUT_CHARS} characters, the most the local API takes: shorten it and send again"
+                ),
+                None,
+            ));
+        }
         if self.step > MAX_TASK_STEP {
             return Err(Problem::new(
                 format!(
@@ -104,12 +173,17 @@ impl Task {
                 None,
             ));
         }
+        let mut stalled = false;
         if let Some(taken) = self.taken.take() {
-            let outcome = if taken.screen == screen_of(observation) {
-                "no_progress"
+            stalled = taken.screen == screen_of(observation);
+            let outcome = if stalled {
+                NO_PROGRESS
             } else {
                 "screen_changed"
             };
+            if taken.plan_step && !stalled {
+                self.advance_plan();
+            }
             self.history.push(TaskStepOut {
                 step: taken.step,
                 observation_id: taken.observation_id,
@@ -122,13 +196,53 @@ impl Task {
             let extra = self.history.len().saturating_sub(MAX_TASK_HISTORY);
             self.history.drain(..extra);
         }
+        let other_window = self.plan.as_ref().is_some_and(|p| {
+            p.window_id != observation.window_id || p.resource_id != observation_resource()
+        });
+        if other_window || (new_plan && self.plan.is_some()) {
+            self.plan = None;
+            self.replan_reason = Some(
+                if other_window {
+                    WINDOW_CHANGED
+                } else {
+                    NEW_PLAN_ASKED
+                }
+                .to_owned(),
+            );
+        }
+        let status = if !user_input.is_empty() {
+            NEEDS_INPUT
+        } else if stalled {
+            NO_PROGRESS
+        } else {
+            RUNNING
+        };
+        let (plan, plan_cursor) = match self.plan() {
+            Some((plan, cursor)) => (Some(plan.clone()), cursor),
+            None => (None, 0),
+        };
         Ok(TaskProgressOut {
             task_id: self.task_id.clone(),
             step: self.step,
-            status: RUNNING.to_owned(),
+            status: status.to_owned(),
             history: self.history.clone(),
             remaining_work: self.remaining_work.clone(),
+            user_input: user_input.to_owned(),
+            plan,
+            plan_cursor,
+            replan_reason: self.replan_reason.clone(),
         })
+    }
+
+    /// The person did the plan's current step: the cursor moves to the next one (it may reach
+    /// the number of steps, the plan's end, never beyond).
+    fn advance_plan(&mut self) {
+        if let Some(following) = &mut self.plan {
+            let steps = following.segment.as_ref().map_or(0, |plan| {
+                u32::try_from(plan.steps.len()).unwrap_or(u32::MAX)
+            });
+            following.cursor = following.cursor.saturating_add(1).min(steps);
+        }
     }
 
     /// Takes `answer` to the request sent with `observation`: it must echo this task and step;
@@ -150,6 +264,25 @@ impl Task {
                 None,
             ));
         }
+        // The reason went out with this round; a new plan replaces the one followed.
+        self.replan_reason = None;
+        if let Some(plan) = answer
+            .plan
+            .as_ref()
+            .filter(|p| answer.target.is_none() && p.window_id == observation.window_id)
+        {
+            self.plan = Some(Following {
+                plan_id: plan.plan_id.clone(),
+                window_id: plan.window_id.clone(),
+                resource_id: plan.resource_id.clone(),
+                cursor: 0,
+                segment: Some(plan.clone()),
+            });
+        }
+        let current = self
+            .plan()
+            .and_then(|(plan, cursor)| plan.steps.get(usize::try_from(cursor).ok()?))
+            .and_then(|step| plan_step_element(observation, step));
         self.taken = pointed_at(observation, answer).map(|(index, target_id, action)| {
             let element = &observation.elements[index];
             Taken {
@@ -159,6 +292,7 @@ impl Task {
                 label: element.label.clone(),
                 action,
                 screen: screen_of(observation),
+                plan_step: current == Some(index),
             }
         });
         self.remaining_work = answer
@@ -252,6 +386,13 @@ impl Task {
         if self.history.len() > MAX_TASK_HISTORY {
             return Err("history is longer than 16 steps");
         }
+        let plan_ok = self.plan.as_ref().is_none_or(|p| {
+            Uuid::parse_str(&p.plan_id).is_ok_and(|id| id.to_string() == p.plan_id)
+                && usize::try_from(p.cursor).is_ok_and(|c| c <= local_core::limits::MAX_PLAN_STEPS)
+        });
+        if !plan_ok {
+            return Err("the plan's id or cursor is out of range");
+        }
         Ok(())
     }
 }
@@ -264,6 +405,12 @@ fn unusable(path: &Path, detail: String) -> Problem {
         ),
         Some(detail),
     )
+}
+
+/// The resource the client's captures name: none yet (an opaque per-page id is the Windows
+/// companion's, from the browser's chrome), so a plan is for a window and no resource.
+const fn observation_resource() -> Option<String> {
+    None
 }
 
 /// A digest of what the window showed: its text and elements.

@@ -66,7 +66,7 @@ impl From<&Observation> for ObservationOut {
             height: o.height,
             ocr_text: o.ocr_text.clone(),
             elements: o.elements.iter().map(ElementOut::from).collect(),
-            image_base64: o.image.as_ref().map(|png| png.base64.clone()),
+            image_base64: o.image.as_ref().map(|png| png.base64()),
             automation_complete: o.automation_complete,
         }
     }
@@ -102,8 +102,8 @@ pub struct TaskStepOut {
     pub outcome: String,
 }
 
-/// `task`: where the task stands. The client sends no plan back (`planCursor` 0).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// `task`: where the task stands, with the plan being followed and the person's step in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskProgressOut {
     pub task_id: String,
@@ -112,6 +112,23 @@ pub struct TaskProgressOut {
     pub history: Vec<TaskStepOut>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub remaining_work: String,
+    /// What the person typed in answer to a question (at most 1000 characters).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub user_input: String,
+    /// The plan last shown, exactly as the API sent it, while it is for this window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanIn>,
+    /// The index of the plan step the person is on; 0 without a plan.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub plan_cursor: u32,
+    /// Why the last plan was dropped (a fixed sentence, never screen text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replan_reason: Option<String>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+const fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `POST /v1/sessions`' answer.
@@ -171,31 +188,46 @@ pub struct GuidanceIn {
 pub struct PlanIn {
     pub plan_id: String,
     pub window_id: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
     pub steps: Vec<PlanStepIn>,
     pub boundary: PlanBoundaryIn,
 }
 
-/// One step of a plan: an action on the element its intent describes, or a manual step.
+/// One step of a plan: an action on the element its intent describes, or a manual step. Every
+/// field the API may send is kept, so the plan goes back in `task.plan` exactly as it came.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanStepIn {
     pub kind: String,
     pub instruction: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<PlanIntentIn>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scroll_direction: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_hash: Option<String>,
 }
 
 /// The element a plan step is meant for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanIntentIn {
     pub role: String,
     pub label: String,
     pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toggle_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_selected: Option<bool>,
 }
 
 /// Where and why a plan stops.

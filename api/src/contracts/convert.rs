@@ -4,6 +4,9 @@ use local_core::guide::{
     actions::{EFFECTS, GrantView, JOB_MESSAGE, JobView, PreviewView},
     assist::{AssistAnswer, AssistContext, Sensitivity},
     audit_ring,
+    camera::{
+        CameraRecovery, CameraReport, Profile, Reinitialization, TeamsCameraSession, Verification,
+    },
     guidance::{
         GuidanceResponse,
         model::{
@@ -20,12 +23,14 @@ use serde_json::Value;
 use super::{
     invalid,
     requests::{
-        BoundaryKindIn, ContextEnvelope, GuidanceRequest, Observation, PlanIntent, PlanSegment,
-        PlanStep, PlanStepKindIn, ResponseMode, ScrollDirectionIn, SensitivityIn, StepOutcomeIn,
+        BoundaryKindIn, CameraProfileIn, CameraRecoveryIn, CameraSessionState, ContextEnvelope,
+        GuidanceRequest, Observation, PlanIntent, PlanSegment, PlanStep, PlanStepKindIn,
+        ReinitializationMethodIn, ResponseMode, ScrollDirectionIn, SensitivityIn, StepOutcomeIn,
         TaskProgress, TaskStatusIn, TaskStep, ToggleStateIn, UiActionIn, UiElement,
     },
-    responses::{self, ValidationItem},
+    responses,
 };
+use crate::error::ApiError;
 
 impl From<UiActionIn> for UiAction {
     fn from(action: UiActionIn) -> Self {
@@ -113,7 +118,14 @@ impl From<Observation> for ObservationUpload {
 /// The core's upload of a parsed guidance body; `body_bytes` is the HTTP body's size.
 #[must_use]
 pub fn guidance_upload(request: GuidanceRequest, body_bytes: usize) -> GuidanceUpload {
+    let teams_session = request
+        .observation
+        .teams_camera_session_state
+        .map(Into::into);
     GuidanceUpload {
+        camera: request
+            .camera_recovery
+            .map(|camera| camera_recovery(camera, teams_session)),
         session_id: request.session_id.0,
         prompt: request.prompt.0,
         consent: request.consent,
@@ -121,6 +133,62 @@ pub fn guidance_upload(request: GuidanceRequest, body_bytes: usize) -> GuidanceU
         body_bytes,
         task: request.task.map(Into::into),
         plan_segments: request.plan_segments,
+    }
+}
+
+impl From<CameraSessionState> for TeamsCameraSession {
+    fn from(state: CameraSessionState) -> Self {
+        match state {
+            CameraSessionState::NotInitialized => Self::NotInitialized,
+            CameraSessionState::Active => Self::Active,
+            CameraSessionState::Reinitializing => Self::Reinitializing,
+            CameraSessionState::Reinitialized => Self::Reinitialized,
+            CameraSessionState::Unknown => Self::Unknown,
+        }
+    }
+}
+
+fn camera_recovery(
+    camera: CameraRecoveryIn,
+    teams_session: Option<TeamsCameraSession>,
+) -> CameraRecovery {
+    CameraRecovery {
+        profile: match camera.profile {
+            CameraProfileIn::Fixture => Profile::Fixture,
+            CameraProfileIn::LiveProbe => Profile::LiveProbe,
+            CameraProfileIn::Pinned => Profile::Pinned,
+        },
+        verification: camera.verification.map(|v| Verification {
+            evidence_id: v.evidence_id.0,
+            session_id: v.session_id.0,
+            observation_id: v.observation_id.0,
+            window_id: v.window_id.0,
+            captured_at: v.captured_at.0,
+            frames_observed: v.frames_observed.0,
+            reinitialization: v.reinitialization_method.map(|m| match m {
+                ReinitializationMethodIn::PrejoinReopened => Reinitialization::PrejoinReopened,
+                ReinitializationMethodIn::TeamsRelaunched => Reinitialization::TeamsRelaunched,
+                ReinitializationMethodIn::CameraDeviceReinitialized => {
+                    Reinitialization::CameraDeviceReinitialized
+                }
+            }),
+        }),
+        teams_session,
+    }
+}
+
+fn camera_out(report: &CameraReport) -> responses::CameraRecoveryOut {
+    responses::CameraRecoveryOut {
+        profile: report.profile.as_str(),
+        evidence_basis: report.profile.evidence_basis(),
+        fixture_supported: report.fixture_supported(),
+        settings_uia_proven: report.settings_uia_proven(),
+        raw_pixel_evidence_used: false,
+        settings_launch_uri: report.settings_launch_uri,
+        state: report.state.as_str(),
+        evidence: report.evidence.iter().map(|e| e.as_str()).collect(),
+        permission_state: report.permission.as_str(),
+        verification_required: report.verification_required(),
     }
 }
 
@@ -277,10 +345,14 @@ fn plan_out(plan: model::PlanSegment) -> responses::GuidancePlan {
     }
 }
 
-/// The 422 item of a refused observation, at the part of the body it concerns.
+/// The 422 of a refused upload: a validation item at the part of the body it concerns, or, for
+/// the camera branch's cross-field rules, the sentence the reference gives.
 #[must_use]
-pub fn refused(refusal: ObservationRefusal) -> ValidationItem {
+pub fn refused(refusal: ObservationRefusal) -> ApiError {
     let loc: &[&str] = match refusal {
+        ObservationRefusal::Camera(camera) => {
+            return ApiError::Core(local_core::Error::CameraRecovery(camera));
+        }
         ObservationRefusal::Image(_) => &["body", "observation", "imageBase64"],
         ObservationRefusal::DuplicateElementIds | ObservationRefusal::ImageWorkFailed => {
             &["body", "observation"]
@@ -291,7 +363,10 @@ pub fn refused(refusal: ObservationRefusal) -> ValidationItem {
         }
         ObservationRefusal::Task(TaskRefusal::Plan) => &["body", "task", "plan"],
     };
-    invalid(loc.iter().map(|s| Value::from(*s)).collect(), "value_error")
+    ApiError::Validation(vec![invalid(
+        loc.iter().map(|s| Value::from(*s)).collect(),
+        "value_error",
+    )])
 }
 
 impl From<GuidanceResponse> for responses::Guidance {
@@ -338,6 +413,7 @@ impl From<GuidanceResponse> for responses::Guidance {
             plan: result.plan.map(plan_out),
             step: response.task.as_ref().map(|(_, step)| *step),
             task_id: response.task.map(|(id, _)| id),
+            camera_recovery: response.camera.as_ref().map(camera_out),
         }
     }
 }
@@ -463,7 +539,7 @@ pub fn job(view: JobView) -> responses::Job {
 
 #[cfg(test)]
 mod tests {
-    use local_core::guide::png_sanitise::PngError;
+    use local_core::guide::{camera::CameraRefusal, png_sanitise::PngError};
     use serde_json::json;
 
     use super::*;
@@ -471,12 +547,15 @@ mod tests {
     #[test]
     fn each_refusal_is_a_value_error_at_the_part_it_concerns() {
         let loc = |refusal| {
-            let item = refused(refusal);
+            let ApiError::Validation(items) = refused(refusal) else {
+                panic!("not a validation item");
+            };
+            let item = &items[0];
             assert_eq!(
                 (item.kind, item.msg),
                 ("value_error", super::super::INVALID_VALUE)
             );
-            Value::from(item.loc)
+            Value::from(item.loc.clone())
         };
         assert_eq!(
             loc(ObservationRefusal::Image(PngError::NotPng)),
@@ -502,6 +581,15 @@ mod tests {
         assert_eq!(
             loc(ObservationRefusal::Task(TaskRefusal::Plan)),
             json!(["body", "task", "plan"])
+        );
+        // The camera branch's cross-field rules answer with their sentence.
+        let ApiError::Core(error) = refused(ObservationRefusal::Camera(CameraRefusal::TaskContext))
+        else {
+            panic!("not a sentence");
+        };
+        assert_eq!(
+            error.to_string(),
+            "Generic task context cannot authorize camera recovery"
         );
     }
 }

@@ -11,10 +11,10 @@ use utoipa::{
 };
 
 use super::scalars::{
-    BoundaryNeeded, BoxIn, GrantToken, Identifier, ImageBase64, ImageRef, InputValue, ItemStatus,
-    Label, PlanCursor, PlanText, ProcessId, Prompt, ReplanReason, Role, ScrollPercent, ShortText,
-    Side, StepNumber, TaskId, TaskNote, Text, Timestamp, ToolName, Unit, ValueHash, ValueLength,
-    bounded_list,
+    BoundaryNeeded, BoxIn, EvidenceId, FramesObserved, GrantToken, Identifier, ImageBase64,
+    ImageRef, InputValue, ItemStatus, Label, OnlyTrue, PlanCursor, PlanText, ProcessId, Prompt,
+    ReplanReason, Role, ScrollPercent, ShortText, Side, StepNumber, TaskId, TaskNote, Text,
+    Timestamp, ToolName, Unit, ValueHash, ValueLength, bounded_list,
 };
 
 /// A UI Automation pattern action.
@@ -49,7 +49,8 @@ pub enum ToggleStateIn {
     Indeterminate,
 }
 
-/// The Teams camera session state a capture may report (accepted, not used by this build).
+/// The Teams camera session state a capture may report; the camera branch's pinned profile
+/// reads it (`reinitialized` after the permission changed), other requests ignore it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum CameraSessionState {
@@ -148,6 +149,75 @@ pub struct GuidanceRequest {
     #[serde(default)]
     #[schema(default = false)]
     pub plan_segments: bool,
+    /// The camera-recovery branch: the deterministic engine answers and the provider is never
+    /// called. Not with `task` or `planSegments: true` (422 `Generic task context cannot
+    /// authorize camera recovery`).
+    pub camera_recovery: Option<CameraRecoveryIn>,
+}
+
+/// The scenario the camera engine follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+pub enum CameraProfileIn {
+    /// The synthetic fixture (completes).
+    #[serde(rename = "teams-camera-recovery-win11-24h2-en-US-fixture-v1")]
+    Fixture,
+    /// A live probe (never completes; Settings never trusted).
+    #[serde(rename = "teams-camera-recovery-new-teams-uia-probe-20260916-v1")]
+    LiveProbe,
+    /// A pinned machine (proven Settings page, reinitialisation required).
+    #[serde(rename = "teams-camera-recovery-pinned-20260916-v2")]
+    Pinned,
+}
+
+/// The one kind of camera verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+pub enum VerificationKindIn {
+    #[serde(rename = "localCameraReady")]
+    LocalCameraReady,
+}
+
+/// The one source of camera verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+pub enum VerificationSourceIn {
+    #[serde(rename = "desktopLocalCameraVerifier")]
+    DesktopLocalCameraVerifier,
+}
+
+/// How the camera was restarted after the permission changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ReinitializationMethodIn {
+    PrejoinReopened,
+    TeamsRelaunched,
+    CameraDeviceReinitialized,
+}
+
+/// The desktop verifier's report that the local camera delivers frames. It names this
+/// request's `sessionId`, `observation.id` and `observation.windowId` (else 422), is itself at
+/// most 60 s old and 5 s ahead, and within 5 s of `observation.capturedAt`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CameraVerificationIn {
+    pub kind: VerificationKindIn,
+    pub source: VerificationSourceIn,
+    pub evidence_id: EvidenceId,
+    pub session_id: Identifier,
+    pub observation_id: Identifier,
+    pub window_id: Identifier,
+    pub captured_at: Timestamp,
+    /// Must be the boolean `true`.
+    pub camera_active: OnlyTrue,
+    pub frames_observed: FramesObserved,
+    /// Required by the pinned profile.
+    pub reinitialization_method: Option<ReinitializationMethodIn>,
+}
+
+/// `cameraRecovery`: the profile, and the verifier's report once Teams is back.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CameraRecoveryIn {
+    pub profile: CameraProfileIn,
+    pub verification: Option<CameraVerificationIn>,
 }
 
 /// How the client sees its task.

@@ -91,6 +91,37 @@ pub struct Guidance {
     /// The request's `task.step`, echoed when a task was sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<u32>,
+    /// The camera engine's account, when the request carried `cameraRecovery`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub camera_recovery: Option<CameraRecoveryOut>,
+}
+
+/// Where the camera-recovery scenario stands. `status` is `completed` exactly when `state` is
+/// `camera_ready_verified`, which is exactly when `verificationRequired` is false.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CameraRecoveryOut {
+    /// The request's profile.
+    pub profile: &'static str,
+    /// `fixture` for the fixture profile, `liveProbe` for the live probe and pinned profiles.
+    pub evidence_basis: &'static str,
+    /// True only for the fixture profile.
+    pub fixture_supported: bool,
+    /// True only for the pinned profile.
+    pub settings_uia_proven: bool,
+    /// Always false: the engine reads the accessibility elements, never pixels.
+    pub raw_pixel_evidence_used: bool,
+    /// `ms-settings:privacy-webcam`, only for the pinned profile in `teams_devices_open`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings_launch_uri: Option<&'static str>,
+    /// One of the 17 states (docs/api.md).
+    pub state: &'static str,
+    /// The kinds of evidence the answer rests on (at most 12).
+    pub evidence: Vec<&'static str>,
+    /// `unknown`, `off`, `on` or `managed`.
+    pub permission_state: &'static str,
+    /// False only in `camera_ready_verified`.
+    pub verification_required: bool,
 }
 
 /// A plan segment: several steps planned on one observation, and where the plan stops.

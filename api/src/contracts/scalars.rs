@@ -102,6 +102,10 @@ bounded_string!(
     ValueHash, 64, 64, "^[a-f0-9]{64}$", is_value_hash
 );
 bounded_string!(
+    /// An evidence id: 1–128 characters of letters, digits, `_`, `.`, `:` or `-` (a JSON string).
+    EvidenceId, 1, limits::MAX_IDENTIFIER_CHARS, "^[A-Za-z0-9_.:-]+$", is_identifier
+);
+bounded_string!(
     /// A mock tool name: 1–64 characters.
     ToolName, 1, limits::MAX_TOOL_CHARS
 );
@@ -201,6 +205,35 @@ bounded_int!(
     #[derive(Default)]
     PlanCursor, u32, 0, 32
 );
+bounded_int!(
+    /// Frames the local camera verifier saw: 2–120.
+    FramesObserved, u32, 2, 120
+);
+
+/// The boolean `true` and nothing else: `false` is a `value_error`, any non-boolean `bool_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnlyTrue;
+
+impl<'de> Deserialize<'de> for OnlyTrue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if bool::deserialize(deserializer)? {
+            Ok(Self)
+        } else {
+            Err(D::Error::custom("value_error"))
+        }
+    }
+}
+
+impl PartialSchema for OnlyTrue {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Boolean)
+            .enum_values(Some([true]))
+            .into()
+    }
+}
+
+impl ToSchema for OnlyTrue {}
 
 /// Declares a finite float newtype with an inclusive range; integers are accepted, booleans and
 /// strings are not.
@@ -424,6 +457,27 @@ mod tests {
         assert!(err::<Unit>("true").starts_with("invalid type"));
         assert!(err::<Unit>(r#""0.5""#).starts_with("invalid type"));
         assert_eq!(err::<Unit>("1.0000001"), "less_than_equal");
+    }
+
+    #[test]
+    fn camera_scalars_at_their_edges() {
+        assert!(serde_json::from_str::<FramesObserved>("2").is_ok());
+        assert!(serde_json::from_str::<FramesObserved>("120").is_ok());
+        assert_eq!(err::<FramesObserved>("1"), "greater_than_equal");
+        assert_eq!(err::<FramesObserved>("121"), "less_than_equal");
+        assert!(err::<FramesObserved>("2.0").starts_with("invalid type"));
+        assert!(err::<FramesObserved>("true").starts_with("invalid type"));
+        assert!(serde_json::from_str::<OnlyTrue>("true").is_ok());
+        assert_eq!(err::<OnlyTrue>("false"), "value_error");
+        assert!(err::<OnlyTrue>(r#""true""#).starts_with("invalid type"));
+        assert!(err::<OnlyTrue>("1").starts_with("invalid type"));
+        assert!(serde_json::from_str::<EvidenceId>(&format!(r#""{}""#, "e".repeat(128))).is_ok());
+        assert_eq!(
+            err::<EvidenceId>(&format!(r#""{}""#, "e".repeat(129))),
+            "string_too_long"
+        );
+        assert_eq!(err::<EvidenceId>(r#""a/b""#), "string_pattern_mismatch");
+        assert!(err::<EvidenceId>("7").starts_with("invalid type"));
     }
 
     #[test]

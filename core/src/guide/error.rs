@@ -146,6 +146,9 @@ pub enum Error {
     /// The audit route was called while the audit is off.
     #[error("Audit is disabled")]
     AuditDisabled,
+    /// The camera-recovery branch refused the request; the sentence says why.
+    #[error("{0}")]
+    CameraRecovery(#[from] crate::guide::camera::CameraRefusal),
 }
 
 /// The class of an [`Error`], which is what a transport maps to its own status.
@@ -182,9 +185,10 @@ impl Error {
             | Self::InvalidGrant
             | Self::ToolNoLongerPermitted => ErrorKind::Forbidden,
             Self::AlreadyConfirmed | Self::GrantConsumed => ErrorKind::Conflict,
-            Self::StaleObservation | Self::ContextSessionMismatch | Self::InvalidToolParameters => {
-                ErrorKind::Unprocessable
-            }
+            Self::StaleObservation
+            | Self::ContextSessionMismatch
+            | Self::InvalidToolParameters
+            | Self::CameraRecovery(_) => ErrorKind::Unprocessable,
             Self::CapacityReached | Self::TooManyActiveJobs => ErrorKind::TooManyRequests,
             Self::Guidance {
                 failure: GuidanceFailure::Timeout,

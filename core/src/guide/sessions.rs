@@ -6,6 +6,7 @@ use uuid::Uuid;
 use crate::{
     Error, LocalState,
     clock::after,
+    guide::camera::record::CameraRecord,
     guide::store::{Expiring, parse_id},
     limits::SESSION_LIFETIME,
 };
@@ -15,6 +16,8 @@ use crate::{
 pub(crate) struct Session {
     owner: String,
     expires_at: OffsetDateTime,
+    /// The camera branch's record of this session, purged with it.
+    camera: CameraRecord,
 }
 
 impl Expiring for Session {
@@ -48,6 +51,7 @@ impl LocalState {
             Session {
                 owner: owner.to_owned(),
                 expires_at,
+                camera: CameraRecord::default(),
             },
         );
         drop(sessions);
@@ -63,5 +67,20 @@ impl LocalState {
     pub fn check_session(&self, owner: &str, session_id: &str) -> Result<(), Error> {
         let id = parse_id(session_id)?;
         self.sessions().owned(id, owner, self.now()).map(|_| ())
+    }
+
+    /// Runs `work` on the camera record of `owner`'s live session `session_id`, under the
+    /// sessions' lock (the work is short and never awaits).
+    pub(crate) fn with_camera_record<R>(
+        &self,
+        owner: &str,
+        session_id: &str,
+        work: impl FnOnce(&mut CameraRecord) -> R,
+    ) -> Result<R, Error> {
+        let id = parse_id(session_id)?;
+        let now = self.now();
+        let mut sessions = self.sessions();
+        let session = sessions.owned_mut(id, owner, now)?;
+        Ok(work(&mut session.camera))
     }
 }

@@ -13,6 +13,7 @@ use crate::{
     guide::sessions::Session,
     guide::store::Store,
     limits::MAX_RECORDS,
+    secret::Redacted,
 };
 
 /// How [`LocalState`] is put together; the binary builds it once from its configuration.
@@ -52,6 +53,8 @@ pub struct LocalState {
     pub(crate) audit: AuditLog,
     diagnostics: Option<DiagnosticLog>,
     pub(crate) provider: Arc<dyn GuidanceProvider>,
+    /// The key of the camera branch's `tgt.` target ids, made at start-up and never shown.
+    camera_key: Redacted<[u8; 32]>,
 }
 
 impl LocalState {
@@ -65,6 +68,7 @@ impl LocalState {
             audit: AuditLog::new(config.audit_enabled),
             diagnostics: config.diagnostic_log,
             provider: config.provider,
+            camera_key: Redacted::new(rand::random()),
         };
         state.diagnose(
             "backend_starting",
@@ -90,6 +94,10 @@ impl LocalState {
     #[must_use]
     pub const fn audit(&self) -> &AuditLog {
         &self.audit
+    }
+
+    pub(crate) fn camera_key(&self) -> &[u8] {
+        self.camera_key.expose()
     }
 
     pub(crate) fn sessions(&self) -> MutexGuard<'_, Store<Session>> {

@@ -1,5 +1,5 @@
 //! Tests of `task`: ids, step numbers, history and its outcomes, the echo, plan binding, the
-//! task file.
+//! task file; following a plan, status and user input in `following`.
 
 use crate::wire::{ElementOut, PlanBoundaryIn, PlanIn, PlanIntentIn};
 
@@ -75,8 +75,15 @@ fn plan(labels: &[&str]) -> PlanIn {
                     role: "button".to_owned(),
                     label: (*label).to_owned(),
                     action: "invoke".to_owned(),
+                    automation_id: None,
+                    framework_id: None,
+                    toggle_state: None,
+                    is_selected: None,
                 }),
                 control_id: None,
+                value: None,
+                scroll_direction: None,
+                value_hash: None,
             })
             .collect(),
         boundary: PlanBoundaryIn {
@@ -90,7 +97,7 @@ fn plan(labels: &[&str]) -> PlanIn {
 /// One round: the task sent with a capture showing `text`, then the answer taken.
 fn round(task: &mut Task, n: u32, text: &str) -> TaskProgressOut {
     let sent = observation(&format!("obs-{n}"), text);
-    let progress = task.progress(&sent).unwrap();
+    let progress = task.progress(&sent, "", false).unwrap();
     task.answered(&sent, &answer(&sent, task.id(), task.step()))
         .unwrap();
     progress
@@ -160,13 +167,13 @@ fn the_history_keeps_the_last_16_steps_increasing_below_the_current_step() {
 fn an_answer_without_a_target_is_a_step_but_no_history_entry() {
     let mut task = Task::new();
     let sent = observation("obs-1", "Issue resolved");
-    task.progress(&sent).unwrap();
+    task.progress(&sent, "", false).unwrap();
     let mut done = answer(&sent, task.id(), 1);
     done.status = "completed".to_owned();
     done.target = None;
     task.answered(&sent, &done).unwrap();
     let next = task
-        .progress(&observation("obs-2", "Issue resolved"))
+        .progress(&observation("obs-2", "Issue resolved"), "", false)
         .unwrap();
     assert_eq!((next.step, next.history.len()), (2, 0));
 }
@@ -175,7 +182,7 @@ fn an_answer_without_a_target_is_a_step_but_no_history_entry() {
 fn an_answer_for_another_task_or_step_is_refused_and_changes_nothing() {
     let mut task = Task::new();
     let sent = observation("obs-1", "Build overview");
-    task.progress(&sent).unwrap();
+    task.progress(&sent, "", false).unwrap();
     let before = task.clone();
     let other = Task::new();
     for wrong in [
@@ -211,11 +218,11 @@ fn a_plans_first_step_is_the_element_its_intent_names_once() {
     );
     // The step taken in plan mode is that element.
     let mut task = Task::new();
-    task.progress(&sent).unwrap();
+    task.progress(&sent, "", false).unwrap();
     planned.task_id = Some(task.id().to_owned());
     task.answered(&sent, &planned).unwrap();
     let next = task
-        .progress(&observation("obs-2", "Build failed"))
+        .progress(&observation("obs-2", "Build failed"), "", false)
         .unwrap();
     assert_eq!(next.history[0].label, "View logs");
     // A plan about another window is refused by the checks before drawing, and is no step.
@@ -228,11 +235,11 @@ fn a_plans_first_step_is_the_element_its_intent_names_once() {
         "window-8"
     );
     let mut other = Task::new();
-    other.progress(&sent).unwrap();
+    other.progress(&sent, "", false).unwrap();
     elsewhere.task_id = Some(other.id().to_owned());
     other.answered(&sent, &elsewhere).unwrap();
     let next = other
-        .progress(&observation("obs-2", "Build failed"))
+        .progress(&observation("obs-2", "Build failed"), "", false)
         .unwrap();
     assert!(next.history.is_empty());
     // No element, two elements, or a manual step: nothing to outline.
@@ -304,7 +311,9 @@ fn a_task_past_10000_steps_asks_for_a_new_task() {
     };
     round(&mut task, 1, "Build overview");
     let problem = task
-        .progress(&observation("obs-2", "Build overview"))
+        .progress(&observation("obs-2", "Build overview"), "", false)
         .unwrap_err();
     assert!(problem.message().contains("start a new task"));
 }
+
+mod following;

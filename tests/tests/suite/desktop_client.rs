@@ -1038,3 +1038,282 @@ async fn each_failure_is_one_readable_sentence_naming_the_remedy() {
     let stderr = on_desktop(&["observe", "--window-title", "No Such Window"], &[]);
     assert_readable(&stderr, "check the title");
 }
+
+/// A TCP proxy in front of the API that keeps the JSON body of every `POST /v1/guidance`
+/// passing through it, in the order they arrived: what the desktop client really sent.
+struct Recorder {
+    addr: SocketAddr,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Recorder {
+    async fn start(api: SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sent = std::sync::Arc::default();
+        let record = std::sync::Arc::clone(&sent);
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let record = std::sync::Arc::clone(&record);
+                tokio::spawn(Self::relay(client, api, record));
+            }
+        });
+        Self { addr, sent, accept }
+    }
+
+    async fn relay(
+        client: tokio::net::TcpStream,
+        api: SocketAddr,
+        record: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Ok(server) = tokio::net::TcpStream::connect(api).await else {
+            return;
+        };
+        let (mut client_read, mut client_write) = client.into_split();
+        let (mut server_read, mut server_write) = server.into_split();
+        let back = tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+            let _ = client_write.shutdown().await;
+        });
+        let mut pending = Vec::new();
+        let mut chunk = vec![0_u8; 64 * 1024];
+        while let Ok(n) = client_read.read(&mut chunk).await {
+            if n == 0 || server_write.write_all(&chunk[..n]).await.is_err() {
+                break;
+            }
+            pending.extend_from_slice(&chunk[..n]);
+            while let Some((request, used)) = whole_request(&pending) {
+                if let Some(body) = request {
+                    record.lock().unwrap().push(body);
+                }
+                pending.drain(..used);
+            }
+        }
+        let _ = server_write.shutdown().await;
+        let _ = back.await;
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every guidance body sent so far.
+    fn sent(&self) -> Vec<Value> {
+        self.sent.lock().unwrap().clone()
+    }
+
+    /// The `task` of the last guidance body sent.
+    fn last_task(&self) -> Value {
+        let sent = self.sent();
+        sent.last().expect("no guidance request went through")["task"].clone()
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// The first whole request in `raw` and the bytes it takes: its JSON body when it is a
+/// guidance request; `None` until the request is whole.
+fn whole_request(raw: &[u8]) -> Option<(Option<Value>, usize)> {
+    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+    let end = head_end + 4 + length;
+    let body = raw.get(head_end + 4..end)?;
+    let guidance = head.starts_with("post /v1/guidance ");
+    Some((guidance.then(|| serde_json::from_slice(body).unwrap()), end))
+}
+
+/// `guide` on the window titled `title` through `recorder`, with consent and `extra`.
+fn guide_via(
+    desktop: &Desktop,
+    api: &Api,
+    recorder: &Recorder,
+    title: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec![
+        "guide",
+        "--window-title",
+        title,
+        "--prompt",
+        PROMPT,
+        "--consent",
+    ];
+    args.extend_from_slice(extra);
+    let out = desktop
+        .command(binary("msguide-desktop"))
+        .args(&args)
+        .env("MSGUIDE_API_URL", recorder.url())
+        .env("MSGUIDE_LOCAL_TOKEN", &api.token)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "msguide-desktop failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_client_sends_the_plan_back_with_its_cursor_and_says_its_status_and_answers() {
+    require("xdotool", "xdotool");
+    let Scene { desktop, api, demo } = &Scene::start("desktop-task-state");
+    let recorder = Recorder::start(api.addr).await;
+    let _gui = Running::start({
+        let mut command = desktop.command(binary("msguide-desktop"));
+        command
+            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+            .env("MSGUIDE_API_URL", recorder.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+        command
+    });
+    let press = |label: &str| {
+        let found = element(desktop, "MSGuide", label);
+        assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
+        click(desktop, centre(desktop, "MSGuide", &found["box"]));
+    };
+    let send = |answer: &str| {
+        press(CONSENT);
+        press("Send");
+        element(desktop, "MSGuide", answer);
+    };
+    let single = |label: &str| {
+        format!("Demo: select {label} yourself, then check the screen again. (next_step)")
+    };
+
+    // A plan round: no plan is followed yet, so none goes back and there is no reason.
+    press("Ask for a plan: the next several steps, numbered");
+    press("Capture / review");
+    send("Demo plan segment; local checks are required before every action. (next_step)");
+    element(desktop, "MSGuide", "Plan (3 steps):");
+    let first = recorder.last_task();
+    assert_eq!(first["step"], 1, "{first}");
+    assert_eq!(first["status"], "running", "{first}");
+    for absent in ["plan", "planCursor", "replanReason", "userInput"] {
+        assert!(first.get(absent).is_none(), "{absent} in {first}");
+    }
+    assert_eq!(recorder.sent()[0]["planSegments"], true);
+
+    // The person does the plan's first step, then asks for a single step: the plan goes back
+    // whole, the person on its second step.
+    let (bx, by) = centre(desktop, DEMO, &element(desktop, DEMO, "View logs")["box"]);
+    click(desktop, (bx, by));
+    wait_for_line(&demo.stdout, "stage 1", |l| l == "stage 1");
+    press("Ask for a plan: the next several steps, numbered");
+    press("Check next step");
+    element(desktop, "MSGuide", "Application: MSGuide Demo");
+    send(&single("Open troubleshooting"));
+    let second = recorder.last_task();
+    assert_eq!(second["step"], 2, "{second}");
+    assert_eq!(second["status"], "running", "{second}");
+    assert_eq!(second["planCursor"], 1, "{second}");
+    let plan = &second["plan"];
+    let labels: Vec<&str> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["intent"]["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["View logs", "Open troubleshooting", "Mark resolved"],
+        "{plan}"
+    );
+    assert_eq!(plan["windowId"], first_window(&recorder));
+    assert!(recorder.sent()[1].get("planSegments").is_none());
+    assert_eq!(second["history"][0]["outcome"], "screen_changed");
+    // The window lists the plan followed with the person's step framed.
+    element(desktop, "MSGuide", "2. Demo: select Open troubleshooting.");
+
+    // Nothing done this time: the next round says so, and the cursor stays.
+    press("Check next step");
+    element(desktop, "MSGuide", "Application: MSGuide Demo");
+    send("Task step 4, 2 earlier steps in its history");
+    let third = recorder.last_task();
+    assert_eq!(third["status"], "no_progress", "{third}");
+    assert_eq!(third["planCursor"], 1, "{third}");
+    assert_eq!(third["history"][1]["outcome"], "no_progress", "{third}");
+
+    // From a script: a plan on the demo window, then a round on another window (the guidance
+    // window itself) drops it with the fixed reason; then a typed answer reaches the API.
+    let dir = temp_dir("desktop-task-state-file");
+    let file = dir.join("task.json");
+    let file = file.to_str().unwrap();
+    guide_via(desktop, api, &recorder, DEMO, &["--task", file, "--plan"]);
+    let saved = std::fs::read_to_string(file).unwrap();
+    assert!(saved.contains("\"planId\""), "{saved}");
+    let other = guide_via(desktop, api, &recorder, "MSGuide", &["--task", file]);
+    let sent = recorder.last_task();
+    assert_eq!(
+        sent["replanReason"], "The window or page changed since this plan was made.",
+        "{sent}"
+    );
+    assert!(sent.get("plan").is_none(), "{sent}");
+    assert_eq!(json_of(&other)["step"], 2);
+    let answer = "Project Falcon";
+    let typed = guide_via(
+        desktop,
+        api,
+        &recorder,
+        "MSGuide",
+        &["--task", file, "--input", answer],
+    );
+    let sent = recorder.last_task();
+    assert_eq!(
+        (sent["status"].as_str(), sent["userInput"].as_str()),
+        (Some("needs_input"), Some(answer))
+    );
+    assert!(
+        sent.get("replanReason").is_none(),
+        "the reason went once: {sent}"
+    );
+    let accepted = json_of(&typed);
+    assert_eq!(
+        (accepted["step"].as_u64(), accepted["taskId"].as_str()),
+        (Some(3), sent["taskId"].as_str())
+    );
+    let saved = std::fs::read_to_string(file).unwrap();
+    assert!(!saved.contains(answer), "{saved}");
+    // An answer over 1000 characters is refused with one sentence, and nothing is sent.
+    let before = recorder.sent().len();
+    let long = "x".repeat(1001);
+    let out = client(
+        desktop,
+        api,
+        &[
+            "guide",
+            "--window-title",
+            "MSGuide",
+            "--prompt",
+            PROMPT,
+            "--consent",
+            "--task",
+            file,
+            "--input",
+            &long,
+        ],
+    );
+    assert!(!out.status.success());
+    assert_readable(
+        &String::from_utf8_lossy(&out.stderr),
+        "Your answer is longer than 1000 characters, the most the local API takes: shorten it and send again",
+    );
+    assert_eq!(recorder.sent().len(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The window id of the first guidance request's observation.
+fn first_window(recorder: &Recorder) -> Value {
+    recorder.sent()[0]["observation"]["windowId"].clone()
+}

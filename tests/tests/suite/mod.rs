@@ -7,6 +7,7 @@ mod api_hostile;
 mod assist;
 mod binary;
 mod boundary;
+mod camera_recovery;
 mod connector;
 // Mode bits and a real Secret Service on a private session bus: Unix only.
 #[cfg(unix)]

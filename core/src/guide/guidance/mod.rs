@@ -3,7 +3,8 @@
 //! [`upload::admit`] first turns what a client uploaded into a [`GuidanceRequest`] (image
 //! sanitised under a bound on concurrent image work, element ids unique); then
 //! [`LocalState::guidance`] runs the reference's order: session, consent, freshness, provider
-//! under a deadline, result and target validation, freshness again, session again.
+//! under a deadline, result and target validation, freshness again, session again; or, with
+//! `cameraRecovery`, the camera engine (`guide::camera`) in the provider's place.
 
 pub mod demo;
 pub mod model;
@@ -25,6 +26,7 @@ use self::{
 };
 use crate::{
     Error, LocalState,
+    guide::camera::{CameraRecovery, CameraReport},
     guide::diagnostics::Field,
     guide::error::GuidanceFailure,
     limits::{
@@ -49,6 +51,8 @@ pub struct GuidanceRequest {
     pub task: Option<TaskProgress>,
     /// Whether the client asks for a plan segment instead of a single step.
     pub plan_segments: bool,
+    /// The camera-recovery branch's request; with it the provider is never called.
+    pub camera: Option<CameraRecovery>,
 }
 
 /// A validated answer, with the ids the client checks before drawing anything.
@@ -64,6 +68,8 @@ pub struct GuidanceResponse {
     pub window_id: String,
     /// The task's id and step, echoed when the request carried a task.
     pub task: Option<(String, u32)>,
+    /// The camera branch's `cameraRecovery` object, when the request took that branch.
+    pub camera: Option<CameraReport>,
 }
 
 /// Refuses observations at least 60 s old or more than 5 s ahead of `now`.
@@ -89,6 +95,7 @@ pub fn provider_budget(captured_at: OffsetDateTime, now: OffsetDateTime) -> Opti
 #[derive(Debug, Clone, Copy)]
 enum Stage {
     RequestValidated,
+    CameraRecovery,
     ProviderInference,
     PlanValidation,
     TargetValidation,
@@ -99,6 +106,7 @@ impl Stage {
     const fn as_str(self) -> &'static str {
         match self {
             Self::RequestValidated => "request_validated",
+            Self::CameraRecovery => "camera_recovery",
             Self::ProviderInference => "provider_inference",
             Self::PlanValidation => "plan_validation",
             Self::TargetValidation => "target_validation",
@@ -192,6 +200,7 @@ impl LocalState {
             let code = match error.guidance_failure() {
                 Some((_, GuidanceFailure::Timeout)) => "timeout".to_owned(),
                 Some((_, failure)) => failure.error_code().unwrap_or_default(),
+                None if matches!(error, Error::CameraRecovery(_)) => "camera-recovery".to_owned(),
                 None => "http-error".to_owned(),
             };
             let mut fields = vec![
@@ -208,6 +217,43 @@ impl LocalState {
             diagnose("guidance_failed", &fields);
             error
         };
+
+        // The camera branch (step 5): the deterministic engine answers, the provider never runs.
+        if let Some(camera) = &request.camera {
+            let answer = self
+                .camera_recovery(
+                    owner,
+                    &request.session_id,
+                    observation,
+                    camera,
+                    correlation_id,
+                )
+                .map_err(|error| fail(Stage::CameraRecovery, error, None))?;
+            let result = answer.result;
+            diagnose(
+                "guidance_completed",
+                &[
+                    ("status", Field::Word(result.status.as_str())),
+                    ("targetSelected", Field::Flag(result.target.is_some())),
+                    ("planId", Field::Null),
+                    ("planSteps", Field::Null),
+                    ("boundary", Field::Null),
+                    ("elapsedMs", Field::Count(elapsed_ms(started))),
+                ],
+            );
+            if self.audit.enabled() {
+                let outcome = format!("guidance_{}", result.status.as_str());
+                self.audit.record(cid.clone(), outcome, self.now());
+            }
+            return Ok(GuidanceResponse {
+                result,
+                correlation_id: cid,
+                observation_id: request.observation.id,
+                window_id: request.observation.window_id,
+                task: None,
+                camera: Some(answer.report),
+            });
+        }
 
         let Some(budget) = provider_budget(observation.captured_at, received) else {
             return Err(fail(
@@ -361,6 +407,7 @@ impl LocalState {
             observation_id: request.observation.id,
             window_id: request.observation.window_id,
             task: request.task.map(|task| (task.task_id, task.step)),
+            camera: None,
         })
     }
 }

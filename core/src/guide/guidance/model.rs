@@ -540,22 +540,7 @@ pub enum BoundaryKind {
     PlanLimit,
 }
 
-/// Wire names of the task and plan vocabularies.
-macro_rules! wire_names {
-    ($($ty:ident { $($variant:ident => $name:literal),+ $(,)? })+) => {$(
-        impl $ty {
-            /// The wire name.
-            #[must_use]
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $name),+
-                }
-            }
-        }
-    )+};
-}
-
-wire_names! {
+crate::guide::wire_names! {
     TaskStatus {
         Running => "running",
         Checkpoint => "checkpoint",

@@ -16,7 +16,8 @@
 //! becomes [`ProviderError::Timeout`] or [`ProviderError::InvalidResult`].
 //!
 //! Layout (everything public is re-exported here, so callers name `openai::…`):
-//! - this file: the limits and [`OpenAiProvider`], which runs one call;
+//! - this file: the limits, the transport [`Timeouts`] and [`OpenAiProvider`], which runs one
+//!   call;
 //! - `config`: checking the settings into a [`ModelConfig`] (URL, loopback, name, key);
 //! - `request`: the chat-completions body and the call's deadline;
 //! - `answer`: strict parsing of the envelope and the model's JSON into a guidance result.
@@ -87,37 +88,91 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// TCP/TLS connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// The socket (read) timeout of a legacy call: the longest the model server may stay silent,
+/// before its answer's headers or between two reads of the body.
+pub const SOCKET_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// The socket (read) timeout of a plan call.
+pub const PLAN_SOCKET_TIMEOUT: Duration = Duration::from_secs(48);
+
+/// The transport timeouts of one provider. The whole-call deadlines ([`CALL_TIMEOUT`],
+/// [`PLAN_CALL_TIMEOUT`], shortened by the observation's age) apply on top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP/TLS connect.
+    pub connect: Duration,
+    /// Socket timeout of a legacy (single-step) call.
+    pub socket: Duration,
+    /// Socket timeout of a plan call.
+    pub plan_socket: Duration,
+}
+
+impl Timeouts {
+    /// The reference's figures: connect 3 s, socket 8 s (legacy) and 48 s (plan).
+    pub const REFERENCE: Self = Self {
+        connect: CONNECT_TIMEOUT,
+        socket: SOCKET_TIMEOUT,
+        plan_socket: PLAN_SOCKET_TIMEOUT,
+    };
+}
+
 /// Listing models is never used by this provider; the client still wants a value.
 const LIST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The OpenAI-compatible guidance provider.
 #[derive(Debug)]
 pub struct OpenAiProvider {
+    /// The client of legacy calls, with the legacy socket timeout.
     client: LlmClient,
+    /// The client of plan calls: the same settings but the plan's socket timeout, which the
+    /// HTTP client library fixes per client, not per request.
+    plan_client: LlmClient,
     config: ModelConfig,
     clock: Arc<dyn Clock>,
 }
 
 impl OpenAiProvider {
-    /// A provider for a validated configuration; `clock` must be the one the route uses, so
-    /// that the observation's age is judged the same way on both sides.
+    /// A provider for a validated configuration with the reference's [`Timeouts`]; `clock`
+    /// must be the one the route uses, so that the observation's age is judged the same way on
+    /// both sides.
     ///
     /// # Errors
     /// [`LlmError`] when the HTTP client cannot be built.
     pub fn new(config: ModelConfig, clock: Arc<dyn Clock>) -> Result<Self, LlmError> {
-        let client = LlmClient::new(BackendConfig {
+        Self::with_timeouts(config, clock, Timeouts::REFERENCE)
+    }
+
+    /// As [`OpenAiProvider::new`] with other transport timeouts (tests use short ones).
+    ///
+    /// # Errors
+    /// [`LlmError`] when the HTTP client cannot be built.
+    pub fn with_timeouts(
+        config: ModelConfig,
+        clock: Arc<dyn Clock>,
+        timeouts: Timeouts,
+    ) -> Result<Self, LlmError> {
+        let backend = BackendConfig {
             kind: BackendKind::OpenAiCompatible,
             // Every request goes to the exact URL; the client's base is only checked, and it
             // refuses a query, which a chat-completions URL may carry (`?api-version=`).
             base_url: origin(&config.url).to_owned(),
             api_key: config.api_key.clone(),
             auth_header: config.auth_header,
-            connect_timeout: CONNECT_TIMEOUT,
+            connect_timeout: timeouts.connect,
             total_timeout: CALL_TIMEOUT,
             list_timeout: LIST_TIMEOUT,
-        })?;
+        };
+        let plan_client = LlmClient::with_read_timeout(
+            BackendConfig {
+                total_timeout: PLAN_CALL_TIMEOUT,
+                ..backend.clone()
+            },
+            timeouts.plan_socket,
+        )?;
+        let client = LlmClient::with_read_timeout(backend, timeouts.socket)?;
         Ok(Self {
             client,
+            plan_client,
             config,
             clock,
         })
@@ -136,11 +191,15 @@ impl OpenAiProvider {
             .filter(|d| !d.is_zero())
             .ok_or(ProviderError::Timeout)?;
         let body = request_body(&self.config.name, &request)?;
-        let post = self
-            .client
-            .post_exact(&self.config.url, &body, MAX_ENVELOPE_BYTES, deadline);
+        let client = if request.plan {
+            &self.plan_client
+        } else {
+            &self.client
+        };
+        let post = client.post_exact(&self.config.url, &body, MAX_ENVELOPE_BYTES, deadline);
         // The client enforces the deadline too; this outer bound keeps the 10-second (plan:
-        // 50-second) promise whatever the transport does.
+        // 50-second) promise whatever the transport does. A socket timeout, like the connect
+        // timeout and the deadline, is a timeout (504), not an invalid result.
         let response = match tokio::time::timeout(deadline, post).await {
             Err(_) | Ok(Err(TransportError::Timeout)) => return Err(ProviderError::Timeout),
             Ok(Err(TransportError::Failed | TransportError::TooLarge)) => {

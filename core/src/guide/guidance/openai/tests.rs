@@ -916,3 +916,5 @@ fn url_like_text_is_recognised() {
         assert!(!looks_like_url(text), "{text}");
     }
 }
+
+mod socket;
