@@ -58,6 +58,9 @@ pub enum Command {
     Revoke,
     /// Run the daemon in the foreground.
     Start(StartArgs),
+    /// Serve this machine to a local MCP client (a desktop chat app, a coding agent) over
+    /// stdin/stdout: files in the allowed root by default, more only with the switches below.
+    Mcp(McpArgs),
     /// Check that this machine can run the daemon; exit 78 when it cannot.
     Doctor,
     /// Show the last daemon's state, the configuration and the autostart entry.
@@ -105,6 +108,7 @@ impl Command {
             Self::Auth { .. } => "auth",
             Self::Revoke => "revoke",
             Self::Start(_) => "start",
+            Self::Mcp(_) => "mcp",
             Self::Doctor => "doctor",
             Self::Status { .. } => "status",
             Self::Install { .. } => "install",
@@ -178,6 +182,39 @@ pub struct StartArgs {
     pub enable_recording: bool,
 }
 
+/// `mcp` flags: the switches of `start` that have an MCP tool.
+#[derive(Debug, Default, clap::Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct McpArgs {
+    /// Offer `run_command` (any command, with this user's permissions).
+    #[arg(long)]
+    pub enable_shell: bool,
+    /// Offer screenshots, input, windows, apps and the accessibility snapshot.
+    #[arg(long)]
+    pub enable_computer_use: bool,
+    /// With --enable-computer-use, offer the clipboard (reading only what this shim wrote).
+    #[arg(long)]
+    pub enable_clipboard: bool,
+    /// With --enable-clipboard, also read clipboard content from other programs.
+    #[arg(long)]
+    pub enable_clipboard_read_foreign: bool,
+}
+
+impl McpArgs {
+    /// The same switches as `start` flags, so both go through one configuration layer.
+    const fn as_start(&self) -> StartArgs {
+        StartArgs {
+            enable_shell: self.enable_shell,
+            enable_computer_use: self.enable_computer_use,
+            enable_local_llm: false,
+            enable_hardware: false,
+            enable_clipboard: self.enable_clipboard,
+            enable_clipboard_read_foreign: self.enable_clipboard_read_foreign,
+            enable_recording: false,
+        }
+    }
+}
+
 /// A resolved `start`. `Debug` never shows the token.
 #[derive(Debug, Clone)]
 pub struct StartConfig {
@@ -245,13 +282,17 @@ pub fn tracing_level(level: &str) -> Option<&'static str> {
 /// The command-line layer of the configuration: global flags, and `start`'s switches when
 /// the command is `start`. A switch that is absent leaves the lower layers alone.
 pub fn overrides(cli: &Cli) -> Overrides {
-    // `install` takes `start`'s switches so the service starts with them.
+    // `install` takes `start`'s switches so the service starts with them; `mcp` a subset.
+    let mcp = match &cli.command {
+        Command::Mcp(mcp) => Some(mcp.as_start()),
+        _ => None,
+    };
     let start = match &cli.command {
         Command::Start(start)
         | Command::Install {
             switches: start, ..
         } => Some(start),
-        _ => None,
+        _ => mcp.as_ref(),
     };
     let switch = |on: fn(&StartArgs) -> bool| start.filter(|start| on(start)).map(|_| true);
     Overrides {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use local_core::llm::{AuthHeader, BackendConfig, LlmClient};
-use local_core::machine::audit_chain::{AuditChain, AuditIdentity};
+use local_core::machine::audit_chain::{AuditChain, AuditIdentity, KEY_LEN};
 use local_core::machine::exec::CommandLimiter;
 use local_core::machine::files::FileLimits;
 use local_core::machine::jail::Jail;
@@ -89,42 +89,9 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     })?;
     let machine_id = config.machine_id.clone().unwrap_or_else(machine_id);
 
-    let log_path = settings.audit_log_path.clone().ok_or_else(|| {
-        preflight("no audit log path: set HOME, XDG_STATE_HOME or audit_log_path")
-    })?;
-    let key_path = config::audit_key_path(env).ok_or_else(|| {
-        preflight("no state directory for the audit key: set HOME or XDG_STATE_HOME")
-    })?;
     let places = Places::from_env(env);
-    let (key, _) = load_or_create_audit_key(&key_path, &places).map_err(|err| {
-        preflight(format!(
-            "cannot load or create the audit key {}: {err}",
-            key_path.display()
-        ))
-    })?;
+    let (audit, key) = open_audit(settings, env, config.session_id.clone(), &machine_id)?;
     let grant_key = GrantKey::derive(&key);
-    let identity = AuditIdentity {
-        session_id: config.session_id.clone(),
-        machine_id: Some(machine_id.clone()),
-        shim_version: env!("CARGO_PKG_VERSION").to_owned(),
-    };
-    let chain = AuditChain::open(&log_path, key, identity).map_err(|err| {
-        preflight(format!(
-            "cannot open the audit log {}: {err}",
-            log_path.display()
-        ))
-    })?;
-    let audit = Auditor::new(chain)
-        .map_err(|err| preflight(format!("cannot start the audit writer: {err}")))?;
-    let start = details([("shim_version", json!(env!("CARGO_PKG_VERSION")))]);
-    audit
-        .record_strict(None, Entry::ok("SHIM_START", start))
-        .map_err(|err| {
-            preflight(format!(
-                "cannot write to the audit log {}: {err}",
-                log_path.display()
-            ))
-        })?;
 
     let mut host = Host::new(Arc::new(jail))
         .with_audit(audit)
@@ -194,6 +161,55 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         grant_key,
         places,
     })
+}
+
+/// Opens the machine's one audit chain (creating its key on first use) with records written
+/// for `session_id`, and writes SHIM_START, durable before anything runs; returns the key too
+/// (root grants derive theirs from it). `start` and `mcp` both start here.
+///
+/// # Errors
+/// A [`Refusal`] (exit 78) naming the path that could not be used.
+pub(crate) fn open_audit(
+    settings: &config::ShimConfig,
+    env: &impl Env,
+    session_id: Option<String>,
+    machine_id: &str,
+) -> Result<(Auditor, [u8; KEY_LEN]), Refusal> {
+    let log_path = settings.audit_log_path.clone().ok_or_else(|| {
+        preflight("no audit log path: set HOME, XDG_STATE_HOME or audit_log_path")
+    })?;
+    let key_path = config::audit_key_path(env).ok_or_else(|| {
+        preflight("no state directory for the audit key: set HOME or XDG_STATE_HOME")
+    })?;
+    let (key, _) = load_or_create_audit_key(&key_path, &Places::from_env(env)).map_err(|err| {
+        preflight(format!(
+            "cannot load or create the audit key {}: {err}",
+            key_path.display()
+        ))
+    })?;
+    let identity = AuditIdentity {
+        session_id,
+        machine_id: Some(machine_id.to_owned()),
+        shim_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let chain = AuditChain::open(&log_path, key, identity).map_err(|err| {
+        preflight(format!(
+            "cannot open the audit log {}: {err}",
+            log_path.display()
+        ))
+    })?;
+    let audit = Auditor::new(chain)
+        .map_err(|err| preflight(format!("cannot start the audit writer: {err}")))?;
+    let start = details([("shim_version", json!(env!("CARGO_PKG_VERSION")))]);
+    audit
+        .record_strict(None, Entry::ok("SHIM_START", start))
+        .map_err(|err| {
+            preflight(format!(
+                "cannot write to the audit log {}: {err}",
+                log_path.display()
+            ))
+        })?;
+    Ok((audit, key))
 }
 
 /// Runs the prepared daemon until it ends for good and returns the exit code.
@@ -485,7 +501,7 @@ fn host_platform() -> Platform {
 
 /// The reference's Linux machine id: `/etc/machine-id` as a dashed UUID; otherwise a
 /// per-process `local-<uuid>` (the reference persists its fallback; this build does not).
-fn machine_id() -> String {
+pub(crate) fn machine_id() -> String {
     read_machine_id().unwrap_or_else(|| format!("local-{}", local_core::secret::new_id()))
 }
 

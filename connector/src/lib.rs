@@ -15,6 +15,8 @@
 //!   admit/spawn/audit/reply path.
 //! - [`error`]: the one map from core's failures to the wire's error codes, and the one ERROR
 //!   builder.
+//! - [`mcp`]: `autogpt-shim mcp`, the same capabilities served to a local MCP client over
+//!   stdio, each tool a conversion onto the one capability path.
 //! - [`control`]: machine control mode: folder browsing, root grants, one in-process child
 //!   connection per active session.
 //! - [`audit`] and [`request_log`]: the machine's HMAC-chained audit log (every record durable
@@ -35,6 +37,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod error;
+pub mod mcp;
 pub mod protocol;
 pub mod request_log;
 pub mod session;

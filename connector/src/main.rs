@@ -7,11 +7,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use autogpt_shim::cli::{Cli, Command, EXIT_PREFLIGHT, ProcessEnv, resolve};
-use autogpt_shim::{commands, daemon};
+use autogpt_shim::{commands, daemon, mcp};
 use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Mcp(_) = cli.command {
+        // stdout is the MCP transport: every log line goes to stderr from here on.
+        return ExitCode::from(mcp::main(&cli, &ProcessEnv, init_tracing));
+    }
     if !matches!(cli.command, Command::Start(_)) {
         // `audit tail` follows until the process is interrupted; the default SIGINT action
         // ends it, so nothing ever sets this flag.
@@ -58,9 +62,10 @@ fn fail(message: &str, code: u8) -> ExitCode {
 
 fn init_tracing(level: &str) {
     // Transport crates stay at warn: their debug output is noise here, and header dumps at
-    // low levels are how tokens leak into logs.
+    // low levels are how tokens leak into logs. The MCP SDK logs whole requests (file content)
+    // below error, and its warnings quote the JSON-RPC errors, so it says only errors.
     let filter = tracing_subscriber::EnvFilter::new(format!(
-        "{level},tungstenite=warn,tokio_tungstenite=warn,rustls=warn"
+        "{level},tungstenite=warn,tokio_tungstenite=warn,rustls=warn,rmcp=error"
     ));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

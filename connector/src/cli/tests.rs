@@ -346,3 +346,22 @@ fn every_subcommand_parses() {
         assert!(parsed.is_err(), "{args:?}");
     }
 }
+
+#[test]
+fn mcp_takes_starts_switches_that_have_a_tool_and_nothing_else() {
+    let cli = parse(&["mcp", "--enable-shell", "--enable-clipboard"]);
+    assert_eq!(cli.command.name(), "mcp");
+    let layer = overrides(&cli);
+    assert_eq!(layer.enable_shell, Some(true));
+    assert_eq!(layer.enable_clipboard, Some(true));
+    // Absent switches leave the environment and the file to decide.
+    assert_eq!(layer.enable_computer_use, None);
+    assert_eq!(layer.enable_local_llm, None);
+    assert_eq!(layer.enable_recording, None);
+    let vars = env(&[("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "true")]);
+    let (config, _) = load_config(&cli, &vars).unwrap();
+    assert!(config.enable_shell && config.enable_computer_use && config.enable_clipboard);
+    // Switches without a tool are not flags of `mcp`.
+    let refused = Cli::try_parse_from(["autogpt-shim", "mcp", "--enable-local-llm"]);
+    assert!(refused.is_err());
+}

@@ -226,6 +226,69 @@ fn start<H: Handler>(message: Message, host: &Host, spawn: Spawn<'_>) -> Result<
     Ok(Started::Task(task.id()))
 }
 
+/// How a request served outside a connection ended (see [`serve`]).
+pub(crate) enum Served {
+    /// Its reply: the success payload or ERROR, with its audit records durable.
+    Reply(Message),
+    /// `stop` fired first; the request's task was aborted and has ended (a command's process
+    /// group killed with it).
+    Stopped,
+    /// No capability serves this message.
+    Unserved,
+}
+
+/// One request served outside a connection (the MCP face): the same capabilities, pre-checks,
+/// admission, run, audit records and reply as on a connection, awaited here. When `stop`
+/// completes first the request's task is aborted and waited for, so no work outlives it
+/// (blocking file work already running finishes and is audited, as on a connection).
+pub(crate) async fn serve(
+    mut message: Message,
+    request_id: &str,
+    host: &Host,
+    limits: FileLimits,
+    shell_limits: ShellLimits,
+    stop: impl Future<Output = ()>,
+) -> Served {
+    let mut tasks = JoinSet::new();
+    // Nothing the MCP face serves streams partial replies (the local model is not served).
+    let (chunks, _) = mpsc::unbounded_channel();
+    for start in CAPABILITIES {
+        let spawn = Spawn {
+            request_id,
+            tasks: &mut tasks,
+            gate: Gate {
+                work: None,
+                queued: Arc::default(),
+            },
+            limits,
+            shell_limits,
+            chunks: chunks.clone(),
+            test_gate: None,
+        };
+        match start(message, host, spawn) {
+            Ok(Started::Task(_)) => break,
+            Ok(Started::Refused(refusal)) => {
+                return Served::Reply(audited(&host.audit, request_id, *refusal).await);
+            }
+            Err(other) => message = other,
+        }
+    }
+    if tasks.is_empty() {
+        return Served::Unserved;
+    }
+    tokio::select! {
+        joined = tasks.join_next() => Served::Reply(match joined {
+            Some(Ok(reply)) => reply,
+            Some(Err(_)) | None => error::internal(),
+        }),
+        () = stop => {
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+            Served::Stopped
+        }
+    }
+}
+
 /// A request admitted now, or to be admitted when it may start.
 enum Admission<H: Handler> {
     Now(H::Admitted),

@@ -59,7 +59,7 @@ impl Computer {
     }
 
     /// At each HELLO (blocking): every window id dies and the desktop is probed afresh.
-    pub(super) fn hello(&self) -> Probe {
+    pub(crate) fn hello(&self) -> Probe {
         self.desktop.windows.clear();
         let probe = probe::probe(self.desktop.clipboard.is_some());
         *self.probe.lock().unwrap_or_else(PoisonError::into_inner) = Some(probe.clone());

@@ -31,6 +31,7 @@ mod llm;
 mod run;
 mod shell;
 
+pub(crate) use capability::{Served, serve};
 pub use computer::Computer;
 pub use host::{Activity, ControlPlane, Host, MachineWork, Role};
 pub use llm::LocalLlm;
@@ -38,6 +39,7 @@ use run::Hooks;
 pub use run::run_session;
 #[cfg(test)]
 use run::run_session_with;
+pub(crate) use shell::ShellLimits;
 
 use std::time::Duration;
 

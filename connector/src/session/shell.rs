@@ -51,11 +51,11 @@ pub(super) struct ShellOp {
 
 /// Limits the negotiation settled for commands on this connection.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ShellLimits {
+pub(crate) struct ShellLimits {
     /// The negotiated `command_timeout_seconds`: the ceiling of every command's timeout.
-    pub(super) ceiling: Duration,
+    pub(crate) ceiling: Duration,
     /// The negotiated `max_file_size_bytes`: the output budget before the frame cap.
-    pub(super) max_output_bytes: u64,
+    pub(crate) max_output_bytes: u64,
 }
 
 impl ShellOp {

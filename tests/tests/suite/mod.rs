@@ -44,6 +44,9 @@ mod example_platform;
 mod guidance;
 mod launcher;
 mod llm_client;
+// Process groups, /proc and a Python venv (scripts/mcp-env).
+#[cfg(target_os = "linux")]
+mod mcp;
 mod model_provider;
 mod openapi;
 mod privacy;

@@ -15,7 +15,7 @@ use super::{
     writer::TAIL_WINDOW,
     *,
 };
-use crate::clock::ManualClock;
+use crate::{clock::ManualClock, test_dir};
 
 const KEY: [u8; KEY_LEN] = {
     let mut key = [0_u8; KEY_LEN];
@@ -30,13 +30,12 @@ const KEY: [u8; KEY_LEN] = {
     key
 };
 
-struct TempDir(PathBuf);
+/// A fresh directory for one test, removed when it ends.
+struct TempDir(test_dir::TempDir);
 
 impl TempDir {
     fn new() -> Self {
-        let dir = std::env::temp_dir().join(format!("audit-chain-{}", uuid::Uuid::new_v4()));
-        fs::create_dir_all(&dir).unwrap();
-        Self(dir)
+        Self(test_dir::TempDir::new("audit-chain"))
     }
 
     fn join(&self, name: &str) -> PathBuf {
@@ -44,18 +43,12 @@ impl TempDir {
     }
 
     fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(&self.0)
+        let mut names: Vec<String> = fs::read_dir(self.0.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
         names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 
@@ -956,4 +949,101 @@ fn probe_writable_leaves_nothing_behind() {
 
     fs::write(dir.join("file"), b"x").unwrap();
     assert!(probe_writable(&dir.join("file/audit.log")).is_err());
+}
+
+/// The `seq` of every record in `path`, in file order.
+fn seqs(path: &Path) -> Vec<u64> {
+    lines(path)
+        .iter()
+        .map(|line| match field(line, "seq") {
+            Json::Int(seq) => seq.parse().unwrap(),
+            other => panic!("seq is {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn two_writers_of_one_file_take_turns_on_one_chain() {
+    let dir = TempDir::new();
+    let path = dir.join("audit.log");
+    let mut a = AuditChain::open(&path, KEY, identity()).unwrap();
+    let mut b = AuditChain::open(&path, KEY, identity()).unwrap();
+    append_n(&mut a, 2);
+    append_n(&mut b, 1);
+    append_n(&mut a, 1);
+    append_n(&mut b, 2);
+    assert_eq!(seqs(&path), (1..=6).collect::<Vec<_>>());
+    assert_eq!(
+        verify(&path, &KEY).unwrap(),
+        VerifyReport {
+            records: 6,
+            issues: vec![]
+        }
+    );
+}
+
+#[test]
+fn concurrent_writers_each_with_its_own_handle_keep_one_chain() {
+    // Each thread opens the file itself, as another process would: the lock is per open file,
+    // so this is the lock two processes meet.
+    const WRITERS: usize = 4;
+    const BATCHES: usize = 40;
+    let dir = TempDir::new();
+    let path = dir.join("audit.log");
+    let threads: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut chain = AuditChain::open(&path, KEY, identity()).unwrap();
+                for batch in 0..BATCHES {
+                    let records = (0..=(batch + writer) % 3)
+                        .map(|i| PendingRecord {
+                            session_id: Some(format!("w-{writer}")),
+                            request_id: Some(format!("r-{batch}-{i}")),
+                            op: "FILE_STAT".to_owned(),
+                            details: details(&[("path", "/tmp/a".into())]),
+                            result: ok(),
+                        })
+                        .collect();
+                    chain.append_batch(records).unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let total: usize = (0..WRITERS)
+        .map(|w| (0..BATCHES).map(|b| (b + w) % 3 + 1).sum::<usize>())
+        .sum();
+    let written = seqs(&path);
+    assert_eq!(written, (1..=total as u64).collect::<Vec<_>>());
+    let report = verify(&path, &KEY).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.records, total);
+}
+
+#[test]
+fn a_writer_follows_the_other_writers_rotation() {
+    let dir = TempDir::new();
+    let path = dir.join("audit.log");
+    let rotation = Rotation {
+        max_bytes: 600,
+        max_age: MAX_LOG_AGE,
+    };
+    let mut a = AuditChain::open_with(&path, KEY, identity(), rotation).unwrap();
+    let mut b = AuditChain::open_with(&path, KEY, identity(), rotation).unwrap();
+    // Records are ~400 bytes: a writes 1, b writes 2 onto it, a finds 800 >= 600 and rotates.
+    append_n(&mut a, 1);
+    append_n(&mut b, 1);
+    append_n(&mut a, 1);
+    // b's kept handle is the rotated file now: it writes the new one, after a's record.
+    append_n(&mut b, 1);
+    assert_eq!(seqs(&path), vec![1, 2]);
+    let rotated = rotated_files(&path).unwrap();
+    assert_eq!(rotated.len(), 1, "{rotated:?}");
+    assert_eq!(seqs(&rotated[0]), vec![1, 2]);
+    for file in [&path, &rotated[0]] {
+        assert!(verify(file, &KEY).unwrap().is_clean());
+    }
 }

@@ -1,5 +1,6 @@
-//! [`AuditChain`], the single writer of one audit file: it recovers the chain from the file's
-//! tail, appends signed batches with one fsync, and rotates by size and age.
+//! [`AuditChain`], one writer of an audit file: it recovers the chain from the file's tail,
+//! appends signed batches with one fsync under a lock that other writers of the file (another
+//! process) wait on, and rotates by size and age.
 
 use std::{
     fmt,
@@ -28,7 +29,9 @@ pub(super) const TAIL_WINDOW: u64 = 8 * 1024;
 /// searching a little further keeps the chain, and the bound keeps a corrupt file cheap.
 const TAIL_SEARCH_LIMIT: u64 = 1024 * 1024;
 
-/// The single writer of one audit file and its chain state.
+/// One writer of an audit file and its chain state. Several may share a file, in one process
+/// or several (`autogpt-shim mcp` beside `start`): each batch is written under an exclusive
+/// lock on the file, and the chain goes on from what the file holds when another wrote last.
 pub struct AuditChain {
     path: PathBuf,
     key: [u8; KEY_LEN],
@@ -39,20 +42,25 @@ pub struct AuditChain {
     prev_hmac: Option<String>,
     /// `ts` of the file's first record, cached so the age check does not reread the file.
     first_ts: Option<f64>,
-    /// The live file as the last batch left it, reused while the path still names it.
-    live: Option<Live>,
+    /// The live file kept open between batches (unlocked), reused while the path names it.
+    live: Option<File>,
+    /// The file and its length as our last batch left them (ending with a newline): anything
+    /// else found under the lock was written, rotated or replaced by someone else.
+    written: Option<(FileIdentity, u64)>,
 }
 
-/// The live file kept open between batches, and what this chain last wrote of it.
-struct Live {
+/// The live file locked for one batch.
+struct Locked {
     file: File,
     identity: FileIdentity,
-    /// Its length after our last write, which ended with a newline.
     len: u64,
+    /// The file ends in someone else's partial line, which the batch must not glue onto.
+    partial: bool,
 }
 
 /// What tells two opens of a path apart: on Unix the device and inode. Elsewhere nothing
-/// does (std has no stable file index there), so every batch opens the file again.
+/// does (std has no stable file index there), so every batch opens the file again and only
+/// its length tells whether someone else wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FileIdentity(Option<(u64, u64)>);
 
@@ -67,10 +75,28 @@ impl FileIdentity {
     fn of(_meta: &fs::Metadata) -> Self {
         Self(None)
     }
+}
 
-    /// Whether `meta`, read from the path, is the file this chain holds open at `len` bytes.
-    fn still(self, meta: &fs::Metadata, len: u64) -> bool {
-        self.0.is_some() && self == Self::of(meta) && meta.len() == len
+/// Whether `path` still names the file whose metadata is `meta`. Without file identities a
+/// handle kept from an earlier batch may be a rotated file, so only a fresh open counts.
+fn names(path: &Path, meta: &fs::Metadata, reused: bool) -> io::Result<bool> {
+    let identity = FileIdentity::of(meta);
+    if identity.0.is_none() {
+        return Ok(!reused);
+    }
+    match fs::metadata(path) {
+        Ok(now) => Ok(FileIdentity::of(&now) == identity),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Waits for the other writers of the file. A filesystem without locks keeps the one-writer
+/// behaviour rather than losing the audit.
+fn lock(file: &File) -> io::Result<()> {
+    match file.lock() {
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => Ok(()),
+        other => other,
     }
 }
 
@@ -121,6 +147,7 @@ impl AuditChain {
             prev_hmac: None,
             first_ts: None,
             live: None,
+            written: None,
         };
         chain.recover(&mut file)?;
         Ok(chain)
@@ -184,47 +211,77 @@ impl AuditChain {
     /// As [`Self::append`]; on failure none of the batch counts as written and the chain
     /// state stays where it was.
     pub fn append_batch(&mut self, records: Vec<PendingRecord>) -> io::Result<u64> {
-        let result = self.write_batch(records);
+        let mut locked = self.lock_live()?;
+        let result = self.write_locked(&mut locked, records);
         if result.is_err() {
             // A write cut short (a full disk) leaves part of a record; the chain would go on
-            // after it and `audit verify` stop at it, so the file goes back to where our last
-            // batch ended. The next batch opens the file again and checks how it was left.
-            if let Some(live) = &self.live {
-                let _ = live.file.set_len(live.len);
-            }
-            self.live = None;
+            // after it and `audit verify` stop at it, so the file goes back to where it was.
+            // The next batch looks at how it was left.
+            let _ = locked.file.set_len(locked.len);
+            self.written = None;
+        }
+        // Closing the file also releases the lock, so a file that cannot be unlocked is not
+        // kept.
+        if locked.file.unlock().is_ok() && result.is_ok() {
+            self.live = Some(locked.file);
         }
         result
     }
 
-    fn write_batch(&mut self, records: Vec<PendingRecord>) -> io::Result<u64> {
-        let seen = self.rotate_if_due()?;
-        // The path may have been rotated, replaced or appended to by another process (the
-        // `audit rotate` command) since our last batch: only the very file at the length we
-        // left it is reused, without a reopen or a look at its last byte.
-        let reusable = match (&self.live, &seen) {
-            (Some(live), Some(meta)) => live.identity.still(meta, live.len),
-            _ => false,
-        };
-        let mut lines = String::new();
-        if !reusable {
-            let mut file = open_for_append(&self.path)?;
+    /// The live file, locked against the other writers, after rotating it when due and
+    /// bringing the chain up to date with what the file holds.
+    fn lock_live(&mut self) -> io::Result<Locked> {
+        // The path may change while we wait for its lock (another writer rotated it); a few
+        // rounds settle that, and a path that keeps changing gets the last file opened.
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            let settle = rounds < 4;
+            let reused = self.live.is_some();
+            let mut file = match self.live.take() {
+                Some(file) => file,
+                None => open_for_append(&self.path)?,
+            };
+            lock(&file)?;
             let meta = file.metadata()?;
+            if settle && !names(&self.path, &meta, reused)? {
+                continue;
+            }
+            let identity = FileIdentity::of(&meta);
             let len = meta.len();
-            // A file emptied or replaced behind our back starts over, as tail recovery would.
-            if len == 0 {
+            let mut partial = false;
+            if self.written != Some((identity, len)) {
+                if len == 0 {
+                    self.reset_chain();
+                } else {
+                    // Written by another process, or replaced: continue after its last
+                    // record. An unreadable tail keeps our own chain, which is all we know.
+                    self.recover(&mut file)?;
+                    partial = !ends_with_newline(&mut file, len)?;
+                }
+            }
+            if settle && self.rotation_due(len) {
+                rotate_at(&self.path, self.clock.now())?;
                 self.reset_chain();
+                continue;
             }
-            // A write cut short earlier left a partial line; glueing onto it would lose this
-            // record too.
-            if len > 0 && !ends_with_newline(&mut file, len)? {
-                lines.push('\n');
-            }
-            self.live = Some(Live {
+            return Ok(Locked {
                 file,
-                identity: FileIdentity::of(&meta),
+                identity,
                 len,
+                partial,
             });
+        }
+    }
+
+    fn write_locked(
+        &mut self,
+        locked: &mut Locked,
+        records: Vec<PendingRecord>,
+    ) -> io::Result<u64> {
+        let mut lines = String::new();
+        if locked.partial {
+            lines.push('\n');
         }
         let mut seq = self.next_seq;
         let mut prev = self.prev_hmac.clone();
@@ -242,13 +299,9 @@ impl AuditChain {
             seq += 1;
             prev = Some(mac);
         }
-        let live = self
-            .live
-            .as_mut()
-            .ok_or_else(|| io::Error::other("the audit log is not open"))?;
-        live.file.write_all(lines.as_bytes())?;
-        live.file.sync_data()?;
-        live.len += lines.len() as u64;
+        locked.file.write_all(lines.as_bytes())?;
+        locked.file.sync_data()?;
+        self.written = Some((locked.identity, locked.len + lines.len() as u64));
         self.first_ts = first_ts;
         self.next_seq = seq;
         self.prev_hmac = prev;
@@ -266,6 +319,7 @@ impl AuditChain {
         if rotated.is_some() {
             self.reset_chain();
             self.live = None;
+            self.written = None;
         }
         Ok(rotated)
     }
@@ -304,27 +358,13 @@ impl AuditChain {
         ]
     }
 
-    /// Rotates when the live file is too big or too old, and returns what the path names now
-    /// (`None`: nothing there, as after a rotation).
-    fn rotate_if_due(&mut self) -> io::Result<Option<fs::Metadata>> {
-        let meta = match fs::metadata(&self.path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let len = meta.len();
-        if len == 0 {
-            return Ok(Some(meta));
-        }
-        let too_big = len >= self.rotation.max_bytes;
-        let too_old = self.first_ts.is_some_and(|first| {
-            epoch_seconds(self.clock.now()) - first > self.rotation.max_age.as_secs_f64()
-        });
-        if too_big || too_old {
-            self.rotate()?;
-            return Ok(None);
-        }
-        Ok(Some(meta))
+    /// Whether the live file, `len` bytes long, is too big or too old to take another batch.
+    fn rotation_due(&self, len: u64) -> bool {
+        len > 0
+            && (len >= self.rotation.max_bytes
+                || self.first_ts.is_some_and(|first| {
+                    epoch_seconds(self.clock.now()) - first > self.rotation.max_age.as_secs_f64()
+                }))
     }
 
     fn reset_chain(&mut self) {

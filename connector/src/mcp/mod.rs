@@ -1,0 +1,330 @@
+//! `autogpt-shim mcp`: the connector's capabilities served to a local MCP client (a desktop
+//! chat app, a coding agent) over stdin/stdout, on the official SDK (`rmcp`).
+//!
+//! A third thin face: every tool call becomes the wire message the platform would send
+//! (`tools.rs`) and goes through the same capability path as a WebSocket request
+//! (`session::serve`: the jail, the limits, the exec supervisor, the audit records), and its
+//! reply becomes the tool result (`results.rs`), an ERROR becoming `isError: true` with the
+//! same code and message. The configuration is `start`'s (flags, `AUTOGPT_SHIM_*`, the TOML
+//! file); only files are offered unless the operator enabled more. Records go to the machine's
+//! one audit chain with `session_id` `mcp`, so `autogpt-shim audit verify` covers both faces.
+//!
+//! stdout carries only protocol frames: every log line goes to stderr. The process ends when
+//! stdin closes (or on Ctrl-C/SIGTERM), and every running call is stopped first (a command's
+//! process group killed); a call also stops at its `notifications/cancelled`.
+
+mod results;
+mod tools;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use local_core::desktop::clipboard::Policy as ClipboardPolicy;
+use local_core::machine::exec::CommandLimiter;
+use local_core::machine::files::FileLimits;
+use local_core::machine::jail::Jail;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+
+use crate::audit::{Entry, details};
+use crate::cli::{Cli, EXIT_PREFLIGHT, Env, Refusal, load_config, tracing_level};
+use crate::daemon;
+use crate::session::{Computer, Host, Served, ShellLimits, serve};
+use tools::{Limits, Needs, Rejected, Spec};
+
+/// The `session_id` of every record this face writes: where the connector names its session,
+/// the MCP face names its channel.
+pub const AUDIT_CHANNEL: &str = "mcp";
+
+/// The audit code of a call stopped before it finished (cancelled, or the client went away);
+/// no wire ERROR carries it, since nothing is answered then.
+const STOPPED_CODE: &str = "CANCELLED";
+
+/// Runs `autogpt-shim mcp` to its end and returns the exit code: 0 once stdin closed, 78 when
+/// start-up is refused. `init_tracing` starts the stderr log once the refusals are past.
+#[allow(
+    clippy::print_stderr,
+    reason = "a refused start-up's one line to the person who started it, as `start` prints"
+)]
+pub fn main(cli: &Cli, env: &impl Env, init_tracing: fn(&str)) -> u8 {
+    let prepared = match prepare(cli, env) {
+        Ok(prepared) => prepared,
+        Err(refusal) => {
+            eprintln!("autogpt-shim: {}", refusal.message);
+            return refusal.code;
+        }
+    };
+    // One runtime thread, as `start`: the async side only frames and dispatches.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!(
+                "autogpt-shim: cannot start the runtime ({}): close some programs and start again",
+                err.kind()
+            );
+            return EXIT_PREFLIGHT;
+        }
+    };
+    init_tracing(prepared.log_level);
+    let code = runtime.block_on(run(prepared));
+    // A blocking read of stdin (where it is no pipe) cannot be interrupted; nothing waits
+    // for it once every call has stopped.
+    runtime.shutdown_background();
+    code
+}
+
+/// What start-up opened: the host every call runs on and the tools offered.
+struct Prepared {
+    host: Host,
+    limits: FileLimits,
+    shell_limits: ShellLimits,
+    tools: Vec<Spec>,
+    described: Limits,
+    log_level: &'static str,
+    /// For the operator (unknown config keys, shadowed sources), logged once tracing runs.
+    warnings: Vec<String>,
+}
+
+/// The configuration (as `start` loads it), the jail, the audit chain (SHIM_START written)
+/// and the host with what the operator enabled.
+fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
+    let preflight = |message: String| Refusal {
+        message,
+        code: EXIT_PREFLIGHT,
+    };
+    let log_level = tracing_level(&cli.log_level).ok_or_else(|| {
+        preflight(format!(
+            "unknown --log-level {:?} (use DEBUG, INFO, WARNING, ERROR or CRITICAL)",
+            cli.log_level
+        ))
+    })?;
+    let (settings, warnings) = load_config(cli, env)?;
+    let root = settings.allowed_root.clone().ok_or_else(|| {
+        preflight(
+            "no allowed root: pass --allowed-root, set AUTOGPT_SHIM_ALLOWED_ROOT or set HOME"
+                .to_owned(),
+        )
+    })?;
+    let jail = Jail::open(&root).map_err(|_| {
+        preflight(format!(
+            "the allowed root {} does not exist or is not a readable folder: create it, or pass --allowed-root with an existing folder",
+            root.display()
+        ))
+    })?;
+    let machine_id = settings
+        .machine_id
+        .clone()
+        .unwrap_or_else(daemon::machine_id);
+    let (audit, _) =
+        daemon::open_audit(&settings, env, Some(AUDIT_CHANNEL.to_owned()), &machine_id)?;
+    let mut host = Host::new(Arc::new(jail))
+        .with_audit(audit)
+        .with_commands(CommandLimiter::new(
+            usize::try_from(settings.max_concurrent_commands.get()).unwrap_or(usize::MAX),
+            usize::try_from(settings.max_commands_per_minute.get()).unwrap_or(usize::MAX),
+        ));
+    let clipboard = settings.enable_computer_use && settings.enable_clipboard;
+    if settings.enable_computer_use {
+        let policy = clipboard.then_some(ClipboardPolicy {
+            read_foreign: settings.enable_clipboard_read_foreign,
+        });
+        host = host.with_computer(Computer::new(policy));
+    }
+    let offered = |needs: Needs| match needs {
+        Needs::Files => true,
+        Needs::Shell => settings.enable_shell,
+        Needs::ComputerUse => settings.enable_computer_use,
+        Needs::Clipboard => clipboard,
+    };
+    let max_file_size_bytes = settings.max_file_size_bytes.get();
+    Ok(Prepared {
+        host,
+        limits: FileLimits::for_max_file_size(max_file_size_bytes),
+        shell_limits: ShellLimits {
+            ceiling: Duration::from_secs(settings.command_timeout_seconds.get()),
+            max_output_bytes: max_file_size_bytes,
+        },
+        tools: tools::catalogue()
+            .into_iter()
+            .filter(|tool| offered(tool.needs))
+            .collect(),
+        described: Limits {
+            max_file_size_bytes,
+            command_timeout_seconds: settings.command_timeout_seconds.get(),
+        },
+        log_level,
+        warnings,
+    })
+}
+
+/// Serves stdio until stdin closes or a stop signal, stops every running call, writes
+/// SHIM_STOP and returns the exit code.
+async fn run(prepared: Prepared) -> u8 {
+    let Prepared {
+        host,
+        limits,
+        shell_limits,
+        tools,
+        described,
+        warnings,
+        ..
+    } = prepared;
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    if let Some(computer) = host.computer.clone() {
+        // The probe decides which computer-use features are served, as HELLO does.
+        let _ = tokio::task::spawn_blocking(move || computer.hello()).await;
+    }
+    let mut listed = Vec::with_capacity(tools.len());
+    for tool in &tools {
+        match (tool.schema)() {
+            Ok(schema) => listed.push(Tool::new(tool.name, (tool.describe)(&described), schema)),
+            Err(err) => tracing::error!(tool = tool.name, error = %err, "no input schema"),
+        }
+    }
+    tracing::info!(
+        allowed_root = %host.jail.root().display(),
+        tools = listed.len(),
+        "serving MCP on stdio"
+    );
+    let (shutdown, stopping) = watch::channel(false);
+    let (calls, mut calls_done) = mpsc::channel::<()>(1);
+    let server = Server(Arc::new(Inner {
+        host: host.clone(),
+        limits,
+        shell_limits,
+        tools,
+        listed,
+        stopping,
+        calls,
+    }));
+    let reason = match server.serve(rmcp::transport::stdio_pipes()).await {
+        Ok(service) => tokio::select! {
+            _ = service.waiting() => "stdin_closed",
+            () = local_core::signals::stop_requested() => "signal",
+        },
+        Err(err) => {
+            tracing::warn!(error = %err, "the MCP client did not initialise");
+            "initialize_failed"
+        }
+    };
+    // Every call still running stops now (a command's process tree is killed), and each
+    // holds a sender until it has: the channel closes once the last one is gone.
+    let _ = shutdown.send(true);
+    let _ = calls_done.recv().await;
+    host.audit
+        .record_async(
+            None,
+            Entry::ok("SHIM_STOP", details([("reason", json!(reason))])),
+        )
+        .await;
+    0
+}
+
+/// The MCP server: the handler the SDK calls for every request.
+#[derive(Clone)]
+struct Server(Arc<Inner>);
+
+struct Inner {
+    host: Host,
+    limits: FileLimits,
+    shell_limits: ShellLimits,
+    /// The tools offered, for calls.
+    tools: Vec<Spec>,
+    /// The same tools as `tools/list` shows them.
+    listed: Vec<Tool>,
+    /// Becomes true when the server stops: every running call stops with it.
+    stopping: watch::Receiver<bool>,
+    /// Held by every running call (see `run`).
+    calls: mpsc::Sender<()>,
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "autogpt-shim",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "This machine's files inside one allowed root (and, where the operator enabled them, commands and the desktop), jailed and audited. Paths are relative to the allowed root.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.0.listed.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let inner = &self.0;
+        let Some(tool) = inner.tools.iter().find(|tool| tool.name == request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}: tools/list names the tools this server offers",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        let message = match (tool.message)(request.arguments.unwrap_or_default()) {
+            Ok(message) => message,
+            Err(Rejected::Schema(text)) => return Err(ErrorData::invalid_params(text, None)),
+            Err(Rejected::Payload(reply)) => return Ok(results::result(*reply).into()),
+        };
+        let kind = message.message_type();
+        let request_id = context.id.to_string();
+        let _running = inner.calls.clone();
+        let mut stopping = inner.stopping.clone();
+        let cancelled = context.ct.clone();
+        let stop = async move {
+            tokio::select! {
+                () = cancelled.cancelled() => {}
+                _ = stopping.wait_for(|stop| *stop) => {}
+            }
+        };
+        match serve(
+            message,
+            &request_id,
+            &inner.host,
+            inner.limits,
+            inner.shell_limits,
+            stop,
+        )
+        .await
+        {
+            Served::Reply(reply) => Ok(results::result(reply).into()),
+            Served::Stopped => {
+                let entry = Entry::failed(
+                    kind.as_str(),
+                    details([("tool", json!(tool.name)), ("stopped", json!(true))]),
+                    STOPPED_CODE,
+                );
+                inner.host.audit.record_async(Some(request_id), entry).await;
+                // Nobody reads this: the SDK drops the answer to a cancelled request.
+                Err(ErrorData::internal_error("the call was cancelled", None))
+            }
+            Served::Unserved => Err(ErrorData::internal_error(
+                "no capability serves this tool",
+                None,
+            )),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! A capability's reply as an MCP tool result: the success payload as JSON (text and
+//! structured content), a screenshot as image content, and an ERROR as `isError: true`
+//! carrying the connector's code and message unchanged.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+
+use crate::protocol::Message;
+
+/// The tool result for a reply message.
+pub(super) fn result(reply: Message) -> CallToolResult {
+    match reply {
+        Message::Error(error) => {
+            let code = serde_json::to_value(&error.code).unwrap_or(Value::Null);
+            let code_text = code.as_str().unwrap_or("INTERNAL_ERROR").to_owned();
+            let structured = json!({
+                "code": code,
+                "message": error.message,
+                "details": error.details,
+            });
+            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+                "{code_text}: {}",
+                error.message
+            ))]);
+            result.structured_content = Some(structured);
+            result
+        }
+        Message::ScreenshotResponse(shot) => {
+            let mime = shot.mime_type.clone();
+            let mut meta = serde_json::to_value(&shot).unwrap_or(Value::Null);
+            if let Some(fields) = meta.as_object_mut() {
+                // The pixels travel once, as the image.
+                fields.remove("image_base64");
+            }
+            let mut result = CallToolResult::success(vec![
+                ContentBlock::image(shot.image_base64, mime),
+                ContentBlock::text(meta.to_string()),
+            ]);
+            result.structured_content = Some(meta);
+            result
+        }
+        other => {
+            let payload = serde_json::to_value(&other).unwrap_or(Value::Null);
+            let mut result = CallToolResult::success(vec![ContentBlock::text(payload.to_string())]);
+            result.structured_content = Some(payload);
+            result
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::reply;
+    use crate::protocol::{AckPayload, ErrorCode};
+
+    #[test]
+    fn an_error_keeps_the_connectors_code_and_message() {
+        let message = "Path is outside the allowed root.";
+        let result = result(reply(ErrorCode::PathOutsideAllowedRoot, message, None));
+        assert_eq!(result.is_error, Some(true));
+        let text = result.content[0].as_text().unwrap().text.clone();
+        assert_eq!(text, format!("PATH_OUTSIDE_ALLOWED_ROOT: {message}"));
+        let structured = result.structured_content.unwrap();
+        assert_eq!(structured["code"], "PATH_OUTSIDE_ALLOWED_ROOT");
+        assert_eq!(structured["message"], message);
+    }
+
+    #[test]
+    fn a_success_is_its_payload() {
+        let result = result(Message::Ack(AckPayload::OK));
+        assert_ne!(result.is_error, Some(true));
+        assert_eq!(result.structured_content.unwrap()["ok"], true);
+    }
+}

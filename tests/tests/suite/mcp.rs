@@ -1,0 +1,404 @@
+//! `autogpt-shim mcp`, the MCP face, driven over stdio by a real client no one here wrote: the
+//! official MCP Python SDK (PyPI `mcp`, pinned in `scripts/mcp-env`, which prepares a cached venv
+//! and exports `MSGUIDE_TEST_MCP_PYTHON`; without it these tests fail with directions).
+//!
+//! `tests/mcp/driver.py` runs each scenario against the real binary and asserts the exact codes
+//! and messages; this side checks it passed every step, then that `autogpt-shim audit verify`
+//! accepts the chain and that the calls are in it as `mcp` records of the connector's shapes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use e2e::display::Desktop;
+use e2e::platform::{Platform, SESSION, Shim, TOKEN, binary, fresh_dir, run_shim};
+use e2e::witness::Witness;
+use serde_json::{Value, json};
+
+const PYTHON_VAR: &str = "MSGUIDE_TEST_MCP_PYTHON";
+
+/// The venv interpreter `scripts/mcp-env` prepared; panics with directions when missing.
+fn python() -> PathBuf {
+    let value = std::env::var_os(PYTHON_VAR)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{PYTHON_VAR} is not set: this test drives the server with the MCP Python SDK \
+                 from the venv scripts/mcp-env prepares. Run `scripts/test`, or \
+                 `eval \"$(scripts/mcp-env)\"` before cargo."
+            )
+        });
+    let path = PathBuf::from(value);
+    assert!(
+        path.is_file(),
+        "{PYTHON_VAR}={} is not a file: run scripts/mcp-env again",
+        path.display()
+    );
+    path
+}
+
+/// A home, an allowed root and a folder outside it holding `secret.txt`, removed on drop.
+struct Place {
+    dir: PathBuf,
+}
+
+impl Place {
+    fn new() -> Self {
+        let dir = fresh_dir("mcp");
+        for sub in ["home", "root", "outside"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        std::fs::write(dir.join("outside/secret.txt"), "secret").unwrap();
+        Self { dir }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.join("home")
+    }
+
+    /// Runs one scenario of the driver; returns the names of the checks it passed.
+    fn drive(&self, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
+        drive_in(&self.dir, scenario, env)
+    }
+
+    /// `audit verify` passes; the records, each checked to be the MCP face's.
+    fn audit(&self) -> Vec<Value> {
+        let (code, out, err) = run_shim(&self.home(), &["audit", "verify"]);
+        assert_eq!(code, Some(0), "audit verify: {out}{err}");
+        let records = audit_of(&self.home());
+        for record in &records {
+            assert_eq!(record["session_id"], "mcp", "{record}");
+        }
+        assert_eq!(records.first().unwrap()["op"], "SHIM_START");
+        assert_eq!(records.last().unwrap()["op"], "SHIM_STOP");
+        records
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs one scenario of the driver in the place at `dir`; returns the checks it passed.
+fn drive_in(dir: &Path, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/driver.py");
+    let output = Command::new(python())
+        .arg(driver)
+        .arg(scenario)
+        .env("MCP_SHIM", binary("autogpt-shim"))
+        .env("MCP_HOME", dir.join("home"))
+        .env("MCP_ROOT", dir.join("root"))
+        .env("MCP_OUTSIDE", dir.join("outside"))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "scenario {scenario} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("ok "))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn has(records: &[Value], op: &str, code: Option<&str>) -> bool {
+    records.iter().any(|r| {
+        r["op"] == op
+            && match code {
+                Some(code) => r["result"]["error_code"] == code,
+                None => r["result"]["ok"] == true,
+            }
+    })
+}
+
+#[test]
+fn file_tools_through_the_python_sdk_are_jailed_limited_and_audited() {
+    let place = Place::new();
+    let passed = place.drive("files", &[]);
+    assert_eq!(
+        passed,
+        [
+            "initialize_and_list_files_only",
+            "read_and_write",
+            "stat_and_list",
+            "move_and_delete",
+            "jail_escapes_refused",
+            "file_too_large",
+            "bad_input",
+        ]
+    );
+    let records = place.audit();
+    for (op, code) in [
+        ("FILE_WRITE", None),
+        ("FILE_READ", None),
+        ("FILE_STAT", None),
+        ("FILE_LIST", None),
+        ("FILE_MOVE", Some("PATH_EXISTS")),
+        ("FILE_DELETE", Some("PATH_NOT_EMPTY")),
+        ("FILE_READ", Some("PATH_OUTSIDE_ALLOWED_ROOT")),
+        ("JAIL_VIOLATION", Some("PATH_OUTSIDE_ALLOWED_ROOT")),
+        ("FILE_WRITE", Some("FILE_TOO_LARGE")),
+    ] {
+        assert!(has(&records, op, code), "no {op} {code:?} record");
+    }
+    // Metadata only: the content written never reaches the log.
+    let log = std::fs::read_to_string(
+        place
+            .home()
+            .join(".local/state/autogpt-local-executor/audit.log"),
+    )
+    .unwrap();
+    assert!(!log.contains("hello world"), "content in the audit log");
+    assert!(!log.contains("pwned"), "content in the audit log");
+}
+
+#[test]
+fn run_command_times_out_and_cancels_with_its_tree() {
+    let place = Place::new();
+    let passed = place.drive("shell", &[]);
+    assert_eq!(
+        passed,
+        [
+            "run_command",
+            "timeout_kills_the_tree",
+            "cancel_kills_the_tree"
+        ]
+    );
+    let records = place.audit();
+    assert!(has(&records, "EXECUTE_COMMAND", None));
+    assert!(has(&records, "EXECUTE_COMMAND", Some("COMMAND_TIMEOUT")));
+    assert!(has(
+        &records,
+        "EXECUTE_COMMAND",
+        Some("SHELL_NOT_AVAILABLE")
+    ));
+    assert!(has(
+        &records,
+        "EXECUTE_COMMAND",
+        Some("PATH_OUTSIDE_ALLOWED_ROOT")
+    ));
+    // The cancelled call is on record as stopped.
+    assert!(has(&records, "EXECUTE_COMMAND", Some("CANCELLED")));
+}
+
+#[test]
+fn closing_stdin_ends_the_server_and_its_running_command() {
+    let place = Place::new();
+    let passed = place.drive("stdin", &[]);
+    assert_eq!(passed, ["stdin_close_stops_everything"]);
+    let records = place.audit();
+    let stop = records.last().unwrap();
+    assert_eq!(stop["details"]["reason"], "stdin_closed", "{stop}");
+    assert!(has(&records, "EXECUTE_COMMAND", Some("CANCELLED")));
+}
+
+/// The private desktop's variables and its screen size, for the driver.
+fn desktop_env(desktop: &Desktop) -> Vec<(&'static str, String)> {
+    let mut env = desktop.env();
+    env.extend([
+        ("MCP_SCREEN_WIDTH", "1280".to_owned()),
+        ("MCP_SCREEN_HEIGHT", "720".to_owned()),
+    ]);
+    env
+}
+
+/// The input records of one action word, as the audit has them.
+fn actions<'a>(records: &'a [Value], action: &'a str) -> impl Iterator<Item = &'a Value> {
+    records
+        .iter()
+        .filter(move |r| r["op"] == "INPUT_ACTION" && r["details"]["action"] == action)
+}
+
+#[test]
+fn screenshots_input_windows_and_clipboard_reach_a_real_desktop() {
+    let desktop = Desktop::with_size(1280, 720);
+    let mut witness = Witness::start(&desktop, "Witness MCP");
+    let [x, y] = witness.centre();
+    let place = Place::new();
+    let mut env = desktop_env(&desktop);
+    env.extend([
+        ("MCP_CLICK_X", x.to_string()),
+        ("MCP_CLICK_Y", y.to_string()),
+    ]);
+    let passed = place.drive("computer", &env);
+    assert_eq!(
+        passed,
+        ["screenshot", "input_action", "windows", "clipboard"]
+    );
+    // What the server reported done is what the window received, in order: the click, the
+    // double click beside it, two scroll steps down, then the typed text.
+    let at = |event: &Value| [event["x"].as_i64(), event["y"].as_i64()];
+    let press = witness.expect("press", |p| p["button"] == 1);
+    assert_eq!(at(&press), [Some(x), Some(y)], "{press}");
+    let double = witness.expect("press", |p| p["count"] == 2);
+    assert_eq!(at(&double), [Some(x + 40), Some(y + 30)], "{double}");
+    assert_eq!(double["button"], 1, "{double}");
+    for _ in 0..2 {
+        witness.expect("scroll", |s| s["direction"] == "down");
+    }
+    // Nothing else arrived: the refused action word and key chord sent no press and no key.
+    let rest = witness.drain(Duration::from_millis(500));
+    assert!(
+        !rest.iter().any(|e| e["event"] == "press"),
+        "a refused action arrived: {rest:?}"
+    );
+    let keys: String = rest
+        .iter()
+        .filter(|e| e["event"] == "key")
+        .map(|e| e["char"].as_str().unwrap_or("<no char>"))
+        .collect();
+    assert_eq!(keys, "typed through mcp");
+    let text = rest.iter().rev().find(|e| e["event"] == "text");
+    assert_eq!(text.map(|t| &t["text"]), Some(&json!("typed through mcp")));
+
+    let records = place.audit();
+    assert!(has(&records, "SCREENSHOT_REQUEST", None));
+    assert!(has(&records, "INPUT_ACTION", None));
+    assert!(has(&records, "INPUT_ACTION", Some("INPUT_OUT_OF_BOUNDS")));
+    for action in ["left_click", "double_click", "scroll", "type"] {
+        assert!(
+            actions(&records, action).any(|r| r["result"]["ok"] == true),
+            "no {action} record"
+        );
+    }
+    let typed = actions(&records, "type").next().unwrap();
+    assert_eq!(typed["details"]["text_length"], 17, "{typed}");
+    let chord = actions(&records, "key").next().unwrap();
+    assert_eq!(
+        (&chord["result"]["error_code"], &chord["details"]["key"]),
+        (&json!("FEATURE_NOT_SUPPORTED"), &json!("ctrl+hyperspace")),
+        "{chord}"
+    );
+    assert!(has(&records, "WINDOW_FOCUS", None));
+    assert!(has(&records, "WINDOW_FOCUS", Some("WINDOW_STALE")));
+    assert!(has(&records, "SCREENSHOT_REQUEST", Some("FILE_TOO_LARGE")));
+    assert!(has(&records, "CLIPBOARD_WRITE", None));
+    assert!(has(&records, "CLIPBOARD_READ", None));
+    let log = std::fs::read_to_string(
+        place
+            .home()
+            .join(".local/state/autogpt-local-executor/audit.log"),
+    )
+    .unwrap();
+    assert!(
+        !log.contains("typed through"),
+        "typed text in the audit log"
+    );
+    assert!(!log.contains("from mcp"), "clipboard text in the audit log");
+}
+
+#[test]
+fn displays_pointer_apps_and_accessibility_reach_a_real_desktop() {
+    let desktop = Desktop::with_size(1280, 720);
+    let title = "Witness Apps";
+    let witness = Witness::start(&desktop, title);
+    let place = Place::new();
+    let mut env = desktop_env(&desktop);
+    env.extend([
+        ("MCP_WITNESS_TITLE", title.to_owned()),
+        ("MCP_WITNESS_PID", witness.pid.to_string()),
+    ]);
+    let passed = place.drive("desktop", &env);
+    assert_eq!(
+        passed,
+        [
+            "display_info",
+            "cursor_position",
+            "list_apps",
+            "launch_app",
+            "accessibility_snapshot"
+        ]
+    );
+    let records = place.audit();
+    for (op, code) in [
+        ("DISPLAY_INFO_REQUEST", None),
+        ("CURSOR_POSITION_REQUEST", None),
+        ("APP_LIST_REQUEST", None),
+        ("APP_LAUNCH", None),
+        ("APP_LAUNCH", Some("INTERNAL_ERROR")),
+        ("APP_LAUNCH", Some("FEATURE_NOT_SUPPORTED")),
+        ("WINDOW_LIST_REQUEST", None),
+        ("A11Y_SNAPSHOT_REQUEST", None),
+        ("A11Y_SNAPSHOT_REQUEST", Some("WINDOW_STALE")),
+    ] {
+        assert!(has(&records, op, code), "no {op} {code:?} record");
+    }
+    assert!(actions(&records, "mouse_move").any(|r| r["result"]["ok"] == true));
+    // The launch is on record with its program and pid, its arguments only counted.
+    let launch = records
+        .iter()
+        .find(|r| r["op"] == "APP_LAUNCH" && r["result"]["ok"] == true)
+        .unwrap();
+    assert_eq!(
+        launch["details"]["executable_path"], "/bin/sleep",
+        "{launch}"
+    );
+    assert_eq!(launch["details"]["args_count"], 1, "{launch}");
+    assert!(launch["details"]["pid"].as_u64().is_some(), "{launch}");
+    let snapshot = records
+        .iter()
+        .find(|r| r["op"] == "A11Y_SNAPSHOT_REQUEST" && r["result"]["ok"] == true)
+        .unwrap();
+    assert_eq!(snapshot["details"]["elements_returned"], 1, "{snapshot}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_and_start_write_one_chain_at_the_same_time() {
+    // Both processes append to the same audit log while the other does: the file lock makes
+    // them take turns, and each continues after the other's records.
+    let place = Place::new();
+    let home = place.home();
+    let platform = Platform::bind().await;
+    let args = platform.start_args(&place.dir.join("root"), "info", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut shim = Shim::spawn(&home, &args, &[("AUTOGPT_SHIM_TOKEN", TOKEN)]);
+    let (mut conn, _) = platform.session(&["files"], |_| {}).await;
+    let dir = place.dir.clone();
+    let driver = tokio::task::spawn_blocking(move || drive_in(&dir, "files", &[]));
+    let mut stats = 0;
+    while !driver.is_finished() {
+        let reply = conn
+            .call("FILE_STAT", &format!("s{stats}"), json!({"path": "."}))
+            .await;
+        assert_eq!(reply["type"], "FILE_STAT_RESPONSE", "{reply}");
+        stats += 1;
+    }
+    assert_eq!(driver.await.unwrap().len(), 7);
+    conn.close(4428).await;
+    let (status, stderr) = shim.exit().await;
+    assert!(status.success(), "{stderr}");
+
+    let (code, out, err) = run_shim(&home, &["audit", "verify"]);
+    assert_eq!(code, Some(0), "audit verify: {out}{err}");
+    let records = audit_of(&home);
+    let sessions: Vec<&str> = records
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect();
+    let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>());
+    // Interleaved, not one after the other: some MCP record lies between two of the
+    // connector's FILE_STATs.
+    let first = sessions.iter().position(|s| *s == SESSION).unwrap();
+    let last = sessions.iter().rposition(|s| *s == SESSION).unwrap();
+    assert!(
+        sessions[first..last].contains(&"mcp"),
+        "the faces did not write at the same time ({stats} stats): {sessions:?}"
+    );
+}
+
+/// The records of the audit log under `home`, parsed.
+fn audit_of(home: &Path) -> Vec<Value> {
+    let log = home.join(".local/state/autogpt-local-executor/audit.log");
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
