@@ -14,7 +14,9 @@ use std::{
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use local_core::guide::png_sanitise::{MAX_PNG_BYTES, sanitise_base64_png};
+use local_core::guide::png_sanitise::{
+    MAX_PNG_BYTES, decode_base64_strict, decode_pixels, encode_pixels, sanitise_base64_png,
+};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -27,19 +29,43 @@ type Result<T, E = BoxError> = std::result::Result<T, E>;
 const TOKEN: &str = "bench-token-123";
 const SIDE: u32 = 1600;
 const CONNECTIONS: [usize; 2] = [1, 32];
-const RATIO_TARGET: f64 = 0.70;
+/// Issue 21's targets.
+const RATIO_TARGET: f64 = 0.60;
+const PEAK_RSS_TARGET_MIB: f64 = 64.0;
+const SETTLED_RSS_TARGET_MIB: f64 = 16.0;
+const PNG_CPU_TARGET_MS: f64 = 10.0;
 /// CPU percentage used by unrelated processes above which a window is flagged as disturbed.
 const NOISY_OTHER_CPU: f64 = 20.0;
 const RSS_TARGET_BYTES: u64 = 50_000_000;
 const SANITISE_ITERATIONS: usize = 20;
 const MEMORY_RECORDS: usize = 1000;
+/// The image load: this many connections post screenshots for this long, then the server is
+/// left alone for `SETTLE` before its resident memory is read again.
+const IMAGE_CONNECTIONS: usize = 32;
+const IMAGE_LOAD: Duration = Duration::from_secs(10);
+const IMAGE_WARMUP: Duration = Duration::from_secs(1);
+const SETTLE: Duration = Duration::from_secs(10);
+const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(20);
 /// The server refuses observations older than 60 s; rebuilding well inside that keeps every
 /// request valid without paying for a timestamp on each one.
 const BODY_REFRESH: Duration = Duration::from_secs(2);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const IMAGE_TAIL: &[u8] = b"\"}}";
+/// Set on a child copy of this bench to make it the hello-world axum baseline on that port.
+const HELLO_PORT_VAR: &str = "MSGUIDE_BENCH_HELLO_PORT";
+/// The API binary to measure (default: the one this bench was built with).
+const API_BIN_VAR: &str = "MSGUIDE_BENCH_API_BIN";
+/// A second API binary measured first in the same run, for a before/after table.
+const BEFORE_BIN_VAR: &str = "MSGUIDE_BENCH_BEFORE_BIN";
+/// `small`, `image` or `sanitiser`: run only that phase (for a profiler or a quick look), and
+/// print no closing table.
+const ONLY_VAR: &str = "MSGUIDE_BENCH_ONLY";
+const HELLO_BODY: &[u8] = b"Hello, World!";
 
 fn main() -> ExitCode {
+    if let Ok(port) = std::env::var(HELLO_PORT_VAR) {
+        return hello_world(&port);
+    }
     // Arguments are ignored on purpose: `cargo bench` appends `--bench` and any filter.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -60,6 +86,73 @@ fn main() -> ExitCode {
     }
 }
 
+/// The ceiling: axum's hello world on the same multi-threaded runtime the API uses.
+fn hello_world(port: &str) -> ExitCode {
+    let serve = async {
+        let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { std::str::from_utf8(HELLO_BODY).unwrap_or_default() }),
+        );
+        axum::serve(listener, app).await
+    };
+    let served = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .and_then(|runtime| runtime.block_on(serve));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hello-world server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One API binary under test.
+struct Target {
+    label: &'static str,
+    bin: PathBuf,
+}
+
+fn targets() -> Vec<Target> {
+    let this = Target {
+        label: "after",
+        bin: std::env::var_os(API_BIN_VAR).map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_msguide-api")),
+            PathBuf::from,
+        ),
+    };
+    match std::env::var_os(BEFORE_BIN_VAR) {
+        Some(before) => vec![
+            Target {
+                label: "before",
+                bin: PathBuf::from(before),
+            },
+            this,
+        ],
+        None => vec![Target {
+            label: "this",
+            ..this
+        }],
+    }
+}
+
+/// What each target scored, for the closing table.
+#[derive(Default)]
+struct Summary {
+    peak_rss_kb: u64,
+    settled_rss_kb: u64,
+    png_cpu_ms: Option<f64>,
+    png_rps: f64,
+    png_failures: u64,
+    plain_ratio: f64,
+    health_ratio: f64,
+    plain_cpu_us: Option<f64>,
+    health_cpu_us: Option<f64>,
+    other_cpu: f64,
+}
+
 async fn run() -> Result<()> {
     let started = Instant::now();
     println!("msguide-api throughput benchmark");
@@ -72,6 +165,10 @@ async fn run() -> Result<()> {
         },
         std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
     );
+    let targets = targets();
+    for target in &targets {
+        println!("  {}: {}", target.label, target.bin.display());
+    }
 
     let screenshot_png = encode_rgb(
         &screenshot_rgb(SIDE),
@@ -93,9 +190,30 @@ async fn run() -> Result<()> {
         screenshot_b64.len()
     );
 
-    http_load(&screenshot_b64).await?;
-    sanitiser(&screenshot_b64, screenshot_png.len())?;
-    memory().await?;
+    // A profiler attached to one phase's server needs only that phase.
+    let only = std::env::var(ONLY_VAR).unwrap_or_default();
+    let runs = |phase: &str| only.is_empty() || only == phase;
+    let mut summaries: Vec<Summary> = targets.iter().map(|_| Summary::default()).collect();
+    if runs("small") {
+        http_load(&targets, &mut summaries).await?;
+    }
+    if runs("image") {
+        let image: Arc<[u8]> = Arc::from(screenshot_b64.as_bytes());
+        for (target, summary) in targets.iter().zip(&mut summaries) {
+            image_load(target, &image, summary).await?;
+        }
+    }
+    if !runs("sanitiser") {
+        return Ok(());
+    }
+    let stages = sanitiser(&screenshot_b64, screenshot_png.len())?;
+    if !only.is_empty() {
+        return Ok(());
+    }
+    for target in &targets {
+        memory(target).await?;
+    }
+    closing_table(&targets, &summaries, &stages);
     println!(
         "\ntotal bench time: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -103,9 +221,19 @@ async fn run() -> Result<()> {
     Ok(())
 }
 
-/// The API as a child process; dropping it kills the child, so every error path cleans up.
+/// What a child server is.
+#[derive(Clone)]
+enum ServerKind {
+    /// An API binary.
+    Api(PathBuf),
+    /// This bench again, as the hello-world axum baseline.
+    Hello,
+}
+
+/// A server as a child process; dropping it kills the child, so every error path cleans up.
 struct Server {
     child: Child,
+    kind: ServerKind,
     addr: SocketAddr,
     host: String,
     log: PathBuf,
@@ -115,10 +243,10 @@ impl Server {
     /// The port is only known to be free when probed, and another process (tests run by
     /// someone else on the same machine) may take it before the child binds; a fresh port
     /// is then tried.
-    async fn launch(tag: &str) -> Result<Self> {
+    async fn launch(kind: &ServerKind, tag: &str) -> Result<Self> {
         let mut last_error = None;
         for _ in 0..3 {
-            let mut server = Self::spawn(tag)?;
+            let mut server = Self::spawn(kind, tag)?;
             match server.wait_healthy().await {
                 Ok(()) => return Ok(server),
                 Err(e) => last_error = Some(e),
@@ -127,26 +255,40 @@ impl Server {
         Err(last_error.unwrap_or_else(|| "the server never started".into()))
     }
 
-    fn spawn(tag: &str) -> Result<Self> {
+    fn spawn(kind: &ServerKind, tag: &str) -> Result<Self> {
         let port = StdTcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let log =
             std::env::temp_dir().join(format!("msguide-bench-{}-{tag}.log", std::process::id()));
         let log_file = File::create(&log)?;
-        let child = Command::new(env!("CARGO_BIN_EXE_msguide-api"))
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .env("MSGUIDE_LOCAL_TOKEN", TOKEN)
-            .env("RUST_LOG", "warn")
-            // The caller's shell must not switch on audit, logging or another mode mid-benchmark.
-            .env_remove("MSGUIDE_MODE")
-            .env_remove("MSGUIDE_GUIDANCE_PROVIDER")
-            .env_remove("MSGUIDE_ENABLE_AUDIT")
-            .env_remove("MSGUIDE_DIAGNOSTIC_LOG")
+        let mut command = match kind {
+            ServerKind::Api(bin) => {
+                let mut command = Command::new(bin);
+                command
+                    .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+                    .env("MSGUIDE_LOCAL_TOKEN", TOKEN)
+                    .env("RUST_LOG", "warn")
+                    // The caller's shell must not switch on audit, logging or another mode
+                    // mid-benchmark.
+                    .env_remove("MSGUIDE_MODE")
+                    .env_remove("MSGUIDE_GUIDANCE_PROVIDER")
+                    .env_remove("MSGUIDE_ENABLE_AUDIT")
+                    .env_remove("MSGUIDE_DIAGNOSTIC_LOG");
+                command
+            }
+            ServerKind::Hello => {
+                let mut command = Command::new(std::env::current_exe()?);
+                command.env(HELLO_PORT_VAR, port.to_string());
+                command
+            }
+        };
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()?;
         Ok(Self {
             child,
+            kind: kind.clone(),
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             host: format!("127.0.0.1:{port}"),
             log,
@@ -159,7 +301,8 @@ impl Server {
 
     async fn wait_healthy(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(20);
-        let request = Request::get("/health", &self.host);
+        let hello = matches!(self.kind, ServerKind::Hello);
+        let request = Request::get(if hello { "/" } else { "/health" }, &self.host);
         loop {
             if let Some(status) = self.child.try_wait()? {
                 return Err(format!("server exited early ({status}): {}", self.log_tail()).into());
@@ -171,7 +314,11 @@ impl Server {
             // Demo mode is what every figure below assumes, and it proves the answer is ours.
             if let Ok(Ok(response)) = tokio::time::timeout(Duration::from_secs(1), probe).await
                 && response.status == 200
-                && find(&response.body, br#""mode":"demo""#).is_some()
+                && (if hello {
+                    response.body == HELLO_BODY
+                } else {
+                    find(&response.body, br#""mode":"demo""#).is_some()
+                })
             {
                 return Ok(());
             }
@@ -351,6 +498,7 @@ async fn create_session(addr: SocketAddr, host: &str) -> Result<String> {
 
 #[derive(Clone)]
 enum Workload {
+    Hello,
     Health,
     Guidance {
         session: Arc<str>,
@@ -361,6 +509,7 @@ enum Workload {
 impl Workload {
     fn request(&self, host: &str) -> Result<Request> {
         match self {
+            Self::Hello => Ok(Request::get("/", host)),
             Self::Health => Ok(Request::get("/health", host)),
             Self::Guidance { session, image } => {
                 let captured_at = OffsetDateTime::now_utc().format(&Rfc3339)?;
@@ -394,6 +543,7 @@ impl Workload {
     fn accepts(&self, response: &Response) -> bool {
         response.status == 200
             && match self {
+                Self::Hello => response.body == HELLO_BODY,
                 Self::Health => true,
                 Self::Guidance { .. } => find(&response.body, br#""status":"next_step""#).is_some(),
             }
@@ -477,7 +627,7 @@ async fn worker(
 }
 
 struct Cell {
-    workload: &'static str,
+    workload: String,
     connections: usize,
     ok: usize,
     failures: u64,
@@ -555,7 +705,7 @@ async fn run_cell(server: &Server, plan: &Plan, connections: usize) -> Result<Ce
     }
     latencies.sort_unstable();
     Ok(Cell {
-        workload: plan.name,
+        workload: plan.name.clone(),
         connections,
         ok: latencies.len(),
         failures,
@@ -615,69 +765,71 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 }
 
 struct Plan {
-    name: &'static str,
+    name: String,
+    /// Index into the servers: 0 is the hello-world baseline, then one per target.
+    server: usize,
     workload: Workload,
     warmup: Duration,
     window: Duration,
-    rounds: usize,
 }
 
-async fn http_load(screenshot_b64: &str) -> Result<()> {
-    let server = Server::launch("load").await?;
-    let session: Arc<str> = Arc::from(create_session(server.addr, &server.host).await?);
-    let image: Arc<[u8]> = Arc::from(screenshot_b64.as_bytes());
-    // The small-request cells swing by 2-5x from run to run on a shared 2-core VM, so they are
-    // repeated and interleaved: the ratio then compares neighbours in time, not a lucky window.
-    let health = Plan {
-        name: "GET /health",
-        workload: Workload::Health,
+/// Rounds of every small-request cell; the median round by req/s is reported.
+const ROUNDS: usize = 3;
+
+/// Small requests against every target and the hello-world baseline, interleaved round by
+/// round so that each ratio compares neighbours in time on a shared machine.
+async fn http_load(targets: &[Target], summaries: &mut [Summary]) -> Result<()> {
+    let mut servers = vec![Server::launch(&ServerKind::Hello, "hello").await?];
+    for target in targets {
+        servers.push(Server::launch(&ServerKind::Api(target.bin.clone()), target.label).await?);
+    }
+    let window = Plan {
+        name: "hello-world axum".to_owned(),
+        server: 0,
+        workload: Workload::Hello,
         warmup: Duration::from_millis(500),
         window: Duration::from_secs(3),
-        rounds: 3,
     };
-    let plain = Plan {
-        name: "guidance, no image",
-        workload: Workload::Guidance {
-            session: Arc::clone(&session),
-            image: None,
-        },
-        ..health
-    };
-    let with_image = Plan {
-        name: "guidance, 1600x1600 PNG",
-        workload: Workload::Guidance {
-            session,
-            image: Some(image),
-        },
-        // Each request keeps a core busy decoding, so 32 of them need a while to fill the
-        // pipeline before the measured window starts.
-        warmup: Duration::from_millis(1500),
-        window: Duration::from_secs(5),
-        rounds: 1,
-    };
-    let plans = [&health, &plain, &with_image];
+    let mut plans = Vec::new();
+    for (i, (target, server)) in targets.iter().zip(&servers[1..]).enumerate() {
+        let session: Arc<str> = Arc::from(create_session(server.addr, &server.host).await?);
+        plans.push(Plan {
+            name: format!("{} GET /health", target.label),
+            server: i + 1,
+            workload: Workload::Health,
+            ..window
+        });
+        plans.push(Plan {
+            name: format!("{} guidance, no image", target.label),
+            server: i + 1,
+            workload: Workload::Guidance {
+                session,
+                image: None,
+            },
+            ..window
+        });
+    }
+    plans.insert(0, window);
 
     let mut cells = Vec::new();
     for connections in CONNECTIONS {
-        for round in 0..health.rounds {
-            for plan in [&health, &plain] {
+        for round in 0..ROUNDS {
+            for plan in &plans {
                 eprintln!(
-                    "  running {} @ {connections} conns, round {}",
+                    "  running {} @ {connections} conns, round {}, server pid {}",
                     plan.name,
-                    round + 1
+                    round + 1,
+                    servers[plan.server].pid()
                 );
-                cells.push(run_cell(&server, plan, connections).await?);
+                cells.push(run_cell(&servers[plan.server], plan, connections).await?);
             }
         }
-        eprintln!("  running {} @ {connections} conns", with_image.name);
-        cells.push(run_cell(&server, &with_image, connections).await?);
     }
-    let server_pid = server.pid();
-    drop(server);
+    drop(servers);
 
-    println!("\n== HTTP load (server pid {server_pid}) ==");
+    println!("\n== HTTP load, small requests ({ROUNDS} interleaved rounds of 3 s) ==");
     println!(
-        "{:<24} {:>5} {:>8} {:>5} {:>9} {:>8} {:>8} {:>7} {:>7} {:>7} {:>10}  req/s of each round",
+        "{:<32} {:>5} {:>8} {:>5} {:>9} {:>8} {:>8} {:>7} {:>7} {:>7} {:>10}  req/s of each round",
         "workload",
         "conns",
         "ok",
@@ -704,13 +856,13 @@ async fn http_load(screenshot_b64: &str) -> Result<()> {
             rounds.join(" / "),
         )
     };
-    for plan in plans {
+    for plan in &plans {
         for connections in CONNECTIONS {
-            let (Some(cell), failures, rounds) = median_of(plan.name, connections) else {
+            let (Some(cell), failures, rounds) = median_of(&plan.name, connections) else {
                 continue;
             };
             println!(
-                "{:<24} {:>5} {:>8} {:>5} {:>9.1} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>10}  {}",
+                "{:<32} {:>5} {:>8} {:>5} {:>9.1} {:>8.2} {:>8.2} {:>7} {:>7} {:>7} {:>10}  {}",
                 cell.workload,
                 cell.connections,
                 cell.ok,
@@ -723,24 +875,14 @@ async fn http_load(screenshot_b64: &str) -> Result<()> {
                 percent(cell.other_cpu),
                 cell.server_us_per_request()
                     .map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1}")),
-                if plan.rounds > 1 {
-                    rounds.as_str()
-                } else {
-                    "-"
-                }
+                rounds,
             );
         }
     }
     println!(
-        "  req/s, ok, latencies, cpu: the median round by req/s ({} rounds of {} s for the small \
-         requests, 1 round of {} s for the PNG);",
-        health.rounds,
-        health.window.as_secs(),
-        with_image.window.as_secs()
-    );
-    println!(
-        "  ok = 200 answers completed inside the measured window, after a warm-up; fail = any \
-         non-200, wrong answer or i/o error over all rounds, warm-ups included;"
+        "  req/s, ok, latencies, cpu: the median round by req/s; ok = 200 answers completed \
+         inside the measured window, after a warm-up; fail = any non-200, wrong answer or i/o \
+         error over all rounds, warm-ups included;"
     );
     println!(
         "  srv/cli/other cpu = CPU time of the server / of this benchmark process / of everything \
@@ -768,32 +910,210 @@ async fn http_load(screenshot_b64: &str) -> Result<()> {
     }
 
     println!(
-        "\nratio guidance-without-image req/s / health req/s (target >= {RATIO_TARGET:.2}), \
-         from the medians; per round in brackets:"
+        "\nratio to the hello-world axum, from the medians (target for guidance at 32 conns >= \
+         {RATIO_TARGET:.2}); per round in brackets:"
     );
-    for connections in CONNECTIONS {
-        let median_rps = |name: &str| median_of(name, connections).0.map_or(0.0, Cell::rps);
-        let median_ratio = ratio(median_rps(plain.name), median_rps(health.name));
-        let of = |name: &str| -> Vec<f64> {
-            cells
-                .iter()
-                .filter(|c| c.workload == name && c.connections == connections)
-                .map(Cell::rps)
-                .collect()
-        };
-        let per_round: Vec<String> = of(plain.name)
+    let hello = &plans[0].name;
+    let of = |name: &str, connections: usize| -> Vec<f64> {
+        cells
             .iter()
-            .zip(of(health.name))
-            .map(|(plain, health)| format!("{:.2}", ratio(*plain, health)))
-            .collect();
-        println!(
-            "  {connections:>2} conn{}: {median_ratio:.3}  [{}]  {}",
-            if connections == 1 { " " } else { "s" },
-            per_round.join(", "),
-            pass(median_ratio >= RATIO_TARGET)
-        );
+            .filter(|c| c.workload == name && c.connections == connections)
+            .map(Cell::rps)
+            .collect()
+    };
+    for (target, summary) in targets.iter().zip(summaries.iter_mut()) {
+        for (what, name) in [
+            ("GET /health", format!("{} GET /health", target.label)),
+            (
+                "guidance, no image",
+                format!("{} guidance, no image", target.label),
+            ),
+        ] {
+            for connections in CONNECTIONS {
+                let median_rps = |name: &str| median_of(name, connections).0.map_or(0.0, Cell::rps);
+                let median_ratio = ratio(median_rps(&name), median_rps(hello));
+                let per_round: Vec<String> = of(&name, connections)
+                    .iter()
+                    .zip(of(hello, connections))
+                    .map(|(ours, hello)| format!("{:.2}", ratio(*ours, hello)))
+                    .collect();
+                println!(
+                    "  {:<6} {what:<20} {connections:>2} conn{}: {median_ratio:.3}  [{}]",
+                    target.label,
+                    if connections == 1 { " " } else { "s" },
+                    per_round.join(", "),
+                );
+                if connections == IMAGE_CONNECTIONS {
+                    let cpu = median_of(&name, connections)
+                        .0
+                        .and_then(Cell::server_us_per_request);
+                    if what == "GET /health" {
+                        summary.health_ratio = median_ratio;
+                        summary.health_cpu_us = cpu;
+                    } else {
+                        summary.plain_ratio = median_ratio;
+                        summary.plain_cpu_us = cpu;
+                    }
+                }
+            }
+        }
+        summary.other_cpu = cells
+            .iter()
+            .filter(|c| c.workload.starts_with(target.label))
+            .filter_map(|c| c.other_cpu)
+            .fold(summary.other_cpu, f64::max);
     }
     Ok(())
+}
+
+/// 32 connections post the screenshot for `IMAGE_LOAD` to a fresh server whose resident memory
+/// is sampled throughout and once more `SETTLE` after the last answer.
+async fn image_load(target: &Target, image: &Arc<[u8]>, summary: &mut Summary) -> Result<()> {
+    let server = Server::launch(&ServerKind::Api(target.bin.clone()), target.label).await?;
+    let session: Arc<str> = Arc::from(create_session(server.addr, &server.host).await?);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = read_rss(server.pid())?;
+    let plan = Plan {
+        name: format!("{} guidance, {SIDE}x{SIDE} PNG", target.label),
+        server: 1,
+        workload: Workload::Guidance {
+            session,
+            image: Some(Arc::clone(image)),
+        },
+        warmup: IMAGE_WARMUP,
+        window: IMAGE_LOAD - IMAGE_WARMUP,
+    };
+    let pid = server.pid();
+    eprintln!(
+        "  running {} @ {IMAGE_CONNECTIONS} conns, server pid {pid}",
+        plan.name
+    );
+    let sampling = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = Arc::clone(&sampling);
+        tokio::spawn(async move {
+            let mut peak = 0;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(rss) = read_rss(pid) {
+                    peak = peak.max(rss.rss_kb);
+                }
+                tokio::time::sleep(RSS_SAMPLE_EVERY).await;
+            }
+            peak
+        })
+    };
+    let cell = run_cell(&server, &plan, IMAGE_CONNECTIONS).await?;
+    let loaded = read_rss(pid)?;
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let sampled_peak = sampler.await?;
+    tokio::time::sleep(SETTLE).await;
+    let settled = read_rss(pid)?;
+
+    let mib = |kb: u64| kb as f64 / 1024.0;
+    println!(
+        "\n== image load: {} ({IMAGE_CONNECTIONS} connections for {} s, fresh server) ==",
+        target.label,
+        IMAGE_LOAD.as_secs()
+    );
+    println!(
+        "  ok {} in the last {:.0} s ({:.1} req/s), fail {}, p50 {:.1} ms, p99 {:.1} ms; srv cpu \
+         {}, cli cpu {}, other {}",
+        cell.ok,
+        plan.window.as_secs_f64(),
+        cell.rps(),
+        cell.failures,
+        cell.p50_ms,
+        cell.p99_ms,
+        percent(cell.server_cpu),
+        percent(cell.bench_cpu),
+        percent(cell.other_cpu),
+    );
+    if let Some(why) = &cell.first_failure {
+        println!("  first failure: {why}");
+    }
+    let png_cpu_ms = cell.server_us_per_request().map(|us| us / 1000.0);
+    println!(
+        "  server CPU per PNG request: {} ms (target <= {PNG_CPU_TARGET_MS:.0})",
+        png_cpu_ms.map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.2}"))
+    );
+    println!(
+        "  VmRSS idle {:.1} MiB; peak during the load {:.1} MiB (VmHWM {:.1} MiB, target <= \
+         {PEAK_RSS_TARGET_MIB:.0}); {} s after it {:.1} MiB (target <= \
+         {SETTLED_RSS_TARGET_MIB:.0})",
+        mib(idle.rss_kb),
+        mib(sampled_peak.max(loaded.rss_kb)),
+        mib(loaded.hwm_kb),
+        SETTLE.as_secs(),
+        mib(settled.rss_kb),
+    );
+    summary.peak_rss_kb = loaded.hwm_kb.max(sampled_peak);
+    summary.settled_rss_kb = settled.rss_kb;
+    summary.png_cpu_ms = png_cpu_ms;
+    summary.png_rps = cell.rps();
+    summary.png_failures = cell.failures;
+    summary.other_cpu = summary.other_cpu.max(cell.other_cpu.unwrap_or(0.0));
+    Ok(())
+}
+
+/// Every target's figures beside the issue's targets, from this one run.
+fn closing_table(targets: &[Target], summaries: &[Summary], stages: &Stages) {
+    println!("\n== issue 21 targets, this run ==");
+    let mut header = format!("{:<52} {:>10}", "figure", "target");
+    for target in targets {
+        header.push_str(&format!(" {:>10}", target.label));
+    }
+    println!("{header}");
+    let row = |name: &str, goal: &str, cell: &dyn Fn(&Summary) -> String| {
+        let mut line = format!("{name:<52} {goal:>10}");
+        for summary in summaries {
+            line.push_str(&format!(" {:>10}", cell(summary)));
+        }
+        println!("{line}");
+    };
+    let mib = |kb: u64| format!("{:.1}", kb as f64 / 1024.0);
+    let opt = |v: Option<f64>, digits: usize| {
+        v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"))
+    };
+    row(
+        "peak RSS, 32 conns posting PNGs for 10 s (MiB)",
+        "<= 64",
+        &|s| mib(s.peak_rss_kb),
+    );
+    row("RSS 10 s after that load (MiB)", "<= 16", &|s| {
+        mib(s.settled_rss_kb)
+    });
+    row("server CPU per PNG request (ms)", "<= 10", &|s| {
+        opt(s.png_cpu_ms, 2)
+    });
+    row("PNG requests per second (32 conns)", "-", &|s| {
+        format!("{:.1}", s.png_rps)
+    });
+    row("PNG requests refused or failed", "0", &|s| {
+        s.png_failures.to_string()
+    });
+    row(
+        "guidance no image / hello-world, 32 conns",
+        ">= 0.60",
+        &|s| format!("{:.3}", s.plain_ratio),
+    );
+    row("server CPU per guidance request (us)", "-", &|s| {
+        opt(s.plain_cpu_us, 1)
+    });
+    row("GET /health / hello-world, 32 conns", "-", &|s| {
+        format!("{:.3}", s.health_ratio)
+    });
+    row("server CPU per /health request (us)", "-", &|s| {
+        opt(s.health_cpu_us, 1)
+    });
+    row("busiest other-CPU share in its windows (%)", "-", &|s| {
+        format!("{:.0}", s.other_cpu)
+    });
+    println!(
+        "  sanitiser stages in process (this build's library, median of {SANITISE_ITERATIONS}): \
+         base64 decode + canonical check {:.2} ms, PNG decode (inflate, CRCs, one frame) {:.2} \
+         ms, re-encode + base64 {:.2} ms",
+        stages.base64_ms, stages.decode_ms, stages.encode_ms
+    );
 }
 
 fn ratio(numerator: f64, denominator: f64) -> f64 {
@@ -840,7 +1160,43 @@ fn time_sanitise(b64: &str, side: u32, iterations: usize) -> Timing {
     }
 }
 
-fn sanitiser(screenshot_b64: &str, screenshot_bytes: usize) -> Result<()> {
+/// Median milliseconds of each stage of `sanitise_base64_png` on the screenshot.
+struct Stages {
+    base64_ms: f64,
+    decode_ms: f64,
+    encode_ms: f64,
+}
+
+fn time_stages(b64: &str, side: u32) -> Result<Stages> {
+    let mut times: [Vec<u64>; 3] = Default::default();
+    let micros = |since: Instant| u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+    for _ in 0..=SANITISE_ITERATIONS {
+        let start = Instant::now();
+        let bytes = decode_base64_strict(b64)?;
+        times[0].push(micros(start));
+        let start = Instant::now();
+        let pixels = decode_pixels(&bytes, Some((side, side)))?;
+        times[1].push(micros(start));
+        drop(bytes);
+        let start = Instant::now();
+        std::hint::black_box(encode_pixels(&pixels)?);
+        times[2].push(micros(start));
+    }
+    let median = |samples: &mut Vec<u64>| {
+        // The first pass only warms up.
+        samples.remove(0);
+        samples.sort_unstable();
+        percentile(samples, 0.50) as f64 / 1000.0
+    };
+    let [base64, decode, encode] = &mut times;
+    Ok(Stages {
+        base64_ms: median(base64),
+        decode_ms: median(decode),
+        encode_ms: median(encode),
+    })
+}
+
+fn sanitiser(screenshot_b64: &str, screenshot_bytes: usize) -> Result<Stages> {
     println!(
         "\n== sanitise_base64_png ({SANITISE_ITERATIONS} timed iterations after one warm-up) =="
     );
@@ -858,6 +1214,19 @@ fn sanitiser(screenshot_b64: &str, screenshot_bytes: usize) -> Result<()> {
         &format!("screenshot-like {SIDE}x{SIDE}"),
         screenshot_bytes,
         &time_sanitise(screenshot_b64, SIDE, SANITISE_ITERATIONS),
+    );
+    let stages = time_stages(screenshot_b64, SIDE)?;
+    println!(
+        "{:<30} {:>10} {:>10.2} {:>10}  base64 decode + canonical check",
+        "  stage 1", "", stages.base64_ms, ""
+    );
+    println!(
+        "{:<30} {:>10} {:>10.2} {:>10}  PNG decode: inflate, CRCs, one frame, to RGBA",
+        "  stage 2", "", stages.decode_ms, ""
+    );
+    println!(
+        "{:<30} {:>10} {:>10.2} {:>10}  re-encode (its base64 is made only for a model provider)",
+        "  stage 3", "", stages.encode_ms, ""
     );
 
     // Random RGB barely compresses, so the largest square that fits starts near sqrt(limit / 3).
@@ -905,10 +1274,10 @@ fn sanitiser(screenshot_b64: &str, screenshot_bytes: usize) -> Result<()> {
         );
     }
     println!(
-        "  (re-encode is RGBA, Fast compression with a High fallback; both input and output are \
-         capped at {MAX_PNG_BYTES} B)"
+        "  (re-encode is RGBA, Fastest compression with Fast then High as fallbacks; both input \
+         and output are capped at {MAX_PNG_BYTES} B)"
     );
-    Ok(())
+    Ok(stages)
 }
 
 struct Rss {
@@ -935,8 +1304,8 @@ fn megabytes(kb: u64) -> f64 {
     (kb * 1024) as f64 / 1e6
 }
 
-async fn memory() -> Result<()> {
-    let server = Server::launch("memory").await?;
+async fn memory(target: &Target) -> Result<()> {
+    let server = Server::launch(&ServerKind::Api(target.bin.clone()), "memory").await?;
     // Lets the runtime finish its start-up allocations so "idle" is not a moving target.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle = read_rss(server.pid())?;
@@ -959,7 +1328,11 @@ async fn memory() -> Result<()> {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let after = read_rss(server.pid())?;
 
-    println!("\n== memory (fresh server pid {}) ==", server.pid());
+    println!(
+        "\n== memory: {} (fresh server pid {}) ==",
+        target.label,
+        server.pid()
+    );
     println!(
         "  idle VmRSS:                                 {:>8.1} MB ({} kB)",
         megabytes(idle.rss_kb),

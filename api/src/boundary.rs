@@ -4,14 +4,15 @@
 //! 4. for `/v1`, `/v1/*` and `/admin/*`: a configured token (503) and exactly one well-formed
 //!    `Bearer` header that matches in constant time (401, with a `WWW-Authenticate` that says
 //!    whether the token was missing, malformed or wrong) — decided before the body is read,
-//! 5. `Content-Length` rules (400/413), 6. the body buffered under the cap and a read deadline
-//!    (413/408). Its own rejections carry no `cache-control`; everything the application
-//!    answers gets `cache-control: no-store`.
+//! 5. `Content-Length` rules (400/413), 6. a large body (an image) waits for one of
+//!    [`LARGE_BODIES_IN_FLIGHT`] places, then the body is buffered under the cap, the wait and
+//!    the read within one deadline (413/408). Its own rejections carry no `cache-control`;
+//!    everything the application answers gets `cache-control: no-store`.
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
-    body::Body,
+    body::{Body, Bytes, HttpBody as _},
     extract::{ConnectInfo, Request, State},
     http::{
         HeaderMap, HeaderValue, StatusCode,
@@ -22,6 +23,7 @@ use axum::{
 };
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use local_core::secret::{LocalToken, is_b64token};
+use tokio::sync::Semaphore;
 
 use crate::error::detail;
 
@@ -46,6 +48,15 @@ pub const BODY_TOO_LARGE: &str = "Request body too large";
 pub const BODY_TIMED_OUT: &str = "Request body timed out";
 /// 400 for a body cut short.
 pub const BODY_INCOMPLETE: &str = "Request body incomplete";
+
+/// Bodies larger than this (or of unknown length) are large: a guidance request without an
+/// image is a few kilobytes, one with a 1600×1600 screenshot hundreds of them.
+pub const SMALL_BODY_BYTES: u64 = 64 * 1024;
+/// Large bodies read and answered at once, one per core: each is an image whose sanitising is
+/// CPU-bound, so more at once only holds more bodies and pixel buffers in memory. The rest
+/// wait before a byte of their body is read (it stays in the kernel's socket buffer).
+pub const LARGE_BODIES_IN_FLIGHT: usize = 2;
+static LARGE_BODIES: Semaphore = Semaphore::const_new(LARGE_BODIES_IN_FLIGHT);
 
 /// Size of the buffered request body, kept for diagnostics.
 #[derive(Debug, Clone, Copy)]
@@ -224,25 +235,57 @@ pub async fn enforce(
     }
 
     let (parts, body) = request.into_parts();
+    // hyper knows the exact length of a body with a Content-Length (and 0 without a body).
+    let declared = body.size_hint().exact();
+    let large = declared.is_none_or(|length| length > SMALL_BODY_BYTES);
     let limited = Limited::new(body, boundary.max_body_bytes);
-    let bytes = match tokio::time::timeout(boundary.body_timeout, limited.collect()).await {
+    let read = async {
+        // Held until the answer is built, so at most that many images are buffered, parsed and
+        // sanitised at once however many clients send one. The semaphore is never closed.
+        let place = if large {
+            LARGE_BODIES.acquire().await.ok()
+        } else {
+            None
+        };
+        let capacity = declared.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+        (place, read_body(limited, capacity).await)
+    };
+    // Waiting for a place counts against the body deadline: a body not read in time is a 408
+    // whether the client or the queue held it up.
+    let (place, bytes) = match tokio::time::timeout(boundary.body_timeout, read).await {
         Err(_elapsed) => return detail(StatusCode::REQUEST_TIMEOUT, BODY_TIMED_OUT),
-        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
+        Ok((_, Err(error))) if error.downcast_ref::<LengthLimitError>().is_some() => {
             return detail(StatusCode::PAYLOAD_TOO_LARGE, BODY_TOO_LARGE);
         }
         // The client went away mid-body: nobody is left to answer.
-        Ok(Err(_)) => return detail(StatusCode::BAD_REQUEST, BODY_INCOMPLETE),
-        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok((_, Err(_))) => return detail(StatusCode::BAD_REQUEST, BODY_INCOMPLETE),
+        Ok((place, Ok(bytes))) => (place, bytes),
     };
     let size = BodySize(bytes.len());
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(size);
 
     let mut response = next.run(request).await;
+    drop(place);
     response
         .headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// Reads a whole body into one buffer of its declared size (already checked against the cap),
+/// so a large body is neither reallocated as it grows nor copied out of its chunks.
+async fn read_body(
+    mut body: Limited<Body>,
+    capacity: usize,
+) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
+    let mut buffer = Vec::with_capacity(capacity);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(buffer))
 }
 
 #[cfg(test)]

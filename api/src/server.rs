@@ -114,6 +114,9 @@ fn lock(open: &Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
 /// second later (the standard library's 128 fills under such a flood).
 const LISTEN_BACKLOG: u32 = 4096;
 
+/// Largest read buffer of one connection: far above any request head the boundary lets through.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
 /// Listens on `address` with [`LISTEN_BACKLOG`].
 ///
 /// # Errors
@@ -144,6 +147,10 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        // Each connection's read buffer is capped (hyper's default is about 400 KB), so the
+        // start of a large body that waits for its place (see the boundary) holds at most this
+        // much per connection.
+        .max_buf_size(READ_BUFFER_BYTES)
         .keep_alive(true);
     tokio::pin!(shutdown);
     let open = Arc::new(Mutex::new(Open::default()));

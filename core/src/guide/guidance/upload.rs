@@ -3,7 +3,10 @@
 //! ids checked for uniqueness. A face converts its contract into a [`GuidanceUpload`] and an
 //! [`ObservationRefusal`] into its own error, nothing more.
 
-use tokio::sync::Semaphore;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
+
+use tokio::sync::{Semaphore, oneshot};
 
 use super::{
     GuidanceRequest,
@@ -11,14 +14,61 @@ use super::{
     plan::{TaskRefusal, check_task},
     validate::element_ids_are_unique,
 };
-use crate::guide::png_sanitise::{PngError, sanitise_base64_png};
+use crate::guide::{
+    camera::{CameraRecovery, CameraRefusal, check_request},
+    png_sanitise::{PngError, sanitise_base64_png},
+};
 
-/// Image sanitisings that may run at once. Each holds ~30 MB (decoded pixels and two
-/// encodings) and is CPU-bound, so more at once than there are cores only costs memory.
-const MAX_CONCURRENT_SANITISERS: usize = 4;
+/// Image sanitisings that may run at once, and the threads that run them. Each is CPU-bound
+/// and holds a few MB, so more at once than the API's two image places (one per core) only
+/// costs memory.
+const MAX_CONCURRENT_SANITISERS: usize = 2;
 
 /// The bound on concurrent image work, shared by every request in the process.
 static SANITISERS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_SANITISERS);
+
+/// One image's work, run on a sanitiser thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The queue of the sanitiser threads, started on first use; `None` when they could not be.
+///
+/// Long-lived threads rather than the runtime's blocking pool: the allocator keeps an arena
+/// per thread and an arena keeps what it once held, so image buffers spread over whichever
+/// short-lived pool threads ran them stayed resident after an image load (the throughput
+/// bench's RSS 10 s after its load); two threads bound that to two arenas' worth.
+fn sanitiser_queue() -> Option<&'static mpsc::Sender<Job>> {
+    static QUEUE: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+    QUEUE
+        .get_or_init(|| {
+            let (sender, receiver) = mpsc::channel::<Job>();
+            let receiver = Arc::new(Mutex::new(receiver));
+            let mut started = 0;
+            for n in 0..MAX_CONCURRENT_SANITISERS {
+                let receiver = Arc::clone(&receiver);
+                let thread = std::thread::Builder::new()
+                    .name(format!("png-sanitiser-{n}"))
+                    .spawn(move || run_jobs(&receiver));
+                started += usize::from(thread.is_ok());
+            }
+            (started > 0).then_some(sender)
+        })
+        .as_ref()
+}
+
+/// A sanitiser thread: runs jobs until the queue is gone. A job that panics (a decoder bug)
+/// drops its answer channel, which its request reads as failed work; the thread goes on.
+fn run_jobs(receiver: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        let job = receiver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .recv();
+        match job {
+            Ok(job) => drop(catch_unwind(AssertUnwindSafe(job))),
+            Err(_) => return,
+        }
+    }
+}
 
 /// A guidance request as a client sent it, after its contract's own checks.
 #[derive(Debug, Clone)]
@@ -37,6 +87,8 @@ pub struct GuidanceUpload {
     pub task: Option<TaskProgress>,
     /// Whether the client asks for a plan segment instead of a single step.
     pub plan_segments: bool,
+    /// The camera-recovery branch's request, when the client chose that branch.
+    pub camera: Option<CameraRecovery>,
 }
 
 /// An observation as a client sent it: the image still the uploaded base64.
@@ -66,10 +118,13 @@ pub enum ObservationRefusal {
     /// The task context broke one of its cross-field rules.
     #[error("the task context was refused: {0}")]
     Task(TaskRefusal),
+    /// `cameraRecovery` broke one of its cross-field rules.
+    #[error("{0}")]
+    Camera(CameraRefusal),
 }
 
-/// Admits `upload`: checks its task context, sanitises its image (on a blocking thread, at
-/// most `MAX_CONCURRENT_SANITISERS` at once: a 1600×1600 PNG takes tens of milliseconds) and
+/// Admits `upload`: checks the camera branch's cross-field rules and its task context, sanitises its image (on a sanitiser thread, at
+/// most `MAX_CONCURRENT_SANITISERS` at once: a 1600×1600 PNG takes about ten milliseconds) and
 /// checks its element ids, in that order.
 ///
 /// # Errors
@@ -83,16 +138,39 @@ pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, Observatio
         body_bytes,
         task,
         plan_segments,
+        camera,
     } = upload;
+    if let Some(camera) = &camera {
+        check_request(
+            camera,
+            &session_id,
+            &raw.observation,
+            task.is_some(),
+            plan_segments,
+        )
+        .map_err(ObservationRefusal::Camera)?;
+    }
     if let Some(task) = &task {
         check_task(task).map_err(ObservationRefusal::Task)?;
     }
     let observation = if raw.image_base64.is_some() {
-        let _permit = SANITISERS
+        let permit = SANITISERS
             .acquire()
             .await
             .map_err(|_| ObservationRefusal::ImageWorkClosed)?;
-        tokio::task::spawn_blocking(move || admit_observation(raw))
+        let queue = sanitiser_queue().ok_or(ObservationRefusal::ImageWorkClosed)?;
+        let (answer, answered) = oneshot::channel();
+        // The place is given back when the work ends, not when a request that stopped
+        // waiting goes away, so abandoned uploads cannot pile work up on the threads.
+        let job: Job = Box::new(move || {
+            let admitted = admit_observation(raw);
+            drop(permit);
+            let _ = answer.send(admitted);
+        });
+        queue
+            .send(job)
+            .map_err(|_| ObservationRefusal::ImageWorkClosed)?;
+        answered
             .await
             .map_err(|_| ObservationRefusal::ImageWorkFailed)??
     } else {
@@ -106,6 +184,7 @@ pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, Observatio
         body_bytes,
         task,
         plan_segments,
+        camera,
     })
 }
 
@@ -209,6 +288,46 @@ mod tests {
         );
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_uploads_at_once_each_get_their_own_answer_from_the_sanitiser_threads() {
+        let mut requests = tokio::task::JoinSet::new();
+        for i in 0..12_u32 {
+            let mut observation = upload(vec![], Some(png_2x2()));
+            // Every third declares another size than its image.
+            if i % 3 == 0 {
+                observation.observation.width = 3;
+            }
+            requests.spawn(async move {
+                let answer = admit(GuidanceUpload {
+                    session_id: format!("s-{i}"),
+                    prompt: String::new(),
+                    consent: true,
+                    observation,
+                    body_bytes: 0,
+                    task: None,
+                    plan_segments: false,
+                    camera: None,
+                })
+                .await;
+                (i, answer.map(|request| request.session_id))
+            });
+        }
+        let mut answered = 0;
+        while let Some(done) = requests.join_next().await {
+            let (i, answer) = done.unwrap();
+            if i % 3 == 0 {
+                assert_eq!(
+                    answer,
+                    Err(ObservationRefusal::Image(PngError::DimensionMismatch))
+                );
+            } else {
+                assert_eq!(answer, Ok(format!("s-{i}")));
+            }
+            answered += 1;
+        }
+        assert_eq!(answered, 12);
+    }
+
     #[tokio::test]
     async fn admission_carries_the_request_fields_through() {
         let request = admit(GuidanceUpload {
@@ -219,6 +338,7 @@ mod tests {
             body_bytes: 42,
             task: None,
             plan_segments: true,
+            camera: None,
         })
         .await
         .unwrap();

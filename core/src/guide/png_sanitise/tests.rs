@@ -677,8 +677,8 @@ fn pixels_survive_sanitising() {
     let out = sanitise_base64_png(&b64(&png), w, h).unwrap();
     assert_eq!((out.width, out.height), (w, h));
     assert_eq!(decode_plain_rgba8(&out.bytes), (w, h, data));
-    assert_eq!(out.base64, STANDARD.encode(&out.bytes));
-    assert_eq!(decode_base64_strict(&out.base64), Ok(out.bytes.clone()));
+    assert_eq!(out.base64(), STANDARD.encode(&out.bytes));
+    assert_eq!(decode_base64_strict(&out.base64()), Ok(out.bytes));
 }
 
 #[test]
@@ -701,7 +701,7 @@ fn sanitising_is_idempotent() {
         let second = sanitise_png(&first.bytes).unwrap();
         assert_eq!(first.bytes, second.bytes);
         assert_eq!(first, second);
-        let third = sanitise_base64_png(&second.base64, first.width, first.height).unwrap();
+        let third = sanitise_base64_png(&second.base64(), first.width, first.height).unwrap();
         assert_eq!(third, first);
     }
 }
@@ -840,17 +840,44 @@ fn sixteen_bit_inputs_are_converted() {
 }
 
 #[test]
-fn high_compression_is_the_fallback() {
+fn each_slower_compression_is_the_fallback_of_the_one_before() {
     let (w, h) = (64, 64);
     let data = gradient_rgba(w, h);
-    let fast = encode_with(&data, w, h, Compression::Fast).unwrap();
-    let high = encode_with(&data, w, h, Compression::High).unwrap();
-    assert!(high.len() < fast.len(), "{} vs {}", high.len(), fast.len());
-    assert_eq!(encode_rgba8(&data, w, h, fast.len()), Ok(fast.clone()));
-    assert_eq!(encode_rgba8(&data, w, h, fast.len() - 1), Ok(high.clone()));
-    assert_eq!(encode_rgba8(&data, w, h, high.len()), Ok(high.clone()));
+    let [fastest, fast, high] =
+        [Compression::Fastest, Compression::Fast, Compression::High].map(|level| {
+            encode_with(Rows::Buffer(&data), w, h, level, usize::MAX)
+                .unwrap()
+                .unwrap()
+        });
+    assert!(
+        high.len() < fast.len() && fast.len() < fastest.len(),
+        "{} / {} / {}",
+        fastest.len(),
+        fast.len(),
+        high.len()
+    );
     assert_eq!(
-        encode_rgba8(&data, w, h, high.len() - 1),
+        encode_rgba8(Rows::Buffer(&data), w, h, fastest.len()),
+        Ok(fastest.clone())
+    );
+    assert_eq!(
+        encode_rgba8(Rows::Buffer(&data), w, h, fastest.len() - 1),
+        Ok(fast.clone())
+    );
+    assert_eq!(
+        encode_rgba8(Rows::Buffer(&data), w, h, fast.len()),
+        Ok(fast.clone())
+    );
+    assert_eq!(
+        encode_rgba8(Rows::Buffer(&data), w, h, fast.len() - 1),
+        Ok(high.clone())
+    );
+    assert_eq!(
+        encode_rgba8(Rows::Buffer(&data), w, h, high.len()),
+        Ok(high.clone())
+    );
+    assert_eq!(
+        encode_rgba8(Rows::Buffer(&data), w, h, high.len() - 1),
         Err(PngError::OutputTooLarge)
     );
 }

@@ -213,7 +213,7 @@ pub fn request_body(model: &str, request: &ProviderRequest<'_>) -> Result<Value,
     if let Some(image) = &observation.image {
         content.push(json!({
             "type": "image_url",
-            "image_url": {"url": format!("data:image/png;base64,{}", image.base64)},
+            "image_url": {"url": format!("data:image/png;base64,{}", image.base64())},
         }));
     }
     content.push(json!({"type": "text", "text": text}));

@@ -489,8 +489,8 @@ fn request_without_an_image_is_text_only() {
 fn a_shared_image_goes_first_and_only_as_an_image() {
     let mut obs = observed();
     obs.image = Some(SanitisedPng {
-        base64: "iVBORw0KGgo=".to_owned(),
-        bytes: vec![],
+        // Its base64 is iVBORw0KGgo=.
+        bytes: vec![0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A],
         width: 4,
         height: 2,
     });
