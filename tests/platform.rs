@@ -62,8 +62,13 @@ pub struct Shim {
 impl Shim {
     /// Starts `autogpt-shim` with `args` (see [`shim_command`] for its environment).
     pub fn spawn(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::spawn_binary(&binary("autogpt-shim"), home, args, env)
+    }
+
+    /// [`Self::spawn`] with another build of the shim (the benchmark's before and after).
+    pub fn spawn_binary(program: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let stderr = home.join(format!("shim-{}.stderr", uuid::Uuid::new_v4().simple()));
-        let mut command = shim_command(home, args, env);
+        let mut command = shim_command_with(program, home, args, env);
         command
             .stdout(Stdio::null())
             // A file, not a pipe: a chatty shim must never block on a full pipe.
@@ -158,7 +163,17 @@ impl Drop for Shim {
 /// config and state inside it), fast reconnects, and `env`. Nothing of the test runner's
 /// environment leaks in.
 pub fn shim_command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(binary("autogpt-shim"));
+    shim_command_with(&binary("autogpt-shim"), home, args, env)
+}
+
+/// [`shim_command`] for another build of the shim at `program`.
+pub fn shim_command_with(
+    program: &Path,
+    home: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Command {
+    let mut command = Command::new(program);
     command
         .args(args)
         .env_clear()

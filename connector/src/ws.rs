@@ -11,12 +11,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures_util::{Sink, SinkExt, Stream, StreamExt, future, ready};
+use futures_util::{Sink, SinkExt, Stream, StreamExt, ready};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio_tungstenite::tungstenite::Bytes;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame as WsFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data as OpData, OpCode};
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -44,6 +46,12 @@ const GOING_AWAY: u16 = 1001;
 const INVALID_PAYLOAD: u16 = 1007;
 /// RFC 6455 close code for a message over the 16 MiB limit.
 const MESSAGE_TOO_BIG: u16 = 1009;
+/// tungstenite's read buffer (see [`websocket_config`]).
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// Outbound text longer than this goes out in RFC 6455 fragments of this size: tungstenite
+/// copies each frame whole into a write buffer that never shrinks, so one 11 MB FILE_READ
+/// reply sent as a single frame kept 11 MB resident for the rest of the connection.
+pub const FRAGMENT_BYTES: usize = 64 * 1024;
 
 /// A bearer token whose `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -127,11 +135,15 @@ pub fn data_url(platform_url: &str, session_id: &str) -> Result<String, ConnectE
     ))
 }
 
-/// The transport limits: the spec's 16 MiB per message and per frame.
+/// The transport limits: the spec's 16 MiB per message and per frame, read in 16 KiB steps.
 pub fn websocket_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES))
+        // tungstenite zeroes this much of its read buffer before every read, even one that
+        // finds nothing (the default 128 KiB was 1% of the shim's CPU under FILE_STAT), and
+        // keeps it resident; requests are small, and a 16 MiB one only takes more reads.
+        .read_buffer_size(READ_BUFFER_BYTES)
 }
 
 /// An open data connection.
@@ -258,6 +270,40 @@ pub fn to_message(frame: Frame) -> Message {
     }
 }
 
+/// The outbound [`Frame`] as the WebSocket messages to send: one, or for text over
+/// [`FRAGMENT_BYTES`] one message in fragments (a text frame, continuations, the last final),
+/// cut at character boundaries so every fragment is UTF-8 on its own.
+pub fn to_messages(frame: Frame) -> Vec<Message> {
+    let text = match frame {
+        Frame::Text(text) if text.len() > FRAGMENT_BYTES => text,
+        other => return vec![to_message(other)],
+    };
+    let mut cuts = Vec::new();
+    let mut start = 0;
+    while text.len() - start > FRAGMENT_BYTES {
+        let mut end = start + FRAGMENT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        cuts.push((start, end));
+        start = end;
+    }
+    cuts.push((start, text.len()));
+    let last = cuts.len() - 1;
+    let bytes = Bytes::from(text);
+    cuts.into_iter()
+        .enumerate()
+        .map(|(i, (from, to))| {
+            let opcode = if i == 0 {
+                OpCode::Data(OpData::Text)
+            } else {
+                OpCode::Data(OpData::Continue)
+            };
+            Message::Frame(WsFrame::message(bytes.slice(from..to), opcode, i == last))
+        })
+        .collect()
+}
+
 /// Splits a connected socket into the session's frame stream and sink.
 pub fn frames<T>(
     socket: WebSocketStream<T>,
@@ -269,7 +315,9 @@ where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let (sink, stream) = socket.split();
-    let sink = sink.with(|frame: Frame| future::ready(Ok::<_, WsError>(to_message(frame))));
+    let sink = sink.with_flat_map(|frame: Frame| {
+        futures_util::stream::iter(to_messages(frame).into_iter().map(Ok::<_, WsError>))
+    });
     (FrameStream::new(stream), sink)
 }
 
@@ -417,9 +465,11 @@ pub async fn run_data_connection(
                 tell(DaemonState::Connected, None);
                 let audit = &host.audit;
                 let url = serde_json::json!(config.url);
-                audit
-                    .record_async(None, Entry::ok("WS_CONNECTED", details([("url", url)])))
-                    .await;
+                // Not waited for: HELLO answers no request, and the fsync of any request's
+                // record (queued after this one) makes it durable before that request's reply.
+                // Waiting put one more fdatasync between the dial and HELLO.
+                let connected = Entry::ok("WS_CONNECTED", details([("url", url)]));
+                drop(tokio::spawn(audit.submit(None, vec![connected]).wait()));
                 let started = Instant::now();
                 let end = session(socket, &config.session, host.clone(), &mut shutdown).await;
                 let reason = end

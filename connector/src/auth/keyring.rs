@@ -24,6 +24,13 @@ use super::KEYRING_SERVICE;
 /// How long one keyring call (including starting the service on demand) may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long the session bus itself may take to accept us (its authentication and `Hello`).
+/// A bus daemon answers that in milliseconds, so a bus that accepts and then says nothing is
+/// given up on well before [`CALL_TIMEOUT`]: a first start (which looks for the audit key
+/// there) waits a second, not ten, before using its key file.
+#[cfg(target_os = "linux")]
+pub const BUS_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Why the keyring could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyringError {
@@ -171,7 +178,7 @@ mod store {
 
     use secret_service::{EncryptionType, Error, Item, SecretService};
 
-    use super::{KEYRING_SERVICE, KeyringError};
+    use super::{BUS_CONNECT_TIMEOUT, KEYRING_SERVICE, KeyringError};
 
     /// What the Python library writes as `application`; we name ourselves.
     const APPLICATION: &str = "autogpt-shim";
@@ -183,10 +190,12 @@ mod store {
     impl Store {
         pub(super) async fn connect(address: &str) -> Result<Self, KeyringError> {
             let unavailable = |err: zbus::Error| KeyringError::Unavailable(err.to_string());
-            let connection = zbus::connection::Builder::address(address)
+            let build = zbus::connection::Builder::address(address)
                 .map_err(unavailable)?
-                .build()
+                .build();
+            let connection = tokio::time::timeout(BUS_CONNECT_TIMEOUT, build)
                 .await
+                .map_err(|_| KeyringError::Unavailable("the session bus did not answer".into()))?
                 .map_err(unavailable)?;
             // The Diffie-Hellman session keeps the secret encrypted on the bus, as keyring 4's
             // store does.

@@ -449,6 +449,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_bus_that_never_answers_costs_a_first_start_one_second_not_ten() {
+        let (mut places, dir) = places("silent");
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("silent-bus");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        // Accepts every connection and never writes a byte: a hung bus daemon.
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                held.push(stream);
+            }
+        });
+        places.bus_address = Some(format!("unix:path={}", socket.display()));
+        let started = std::time::Instant::now();
+        let (_, source) = load_or_create_audit_key(&dir.join("audit.key"), &places).unwrap();
+        let waited = started.elapsed();
+        assert_eq!(source, KeySource::File);
+        // The bus's own deadline plus slack for a loaded machine; the call deadline is 10 s.
+        assert!(
+            waited >= keyring::BUS_CONNECT_TIMEOUT && waited < keyring::CALL_TIMEOUT / 2,
+            "waited {waited:?}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     // Only Linux finds its keyring on a bus: elsewhere the user's real keyring would answer.
     #[cfg(target_os = "linux")]
     #[test]

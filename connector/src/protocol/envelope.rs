@@ -14,6 +14,10 @@ use super::version::{PROTOCOL_VERSION, PROTOCOL_VERSION_STR, ProtocolVersion};
 /// Largest WebSocket message either side accepts (16 MiB, the platform relay's cap).
 pub use local_core::limits::MAX_FRAME_BYTES;
 
+/// Room for a frame's envelope and small payload fields around its bulk text (ids, a path,
+/// sizes); text that JSON escapes beyond this grows the buffer as usual.
+const ENVELOPE_ALLOWANCE: usize = 4096;
+
 /// One frame: envelope fields plus the typed message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
@@ -85,8 +89,18 @@ impl Envelope {
     }
 
     /// Compact JSON text of the frame.
+    ///
+    /// A frame carrying file or image content is written into one buffer of about its final
+    /// size: growing by doubling would allocate up to twice the frame (16 MiB for an 8 MiB
+    /// read's 10.7 MiB) and copy it on the way, and the allocator keeps what it once held.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        serde_json::to_string(self)
+        let bulk = self.message.bulk_text_len();
+        if bulk == 0 {
+            return serde_json::to_string(self);
+        }
+        let mut out = Vec::with_capacity(bulk + ENVELOPE_ALLOWANCE);
+        serde_json::to_writer(&mut out, self)?;
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
     }
 }
 

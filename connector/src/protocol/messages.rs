@@ -233,6 +233,18 @@ macro_rules! catalogue {
     };
 }
 
+impl Message {
+    /// The length of the message's bulk text (file content, a screenshot's base64), 0 when
+    /// it has none: what sizes the buffer the frame is written into.
+    pub fn bulk_text_len(&self) -> usize {
+        match self {
+            Self::FileContents(payload) => payload.content.len(),
+            Self::ScreenshotResponse(payload) => payload.image_base64.len(),
+            _ => 0,
+        }
+    }
+}
+
 catalogue! {
     /// Handshake: the shim's first frame.
     Hello = "HELLO", Box<HelloPayload>, ShimToPlatform, None;

@@ -93,19 +93,29 @@ where
             // max_concurrent of them, so they cannot starve the inbound side.
             biased;
             Some(joined) = dispatch.tasks.join_next_with_id(), if !dispatch.tasks.is_empty() => {
-                // A finished task's chunks were queued before it returned: they go first.
-                while let Ok((id, chunk)) = chunk_rx.try_recv() {
-                    if send(&mut sink, dispatch.reply(id, chunk)).await.is_err() {
+                // Every reply that is ready (one group commit finishes several) goes out with
+                // one flush: with 4 FILE_STATs in flight, a flush per reply and per edge
+                // STATUS cost a loopback send (and a wake-up of the platform) each.
+                let mut next = Some(joined);
+                while let Some(joined) = next {
+                    // A finished task's chunks were queued before it returned: they go first.
+                    while let Ok((id, chunk)) = chunk_rx.try_recv() {
+                        if feed(&mut sink, dispatch.reply(id, chunk)).await.is_err() {
+                            return SessionEnd::TransportEnded;
+                        }
+                    }
+                    let (reply, status) = dispatch.completed(joined);
+                    if feed(&mut sink, reply).await.is_err() {
                         return SessionEnd::TransportEnded;
                     }
+                    if let Some(status) = status
+                        && feed(&mut sink, status).await.is_err()
+                    {
+                        return SessionEnd::TransportEnded;
+                    }
+                    next = dispatch.tasks.try_join_next_with_id();
                 }
-                let (reply, status) = dispatch.completed(joined);
-                if send(&mut sink, reply).await.is_err() {
-                    return SessionEnd::TransportEnded;
-                }
-                if let Some(status) = status
-                    && send(&mut sink, status).await.is_err()
-                {
+                if sink.flush().await.is_err() {
                     return SessionEnd::TransportEnded;
                 }
             }
@@ -152,6 +162,12 @@ where
 /// Serialises and sends one envelope. A frame above the 16 MiB transport cap is replaced by
 /// ERROR `FILE_TOO_LARGE` with the same id, as the reference does.
 async fn send<K: Sink<Frame> + Unpin>(sink: &mut K, envelope: Envelope) -> Result<(), ()> {
+    feed(sink, envelope).await?;
+    sink.flush().await.map_err(|_| ())
+}
+
+/// [`send`] without the flush: the frame waits in the transport's buffer for the next flush.
+async fn feed<K: Sink<Frame> + Unpin>(sink: &mut K, envelope: Envelope) -> Result<(), ()> {
     let text = match envelope.to_json() {
         Ok(text) if text.len() <= MAX_FRAME_BYTES => text,
         Ok(text) => {
@@ -170,5 +186,5 @@ async fn send<K: Sink<Frame> + Unpin>(sink: &mut K, envelope: Envelope) -> Resul
         // frame is the least bad answer if it ever does.
         Err(_) => return Ok(()),
     };
-    sink.send(Frame::Text(text)).await.map_err(|_| ())
+    sink.feed(Frame::Text(text)).await.map_err(|_| ())
 }

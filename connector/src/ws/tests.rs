@@ -282,3 +282,58 @@ async fn shutdown_closes_the_socket_with_1001() {
     let outcome = tokio::time::timeout(LIMIT, run).await.unwrap().unwrap();
     assert_eq!(outcome, Outcome::Shutdown);
 }
+
+#[test]
+fn long_text_goes_out_in_fragments_cut_between_characters() {
+    // 'é' is two bytes and 'x' one: the fragment size falls inside a character.
+    let text = format!("x{}", "é".repeat(FRAGMENT_BYTES));
+    let messages = to_messages(Frame::Text(text.clone()));
+    assert_eq!(messages.len(), 3);
+    let mut joined = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        let Message::Frame(frame) = message else {
+            panic!("fragment {i} is not a frame");
+        };
+        let expected = if i == 0 {
+            OpData::Text
+        } else {
+            OpData::Continue
+        };
+        assert_eq!(
+            frame.header().opcode,
+            OpCode::Data(expected),
+            "fragment {i}"
+        );
+        assert_eq!(frame.header().is_final, i == 2, "fragment {i}");
+        assert!(frame.payload().len() <= FRAGMENT_BYTES);
+        assert!(std::str::from_utf8(frame.payload()).is_ok(), "fragment {i}");
+        joined.extend_from_slice(frame.payload());
+    }
+    assert_eq!(joined, text.as_bytes());
+    // Up to the fragment size, one message as before.
+    let short = "y".repeat(FRAGMENT_BYTES);
+    assert_eq!(
+        to_messages(Frame::Text(short.clone())),
+        [Message::text(short)]
+    );
+}
+
+#[tokio::test]
+async fn a_fragmented_reply_arrives_as_the_one_message_sent() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let text = format!("{{\"content\": \"{}\"}}", "é9".repeat(3 * FRAGMENT_BYTES));
+    let expected = text.clone();
+    let platform = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut socket = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        socket.next().await.unwrap().unwrap()
+    });
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (socket, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), tcp)
+        .await
+        .unwrap();
+    let (_stream, mut sink) = frames(socket);
+    sink.send(Frame::Text(text)).await.unwrap();
+    assert_eq!(platform.await.unwrap(), Message::text(expected));
+}

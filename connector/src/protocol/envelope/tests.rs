@@ -704,3 +704,25 @@ fn error_builder_echoes_id_and_details() {
 fn unix_now_is_recent() {
     assert!(unix_now() > 1_700_000_000.0);
 }
+
+#[test]
+fn a_frame_with_bulk_text_is_the_same_json_written_into_a_presized_buffer() {
+    use crate::protocol::files::FileContentsPayload;
+    for content in ["", "aGVsbG8=", "a \"quoted\" line\nand a tab\t and é"] {
+        let envelope = Envelope::response(
+            "r-1".to_owned(),
+            1.5,
+            3,
+            Message::FileContents(FileContentsPayload {
+                content: content.repeat(1000),
+                encoding: FileEncoding::Base64,
+                size_bytes: 42,
+                truncated: false,
+            }),
+        );
+        assert_eq!(
+            envelope.to_json().unwrap(),
+            serde_json::to_string(&envelope).unwrap()
+        );
+    }
+}

@@ -52,21 +52,24 @@ pub fn read(
         return Err(FileError::FileTooLarge { requested, limit });
     }
     let available = file_size.saturating_sub(request.offset);
-    let mut bytes = Vec::with_capacity(usize::try_from(requested.min(available)).unwrap_or(0));
+    let expected = usize::try_from(requested.min(available)).unwrap_or(0);
     if request.offset > 0 {
         file.seek(SeekFrom::Start(request.offset))
             .map_err(io_error)?;
     }
-    file.take(requested)
-        .read_to_end(&mut bytes)
-        .map_err(io_error)?;
-    let size_bytes = bytes.len() as u64;
-    let content = match request.encoding {
-        Encoding::Text => match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
-        },
-        Encoding::Base64 => STANDARD.encode(&bytes),
+    let mut reader = file.take(requested);
+    let (content, size_bytes) = match request.encoding {
+        Encoding::Text => {
+            let mut bytes = Vec::with_capacity(expected);
+            reader.read_to_end(&mut bytes).map_err(io_error)?;
+            let size_bytes = bytes.len() as u64;
+            let text = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+            };
+            (text, size_bytes)
+        }
+        Encoding::Base64 => read_base64(&mut reader, expected).map_err(io_error)?,
     };
     Ok(ReadResult {
         content,
@@ -76,6 +79,35 @@ pub fn read(
         truncated: request.offset.saturating_add(size_bytes) < file_size,
         path: path.absolute().to_path_buf(),
     })
+}
+
+/// Bytes read and base64-encoded between reads of this size (a multiple of 3, so the pieces'
+/// encodings join into the whole's).
+pub(super) const BASE64_READ_CHUNK: usize = 3 * 16 * 1024;
+
+/// Reads `reader` to its end as standard base64, a chunk at a time, into a string sized for
+/// `expected` bytes: the file's bytes are never held whole beside their encoding. Returns the
+/// encoding and the number of bytes read.
+pub(super) fn read_base64(reader: &mut impl Read, expected: usize) -> io::Result<(String, u64)> {
+    let mut content = String::with_capacity(expected.div_ceil(3) * 4);
+    let mut chunk = vec![0; BASE64_READ_CHUNK];
+    let mut total = 0_u64;
+    loop {
+        let mut filled = 0;
+        while filled < chunk.len() {
+            match reader.read(&mut chunk[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+        STANDARD.encode_string(&chunk[..filled], &mut content);
+        total += filled as u64;
+        if filled < chunk.len() {
+            return Ok((content, total));
+        }
+    }
 }
 
 /// FILE_WRITE: replaces the file atomically (readers see the old or the new content, never a

@@ -1410,3 +1410,34 @@ fn reading_a_fifo_is_refused_instead_of_blocking() {
         }
     );
 }
+
+/// A reader that hands out at most `step` bytes a call, as a pipe or a slow disk may.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn base64_read_in_chunks_equals_the_whole_files_encoding() {
+    use super::read_write::{BASE64_READ_CHUNK, read_base64};
+    let chunk = BASE64_READ_CHUNK;
+    for len in [0, 1, 2, 3, chunk - 1, chunk, chunk + 1, 2 * chunk + 2] {
+        #[allow(clippy::cast_possible_truncation)]
+        let data: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+        for step in [7, 1000, usize::MAX] {
+            let mut reader = Trickle { data: &data, step };
+            let (content, read) = read_base64(&mut reader, len).unwrap();
+            assert_eq!(content, STANDARD.encode(&data), "len {len} step {step}");
+            assert_eq!(read, len as u64);
+        }
+    }
+}
