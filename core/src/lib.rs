@@ -8,6 +8,7 @@
 //!   HMAC-chained audit log, the connector's own files, folder browsing, root grants, hardware.
 //! - The modules at the top level are what both halves share:
 //!   - [`limits`]: every numeric limit of the specifications, named once.
+//!   - [`bulk`]: the capacity of bulk-content buffers, which the allocator returns when freed.
 //!   - [`clock`]: the one source of "now", replaceable in tests.
 //!   - [`secret`]: the redacting wrapper of every secret, bearer token shapes and
 //!     constant-time comparison.
@@ -28,6 +29,7 @@
 
 #[cfg(feature = "desktop")]
 pub mod a11y;
+pub mod bulk;
 pub mod clock;
 #[cfg(feature = "desktop")]
 pub mod desktop;
