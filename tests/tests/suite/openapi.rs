@@ -24,6 +24,59 @@ fn committed_document_matches_the_handlers() {
     }
 }
 
+/// Every camera-recovery refusal the service can answer is one of the guidance route's 422
+/// examples, word for word, so the document lists every answer a client may meet.
+#[test]
+fn every_camera_refusal_is_a_documented_422_example() {
+    use local_core::guide::camera::CameraRefusal::{
+        self, ConflictingVerification, ForgedTarget, LiveProbeVerification, ObservationIdReused,
+        OutOfOrder, PrematureVerification, ReinitializationMethodMissing, TaskContext,
+        VerificationMismatch, VerificationNotWithObservation,
+    };
+    // A new refusal fails to compile here until it is added to the list below.
+    let listed = |refusal: CameraRefusal| match refusal {
+        TaskContext
+        | VerificationMismatch
+        | VerificationNotWithObservation
+        | OutOfOrder
+        | ObservationIdReused
+        | ForgedTarget
+        | PrematureVerification
+        | ConflictingVerification
+        | LiveProbeVerification
+        | ReinitializationMethodMissing => refusal,
+    };
+    let document: Value = serde_json::from_str(&msguide_api::openapi().to_json().unwrap()).unwrap();
+    let examples = &document["paths"]["/v1/guidance"]["post"]["responses"]["422"]["content"]["application/json"]
+        ["examples"];
+    let details: Vec<&str> = examples
+        .as_object()
+        .expect("the guidance 422 has examples")
+        .values()
+        .filter_map(|example| example["value"]["detail"].as_str())
+        .collect();
+    for refusal in [
+        TaskContext,
+        VerificationMismatch,
+        VerificationNotWithObservation,
+        OutOfOrder,
+        ObservationIdReused,
+        ForgedTarget,
+        PrematureVerification,
+        ConflictingVerification,
+        LiveProbeVerification,
+        ReinitializationMethodMissing,
+    ]
+    .map(listed)
+    {
+        let sentence = refusal.to_string();
+        assert!(
+            details.contains(&sentence.as_str()),
+            "no 422 example says {sentence:?}"
+        );
+    }
+}
+
 fn refs(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
