@@ -9,11 +9,14 @@
 //! file); only files are offered unless the operator enabled more. Records go to the machine's
 //! one audit chain with `session_id` `mcp`, so `autogpt-shim audit verify` covers both faces.
 //!
-//! stdout carries only protocol frames: every log line goes to stderr. The process ends when
-//! stdin closes (or on Ctrl-C/SIGTERM), and every running call is stopped first (a command's
-//! process group killed); a call also stops at its `notifications/cancelled`.
+//! stdout carries only protocol frames: every log line goes to stderr. The transport
+//! (`stdio.rs`) answers every line it cannot serve (not JSON, over the limit) as JSON-RPC does.
+//! The process ends when stdin closes (or on Ctrl-C/SIGTERM), and every running call is
+//! stopped first (a command's process group killed); a call also stops at its
+//! `notifications/cancelled`.
 
 mod results;
+mod stdio;
 mod tools;
 
 use std::sync::Arc;
@@ -208,7 +211,9 @@ async fn run(prepared: Prepared) -> u8 {
         stopping,
         calls,
     }));
-    let reason = match server.serve(rmcp::transport::stdio_pipes()).await {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = stdio::Stdio::new(stdin, stdout, stdio::MAX_LINE_BYTES);
+    let reason = match server.serve(transport).await {
         Ok(service) => tokio::select! {
             _ = service.waiting() => "stdin_closed",
             () = local_core::signals::stop_requested() => "signal",
