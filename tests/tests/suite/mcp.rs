@@ -598,6 +598,82 @@ fn lines_the_server_cannot_read_are_answered_and_serving_goes_on() {
     );
 }
 
+#[test]
+fn calls_beyond_max_concurrent_are_refused_with_shim_overloaded() {
+    let place = Place::new();
+    let root = place.dir.join("root");
+    let mut server = Raw::spawn(
+        &place,
+        &["--enable-shell"],
+        &[("AUTOGPT_SHIM_MAX_CONCURRENT", "2")],
+    );
+    server.initialize();
+    // Two commands that run until the test lets them go.
+    let release = root.join("release");
+    for id in [2, 3] {
+        let started = root.join(format!("started-{id}"));
+        server.request_call(
+            id,
+            "run_command",
+            json!({
+                "command": format!(
+                    "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+                    started.display(),
+                    release.display()
+                ),
+                "shell": "sh",
+                "timeout_seconds": 60
+            }),
+        );
+    }
+    let deadline = Instant::now() + WAIT;
+    while !(root.join("started-2").exists() && root.join("started-3").exists()) {
+        assert!(Instant::now() < deadline, "the commands never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // The third call is refused at once, as the connector refuses a request beyond the cap.
+    let refused = server.call(4, "stat", json!({"path": "."}));
+    let message = "The local executor is at its concurrent request limit.";
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["content"][0]["text"],
+        format!("SHIM_OVERLOADED: {message}")
+    );
+    assert_eq!(
+        refused["structuredContent"],
+        json!({"code": "SHIM_OVERLOADED", "message": message, "details": {"max_concurrent": 2}})
+    );
+
+    // Once they finish, their slots are free again.
+    std::fs::write(&release, "").unwrap();
+    let mut finished: Vec<u64> = (0..2)
+        .map(|_| {
+            let answer = server.next();
+            assert_ne!(answer["result"]["isError"], true, "{answer}");
+            assert_eq!(
+                answer["result"]["structuredContent"]["exit_code"], 0,
+                "{answer}"
+            );
+            answer["id"].as_u64().unwrap()
+        })
+        .collect();
+    finished.sort_unstable();
+    assert_eq!(finished, [2, 3]);
+    let stat = server.call(5, "stat", json!({"path": "."}));
+    assert_ne!(stat["isError"], true, "{stat}");
+    server.close();
+
+    let records = place.audit();
+    let of = |id: &'static str| records.iter().filter(move |r| r["request_id"] == id);
+    for id in ["2", "3"] {
+        assert!(of(id).any(|r| r["op"] == "EXECUTE_COMMAND" && r["result"]["ok"] == true));
+    }
+    assert!(of("5").any(|r| r["op"] == "FILE_STAT"));
+    // As on a connection, the refusal is not audited: nothing was attempted.
+    assert_eq!(of("4").count(), 0);
+}
+
 /// The records of the audit log under `home`, parsed.
 fn audit_of(home: &Path) -> Vec<Value> {
     let log = home.join(".local/state/autogpt-local-executor/audit.log");
