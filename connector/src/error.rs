@@ -7,6 +7,7 @@
 //! do these maps, variant by variant.
 
 use std::fmt;
+use std::num::NonZeroU32;
 
 use local_core::desktop::DesktopError;
 use local_core::llm::LlmError;
@@ -14,7 +15,7 @@ use local_core::machine::exec::{ExecError, LimitExceeded};
 use local_core::machine::files::FileError;
 use local_core::machine::jail::JailError;
 use local_core::machine::root_grant::GrantError;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::protocol::{ErrorCode, ErrorPayload, Message};
 
@@ -44,6 +45,16 @@ pub fn reply(code: ErrorCode, message: impl Into<String>, details: Option<Value>
 /// are safe to send.
 pub fn failure(err: &impl WireError) -> Message {
     reply(err.error_code(), err.to_string(), err.error_details())
+}
+
+/// The ERROR for a request beyond `max_concurrent` in flight, on a connection or on the MCP
+/// face: refused at once, never queued (reference §6).
+pub fn overloaded(max_concurrent: NonZeroU32) -> Message {
+    reply(
+        ErrorCode::ShimOverloaded,
+        "The local executor is at its concurrent request limit.",
+        Some(json!({ "max_concurrent": max_concurrent.get() })),
+    )
 }
 
 /// The ERROR for a failure nothing more specific can be said about (a task that panicked).

@@ -9,13 +9,18 @@
 //! file); only files are offered unless the operator enabled more. Records go to the machine's
 //! one audit chain with `session_id` `mcp`, so `autogpt-shim audit verify` covers both faces.
 //!
-//! stdout carries only protocol frames: every log line goes to stderr. The process ends when
-//! stdin closes (or on Ctrl-C/SIGTERM), and every running call is stopped first (a command's
-//! process group killed); a call also stops at its `notifications/cancelled`.
+//! stdout carries only protocol frames: every log line goes to stderr. The transport
+//! (`stdio.rs`) answers every line it cannot serve (not JSON, over the limit) as JSON-RPC does.
+//! As on a connection, at most `max_concurrent` calls run at once; the next is refused at once
+//! with the connector's SHIM_OVERLOADED. The process ends when stdin closes (or on
+//! Ctrl-C/SIGTERM), and every running call is stopped first (a command's process group
+//! killed); a call also stops at its `notifications/cancelled`.
 
 mod results;
+mod stdio;
 mod tools;
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,11 +35,13 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::audit::{Entry, details};
 use crate::cli::{Cli, EXIT_PREFLIGHT, Env, Refusal, load_config, tracing_level};
 use crate::daemon;
+use crate::error;
+use crate::request_log::RequestLog;
 use crate::session::{Computer, Host, Served, ShellLimits, serve};
 use tools::{Limits, Needs, Rejected, Spec};
 
@@ -89,6 +96,7 @@ struct Prepared {
     shell_limits: ShellLimits,
     tools: Vec<Spec>,
     described: Limits,
+    max_concurrent: NonZeroU32,
     log_level: &'static str,
     /// For the operator (unknown config keys, shadowed sources), logged once tracing runs.
     warnings: Vec<String>,
@@ -161,6 +169,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             max_file_size_bytes,
             command_timeout_seconds: settings.command_timeout_seconds.get(),
         },
+        max_concurrent: settings.max_concurrent,
         log_level,
         warnings,
     })
@@ -175,6 +184,7 @@ async fn run(prepared: Prepared) -> u8 {
         shell_limits,
         tools,
         described,
+        max_concurrent,
         warnings,
         ..
     } = prepared;
@@ -207,8 +217,12 @@ async fn run(prepared: Prepared) -> u8 {
         listed,
         stopping,
         calls,
+        in_flight: Semaphore::new(usize::try_from(max_concurrent.get()).unwrap_or(usize::MAX)),
+        max_concurrent,
     }));
-    let reason = match server.serve(rmcp::transport::stdio_pipes()).await {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = stdio::Stdio::new(stdin, stdout, stdio::MAX_LINE_BYTES);
+    let reason = match server.serve(transport).await {
         Ok(service) => tokio::select! {
             _ = service.waiting() => "stdin_closed",
             () = local_core::signals::stop_requested() => "signal",
@@ -247,6 +261,9 @@ struct Inner {
     stopping: watch::Receiver<bool>,
     /// Held by every running call (see `run`).
     calls: mpsc::Sender<()>,
+    /// One permit per call that may run at once: `max_concurrent`, as on a connection.
+    in_flight: Semaphore,
+    max_concurrent: NonZeroU32,
 }
 
 impl ServerHandler for Server {
@@ -291,6 +308,13 @@ impl ServerHandler for Server {
         };
         let kind = message.message_type();
         let request_id = context.id.to_string();
+        // Admission as on a connection: after the arguments' own refusals, never queued. Like
+        // the connector, the refusal is logged and not audited: nothing was attempted.
+        let Ok(_slot) = inner.in_flight.try_acquire() else {
+            let refusal = error::overloaded(inner.max_concurrent);
+            RequestLog::start(kind).finish(&request_id, &refusal);
+            return Ok(results::result(refusal).into());
+        };
         let _running = inner.calls.clone();
         let mut stopping = inner.stopping.clone();
         let cancelled = context.ct.clone();

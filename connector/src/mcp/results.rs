@@ -67,6 +67,22 @@ mod tests {
     }
 
     #[test]
+    fn a_call_beyond_max_concurrent_is_the_connectors_shim_overloaded() {
+        let max = std::num::NonZeroU32::new(2).unwrap();
+        let result = result(crate::error::overloaded(max));
+        assert_eq!(result.is_error, Some(true));
+        let text = result.content[0].as_text().unwrap().text.clone();
+        assert_eq!(
+            text,
+            "SHIM_OVERLOADED: The local executor is at its concurrent request limit."
+        );
+        assert_eq!(
+            result.structured_content.unwrap()["details"],
+            json!({"max_concurrent": 2})
+        );
+    }
+
+    #[test]
     fn a_success_is_its_payload() {
         let result = result(Message::Ack(AckPayload::OK));
         assert_ne!(result.is_error, Some(true));

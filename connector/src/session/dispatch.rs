@@ -27,8 +27,6 @@ use crate::protocol::{
 };
 use crate::request_log::RequestLog;
 
-const OVERLOADED_MESSAGE: &str = "The local executor is at its concurrent request limit.";
-
 /// What an inbound text frame asks of the loop.
 pub(super) enum Inbound {
     Nothing,
@@ -204,12 +202,7 @@ impl Dispatch {
             return Inbound::Reply(refusal);
         }
         if self.free() == 0 {
-            return Inbound::Reply(self.error(
-                id,
-                ErrorCode::ShimOverloaded,
-                OVERLOADED_MESSAGE.to_owned(),
-                json!({ "max_concurrent": self.max_concurrent.get() }),
-            ));
+            return Inbound::Reply(self.reply(id, error::overloaded(self.max_concurrent)));
         }
         let task = if control_message {
             self.control_task(message)

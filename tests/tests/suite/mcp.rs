@@ -6,12 +6,17 @@
 //! and messages; this side checks it passed every step, then that `autogpt-shim audit verify`
 //! accepts the chain and that the calls are in it as `mcp` records of the connector's shapes.
 
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use e2e::display::Desktop;
-use e2e::platform::{Platform, SESSION, Shim, TOKEN, binary, fresh_dir, run_shim};
+use e2e::platform::{
+    Platform, SESSION, Shim, TOKEN, WAIT, binary, fresh_dir, run_shim, shim_command,
+};
 use e2e::witness::Witness;
 use serde_json::{Value, json};
 
@@ -391,6 +396,282 @@ async fn mcp_and_start_write_one_chain_at_the_same_time() {
         sessions[first..last].contains(&"mcp"),
         "the faces did not write at the same time ({stats} stats): {sessions:?}"
     );
+}
+
+/// `autogpt-shim mcp` driven with raw lines, for what no SDK client sends: the test writes its
+/// stdin and reads every stdout line, each of which must be one JSON-RPC frame.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// stdout's lines, from a reader thread, so a missing answer fails after `WAIT` instead of
+    /// hanging the test.
+    lines: mpsc::Receiver<Vec<u8>>,
+    stderr: PathBuf,
+}
+
+impl Raw {
+    fn spawn(place: &Place, switches: &[&str], env: &[(&str, &str)]) -> Self {
+        let root = place.dir.join("root");
+        let mut args = vec![
+            "--allowed-root",
+            root.to_str().unwrap(),
+            "--log-level",
+            "DEBUG",
+            "mcp",
+        ];
+        args.extend_from_slice(switches);
+        let stderr = place.dir.join("raw-mcp.stderr");
+        let mut child = shim_command(&place.home(), &args, env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // A file, not a pipe: a pipe nobody reads would fill and stall the server.
+            .stderr(File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            loop {
+                let mut line = Vec::new();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if sender.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        self.write(&line);
+    }
+
+    /// The next frame on stdout: one whole line of JSON.
+    fn next(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(WAIT)
+            .expect("no answer on stdout in time");
+        assert!(line.ends_with(b"\n"), "a partial line on stdout");
+        serde_json::from_slice(&line).expect("stdout carries only JSON-RPC frames")
+    }
+
+    fn initialize(&mut self) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        );
+        let answer = self.next();
+        assert_eq!(answer["id"], 1, "{answer}");
+        assert!(answer["result"].is_object(), "{answer}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn request_call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}));
+    }
+
+    /// One tool call answered before anything else: its `result`.
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        self.request_call(id, tool, arguments);
+        let answer = self.next();
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"].clone()
+    }
+
+    /// Closes stdin: the server must exit 0 by itself. Returns its stderr.
+    fn close(mut self) -> String {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + WAIT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit when stdin closed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap();
+        assert!(status.success(), "{status}: {stderr}");
+        stderr
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The longest line the server takes, its newline included (rmcp's limit).
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A `tools/call` of `write_file` exactly `len` bytes long (its newline included), its id
+/// before or after the content.
+fn long_write(len: usize, id: u64, id_first: bool) -> Vec<u8> {
+    let (head, tail) = if id_first {
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"big.txt","content":""#
+            ),
+            "\"}}}\n".to_owned(),
+        )
+    } else {
+        (
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"write_file","arguments":{"path":"big.txt","content":""#.to_owned(),
+            format!("\"}}}},\"id\":{id}}}\n"),
+        )
+    };
+    let mut line = head.into_bytes();
+    line.resize(len - tail.len(), b'a');
+    line.extend_from_slice(tail.as_bytes());
+    assert_eq!(line.len(), len);
+    line
+}
+
+#[test]
+fn lines_the_server_cannot_read_are_answered_and_serving_goes_on() {
+    let place = Place::new();
+    std::fs::write(place.dir.join("root/kept.txt"), "kept").unwrap();
+    let mut server = Raw::spawn(&place, &[], &[]);
+    server.initialize();
+    let parse_error = |message: &str| json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": message}});
+    server.write(b"this is not json\n");
+    assert_eq!(
+        server.next(),
+        parse_error("Parse error: the line is not valid JSON.")
+    );
+    server.write(b"\xff\xfe{\"id\": 3}\n");
+    assert_eq!(
+        server.next(),
+        parse_error("Parse error: the line is not UTF-8 text.")
+    );
+    // One byte over the limit (its newline). The id comes first, as clients write it: the
+    // call it carried fails at once. An id past the first 16 MiB cannot be read: null.
+    let too_long = |id: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32600,
+            "message": "Invalid Request: the line is longer than 16777216 bytes.",
+            "data": {"max_line_bytes": MAX_LINE_BYTES}}})
+    };
+    server.write(&long_write(MAX_LINE_BYTES + 1, 5, true));
+    assert_eq!(server.next(), too_long(json!(5)));
+    server.write(&long_write(MAX_LINE_BYTES + 64, 6, false));
+    assert_eq!(server.next(), too_long(Value::Null));
+
+    // Serving goes on, and nothing of the refused lines ran.
+    let stat = server.call(7, "stat", json!({"path": "kept.txt"}));
+    assert_ne!(stat["isError"], true, "{stat}");
+    assert_eq!(stat["structuredContent"]["size_bytes"], 4, "{stat}");
+    assert!(!place.dir.join("root/big.txt").exists());
+    let stderr = server.close();
+    // Even at DEBUG, the log holds nothing of the lines.
+    assert!(!stderr.contains("this is not json"), "{stderr}");
+    assert!(!stderr.contains("aaaa"), "content in the log");
+    let records = place.audit();
+    assert!(has(&records, "FILE_STAT", None));
+    assert!(
+        !records.iter().any(|r| r["op"] == "FILE_WRITE"),
+        "a refused line ran"
+    );
+}
+
+#[test]
+fn calls_beyond_max_concurrent_are_refused_with_shim_overloaded() {
+    let place = Place::new();
+    let root = place.dir.join("root");
+    let mut server = Raw::spawn(
+        &place,
+        &["--enable-shell"],
+        &[("AUTOGPT_SHIM_MAX_CONCURRENT", "2")],
+    );
+    server.initialize();
+    // Two commands that run until the test lets them go.
+    let release = root.join("release");
+    for id in [2, 3] {
+        let started = root.join(format!("started-{id}"));
+        server.request_call(
+            id,
+            "run_command",
+            json!({
+                "command": format!(
+                    "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+                    started.display(),
+                    release.display()
+                ),
+                "shell": "sh",
+                "timeout_seconds": 60
+            }),
+        );
+    }
+    let deadline = Instant::now() + WAIT;
+    while !(root.join("started-2").exists() && root.join("started-3").exists()) {
+        assert!(Instant::now() < deadline, "the commands never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // The third call is refused at once, as the connector refuses a request beyond the cap.
+    let refused = server.call(4, "stat", json!({"path": "."}));
+    let message = "The local executor is at its concurrent request limit.";
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["content"][0]["text"],
+        format!("SHIM_OVERLOADED: {message}")
+    );
+    assert_eq!(
+        refused["structuredContent"],
+        json!({"code": "SHIM_OVERLOADED", "message": message, "details": {"max_concurrent": 2}})
+    );
+
+    // Once they finish, their slots are free again.
+    std::fs::write(&release, "").unwrap();
+    let mut finished: Vec<u64> = (0..2)
+        .map(|_| {
+            let answer = server.next();
+            assert_ne!(answer["result"]["isError"], true, "{answer}");
+            assert_eq!(
+                answer["result"]["structuredContent"]["exit_code"], 0,
+                "{answer}"
+            );
+            answer["id"].as_u64().unwrap()
+        })
+        .collect();
+    finished.sort_unstable();
+    assert_eq!(finished, [2, 3]);
+    let stat = server.call(5, "stat", json!({"path": "."}));
+    assert_ne!(stat["isError"], true, "{stat}");
+    server.close();
+
+    let records = place.audit();
+    let of = |id: &'static str| records.iter().filter(move |r| r["request_id"] == id);
+    for id in ["2", "3"] {
+        assert!(of(id).any(|r| r["op"] == "EXECUTE_COMMAND" && r["result"]["ok"] == true));
+    }
+    assert!(of("5").any(|r| r["op"] == "FILE_STAT"));
+    // As on a connection, the refusal is not audited: nothing was attempted.
+    assert_eq!(of("4").count(), 0);
 }
 
 /// The records of the audit log under `home`, parsed.
