@@ -1,11 +1,13 @@
 //! The capacity of a buffer that carries bulk content (a file read's text or base64, the frame
-//! that carries it), chosen so that the allocator maps it on its own and unmaps it when freed.
+//! that carries it, a re-encoded screenshot), chosen so that the allocator maps it on its own
+//! and unmaps it when freed.
 //!
 //! Why: glibc's malloc serves a large request from a mapping of its own only while the request
 //! is above a threshold, and it raises that threshold to the size of every such mapping freed,
 //! up to 32 MiB. After one 8 MiB FILE_READ the next reply's 11 MB buffers therefore came from
 //! a thread's arena, and an arena keeps what it once held: twenty reads left the idle connector
-//! 58 MiB resident (issue 21). A request above 32 MiB is always mapped and freeing it never
+//! 58 MiB resident (issue 21), and the API's sanitiser threads kept megabytes after an image
+//! load the same way. A request above 32 MiB is always mapped and freeing it never
 //! moves the threshold; only the pages written become resident, so reserving 33 MiB for an
 //! 11 MB buffer costs address space, not memory. Windows' heap and macOS's malloc also map a
 //! request this large by itself and back its pages as they are touched.

@@ -502,7 +502,12 @@ fn encode_with(
     max_bytes: usize,
 ) -> Result<Option<Vec<u8>>, PngError> {
     let mut out = Capped {
-        out: Vec::new(),
+        // The whole output in one buffer that never grows (no copies on the way), mapped on
+        // its own and returned when dropped (`crate::bulk`): a buffer grown by doubling and
+        // freed left each sanitiser thread's arena holding megabytes after the load.
+        out: Vec::with_capacity(crate::bulk::capacity(
+            max_bytes.min(crate::bulk::MAPPED_CAPACITY),
+        )),
         max: max_bytes,
         over: false,
     };

@@ -907,3 +907,16 @@ fn large_exif_is_stripped_without_hitting_decoder_limits() {
     let out = sanitise_png(&png).unwrap();
     assert_eq!(out, sanitise_png(&rgba_png(2, 2)).unwrap());
 }
+
+#[test]
+fn the_output_is_one_buffer_of_its_own_mapping_whatever_the_cap() {
+    use crate::bulk::MAPPED_CAPACITY;
+    let (w, h) = (64, 64);
+    let data = gradient_rgba(w, h);
+    for cap in [MAX_PNG_BYTES, usize::MAX] {
+        let out = encode_with(Rows::Buffer(&data), w, h, Compression::Fast, cap)
+            .unwrap()
+            .unwrap();
+        assert_eq!(out.capacity(), MAPPED_CAPACITY, "cap {cap}");
+    }
+}
