@@ -87,7 +87,9 @@ pub struct DaemonStatus {
 pub fn write(path: &Path, status: &DaemonStatus) -> io::Result<()> {
     let mut bytes = serde_json::to_vec_pretty(status).map_err(io::Error::other)?;
     bytes.push(b'\n');
-    own_files::write_atomic(path, &bytes, own_files::PRIVATE_FILE_MODE)
+    // Not fsynced: it is rewritten at every state change, on the start path too, and says
+    // nothing true after a crash.
+    own_files::write_atomic_unsynced(path, &bytes, own_files::PRIVATE_FILE_MODE)
 }
 
 /// What the status file says about the last daemon, for the text and the JSON report.

@@ -173,6 +173,21 @@ pub fn ensure_dir(path: &Path) -> io::Result<()> {
 /// # Errors
 /// The I/O error; the temporary file is removed on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace(path, bytes, mode, true)
+}
+
+/// [`write_atomic`] without the fsync, for a file that only describes the moment (the daemon's
+/// status): readers still see the old or the new content, never a mix, but after a power loss
+/// the file may be empty. The fsync cost the connector's start up to milliseconds twice before
+/// it dialled, for a file whose content is stale after any crash anyway.
+///
+/// # Errors
+/// The I/O error; the temporary file is removed on failure.
+pub fn write_atomic_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace(path, bytes, mode, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -201,7 +216,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
             use std::os::unix::fs::PermissionsExt;
             file.set_permissions(fs::Permissions::from_mode(mode))?;
         }
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         fs::rename(&temp, path)
     })();
     if result.is_err() {
@@ -246,26 +263,32 @@ mod tests {
     }
 
     #[test]
-    fn atomic_write_creates_parents_and_sets_the_mode() {
-        let dir = temp_dir("write");
-        let path = dir.join("a/b/status.json");
-        write_atomic(&path, b"one", PRIVATE_FILE_MODE).unwrap();
-        write_atomic(&path, b"two", PRIVATE_FILE_MODE).unwrap();
-        assert_eq!(read_capped(&path, 10).unwrap().unwrap(), b"two");
-        assert_eq!(file_len(&path).unwrap(), 3);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-            assert_eq!(mode, 0o600);
-            let mode = fs::metadata(dir.join("a")).unwrap().permissions().mode() & 0o777;
-            assert_eq!(mode, 0o700);
+    fn atomic_writes_synced_or_not_create_parents_and_set_the_mode() {
+        type Write = fn(&Path, &[u8], u32) -> io::Result<()>;
+        for (tag, write) in [
+            ("synced", write_atomic as Write),
+            ("unsynced", write_atomic_unsynced as Write),
+        ] {
+            let dir = temp_dir(tag);
+            let path = dir.join("a/b/status.json");
+            write(&path, b"one", PRIVATE_FILE_MODE).unwrap();
+            write(&path, b"two", PRIVATE_FILE_MODE).unwrap();
+            assert_eq!(read_capped(&path, 10).unwrap().unwrap(), b"two", "{tag}");
+            assert_eq!(file_len(&path).unwrap(), 3);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{tag}");
+                let mode = fs::metadata(dir.join("a")).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o700, "{tag}");
+            }
+            // No temporary file is left behind.
+            assert_eq!(fs::read_dir(dir.join("a/b")).unwrap().count(), 1, "{tag}");
+            assert!(remove(&path).unwrap());
+            assert!(!remove(&path).unwrap());
+            fs::remove_dir_all(dir).unwrap();
         }
-        // No temporary file is left behind.
-        assert_eq!(fs::read_dir(dir.join("a/b")).unwrap().count(), 1);
-        assert!(remove(&path).unwrap());
-        assert!(!remove(&path).unwrap());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
