@@ -674,6 +674,103 @@ fn calls_beyond_max_concurrent_are_refused_with_shim_overloaded() {
     assert_eq!(of("4").count(), 0);
 }
 
+/// Whether `pid` has ended: gone, or a zombie nobody has reaped yet.
+fn ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
+}
+
+/// `mcp` reads the TOML file as `start` does (its limits reach the tool descriptions and the
+/// calls), and SIGTERM stops it as closing stdin does: the running command's tree is killed,
+/// SHIM_STOP says `signal`, the exit is 0.
+#[test]
+fn the_config_file_applies_and_a_signal_stops_the_server_and_its_command() {
+    let place = Place::new();
+    let config = place.home().join(".config/autogpt-local-executor");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        "max_file_size_bytes = 3000\ncommand_timeout_seconds = 77\n",
+    )
+    .unwrap();
+    let root = place.dir.join("root");
+    std::fs::write(root.join("big.txt"), "x".repeat(3001)).unwrap();
+    let mut server = Raw::spawn(&place, &["--enable-shell"], &[]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = server.next();
+    let description = |name: &str| {
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {listed}"))["description"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(description("read_file").contains("At most 3000 bytes"));
+    assert!(description("run_command").contains("capped at 77 s"));
+    let too_large = server.call(3, "read_file", json!({"path": "big.txt"}));
+    assert_eq!(too_large["isError"], true, "{too_large}");
+    assert_eq!(too_large["structuredContent"]["code"], "FILE_TOO_LARGE");
+
+    // A command whose grandchild would outlive it, then SIGTERM.
+    let pidfile = root.join("sleep.pid");
+    server.request_call(
+        4,
+        "run_command",
+        json!({"command": format!("sleep 60 & echo $! > {}; wait", pidfile.display()),
+            "shell": "sh", "timeout_seconds": 60}),
+    );
+    let deadline = Instant::now() + WAIT;
+    let grandchild: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let sent = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "SIGTERM did not stop the server");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "SIGTERM is a clean stop: {status}");
+    let deadline = Instant::now() + WAIT;
+    while !ended(grandchild) {
+        assert!(
+            Instant::now() < deadline,
+            "the command's tree outlived the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let records = place.audit();
+    assert_eq!(
+        records.last().unwrap()["details"]["reason"],
+        "signal",
+        "{:?}",
+        records.last()
+    );
+    assert!(has(&records, "FILE_READ", Some("FILE_TOO_LARGE")));
+    assert!(has(&records, "EXECUTE_COMMAND", Some("CANCELLED")));
+}
+
 /// The records of the audit log under `home`, parsed.
 fn audit_of(home: &Path) -> Vec<Value> {
     let log = home.join(".local/state/autogpt-local-executor/audit.log");
