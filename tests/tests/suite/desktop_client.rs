@@ -254,6 +254,24 @@ fn click(desktop: &Desktop, (x, y): (i64, i64)) {
     enigo.button(Button::Left, Direction::Click).unwrap();
 }
 
+/// The guidance window (`msguide-desktop gui`) over the demo window, talking to the API at
+/// `url` with `token`; killed when dropped.
+fn demo_window(desktop: &Desktop, url: &str, token: &str) -> Running {
+    let mut command = desktop.command(binary("msguide-desktop"));
+    command
+        .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+        .env("MSGUIDE_API_URL", url)
+        .env("MSGUIDE_LOCAL_TOKEN", token);
+    Running::start(command)
+}
+
+/// Clicks the guidance window's element `label`, which must be enabled.
+fn press_in_window(desktop: &Desktop, label: &str) {
+    let found = element(desktop, "MSGuide", label);
+    assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
+    click(desktop, centre(desktop, "MSGuide", &found["box"]));
+}
+
 /// The element labelled `label` in a fresh observation of the window `title`, waiting for it
 /// to appear.
 fn element(desktop: &Desktop, title: &str, label: &str) -> Value {
@@ -614,20 +632,9 @@ const CONSENT: &str =
 async fn the_window_sends_only_after_consent_and_outlines_a_click_through_target() {
     require("xdotool", "xdotool");
     let Scene { desktop, api, demo } = &Scene::start("desktop-outline");
-    let _gui = Running::start({
-        let mut command = desktop.command(binary("msguide-desktop"));
-        command
-            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
-            .env("MSGUIDE_API_URL", api.url())
-            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
-        command
-    });
+    let _gui = demo_window(desktop, &api.url(), &api.token);
     let before = api.audit_count().await;
-    let press = |label: &str| {
-        let found = element(desktop, "MSGuide", label);
-        assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
-        click(desktop, centre(desktop, "MSGuide", &found["box"]));
-    };
+    let press = |label: &str| press_in_window(desktop, label);
 
     // Review first: the element list that will be sent, and Send waits for consent.
     press("Capture / review");
@@ -749,19 +756,8 @@ fn task_round_failing(desktop: &Desktop, api: &Api, file: &Path) -> Output {
 async fn the_window_keeps_a_task_and_lists_the_plan_with_its_current_step_outlined() {
     require("xdotool", "xdotool");
     let Scene { desktop, api, demo } = &Scene::start("desktop-plan");
-    let _gui = Running::start({
-        let mut command = desktop.command(binary("msguide-desktop"));
-        command
-            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
-            .env("MSGUIDE_API_URL", api.url())
-            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
-        command
-    });
-    let press = |label: &str| {
-        let found = element(desktop, "MSGuide", label);
-        assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
-        click(desktop, centre(desktop, "MSGuide", &found["box"]));
-    };
+    let _gui = demo_window(desktop, &api.url(), &api.token);
+    let press = |label: &str| press_in_window(desktop, label);
     let send = || {
         press(CONSENT);
         press("Send");
@@ -1170,19 +1166,8 @@ async fn the_client_sends_the_plan_back_with_its_cursor_and_says_its_status_and_
     require("xdotool", "xdotool");
     let Scene { desktop, api, demo } = &Scene::start("desktop-task-state");
     let recorder = Recorder::start(api.addr).await;
-    let _gui = Running::start({
-        let mut command = desktop.command(binary("msguide-desktop"));
-        command
-            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
-            .env("MSGUIDE_API_URL", recorder.url())
-            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
-        command
-    });
-    let press = |label: &str| {
-        let found = element(desktop, "MSGuide", label);
-        assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
-        click(desktop, centre(desktop, "MSGuide", &found["box"]));
-    };
+    let _gui = demo_window(desktop, &recorder.url(), &api.token);
+    let press = |label: &str| press_in_window(desktop, label);
     let send = |answer: &str| {
         press(CONSENT);
         press("Send");

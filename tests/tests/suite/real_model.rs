@@ -274,9 +274,7 @@ async fn guidance_through_the_api_with_the_real_model_keeps_the_contract() {
     })
     .await;
     let api = Api::start(&model.chat_url(), model.model()).await;
-    let session = api.post("/v1/sessions").send().await;
-    assert_eq!(session.status, 200, "{}", session.text());
-    let session = session.json()["sessionId"].as_str().unwrap().to_owned();
+    let session = new_session(&api).await;
 
     let before = model.metric("llamacpp:prompt_tokens_total").await;
     let mut timeouts = 0;
@@ -337,6 +335,13 @@ async fn guidance_through_the_api_with_the_real_model_keeps_the_contract() {
 }
 
 const TASK_ID: &str = "3f2b8c4e-9a1d-4e7b-8c5f-0a1b2c3d4e5f";
+
+/// A new session on `api`: its id.
+async fn new_session(api: &Api) -> String {
+    let session = api.post("/v1/sessions").send().await;
+    assert_eq!(session.status, 200, "{}", session.text());
+    session.json()["sessionId"].as_str().unwrap().to_owned()
+}
 
 /// The observation of [`observation`] with every button executable (action, ids, state), so
 /// that a plan step naming one by `targetIndex` can pass the section 10 binding, and with a
@@ -495,9 +500,7 @@ async fn a_plan_request_to_the_real_model_is_a_valid_plan_or_the_documented_502(
     })
     .await;
     let api = Api::start(&model.chat_url(), model.model()).await;
-    let session = api.post("/v1/sessions").send().await;
-    assert_eq!(session.status, 200, "{}", session.text());
-    let session = session.json()["sessionId"].as_str().unwrap().to_owned();
+    let session = new_session(&api).await;
 
     let before = model.metric("llamacpp:prompt_tokens_total").await;
     let started = Instant::now();
