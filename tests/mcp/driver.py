@@ -121,7 +121,8 @@ def gone(pid):
     """Whether the process is dead (a zombie awaiting its reaper counts as dead)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Reaped before the open, or between the open and the read (ESRCH).
         return True
     return state == "Z"
 
