@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use local_core::machine::files::FileLimits;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::{self, JoinSet};
 
 use super::Host;
@@ -18,7 +18,7 @@ use super::files::FileOp;
 use super::host::Gate;
 use super::llm::LlmRequest;
 use super::shell::{ShellLimits, ShellRequest};
-use crate::audit::{Auditor, Durable, Entry};
+use crate::audit::{Auditor, Entry, warn_unwritten};
 use crate::error;
 use crate::protocol::Message;
 
@@ -86,12 +86,12 @@ impl Refusal {
     }
 }
 
-/// How a request ended: its reply and its audit records.
+/// How a request ended: its reply and the audit records still to be written; the reply waits
+/// for their fsync.
 pub(super) enum Done {
-    /// The records are still to be written; the reply waits for their fsync.
+    /// The reply, and the records to write before it goes out (none when a blocking thread
+    /// queued them already and the reply waited for their fsync).
     Reply(Message, Vec<Entry>),
-    /// The records were queued already (from the blocking thread that ran the request).
-    Queued(Message, Durable),
 }
 
 /// What a running request may use: the connection's host and negotiated limits, and the
@@ -118,19 +118,28 @@ impl Run {
 
     /// Runs blocking work on a blocking thread and queues its records from there, so an
     /// operation that completed is audited even when the session ends before its reply goes
-    /// out, and no blocking thread sits through the fsync.
+    /// out, and no blocking thread sits through the fsync. The writer hands the reply over
+    /// once the records are durable, so this task wakes once for both.
     pub(super) async fn blocking(
         &self,
         work: impl FnOnce() -> (Message, Vec<Entry>) + Send + 'static,
     ) -> Done {
         let audit = self.host.audit.clone();
         let request_id = self.request_id.clone();
+        let (sender, receiver) = oneshot::channel();
         let run = move || {
             let (message, entries) = work();
-            (message, audit.submit(Some(&request_id), entries))
+            let ops: Vec<&'static str> = entries.iter().map(|entry| entry.op).collect();
+            audit.submit_then(Some(&request_id), entries, move |outcome| {
+                warn_unwritten(&ops, &outcome);
+                let _ = sender.send(message);
+            });
         };
-        match task::spawn_blocking(run).await {
-            Ok((message, durable)) => Done::Queued(message, durable),
+        // Not joined: the reply comes through `receiver`, and a panic in `work` drops
+        // `sender` unused, which reads as the internal error below.
+        drop(task::spawn_blocking(run));
+        match receiver.await {
+            Ok(message) => Done::Reply(message, Vec::new()),
             Err(_) => Done::Reply(error::internal(), Vec::new()),
         }
     }
@@ -210,18 +219,11 @@ fn start<H: Handler>(message: Message, host: &Host, spawn: Spawn<'_>) -> Result<
             Some(gate) => gate.acquire().await.ok(),
             None => None,
         };
-        match H::run(op, ctx).await {
-            Done::Reply(reply, entries) => {
-                if !entries.is_empty() {
-                    audit.submit(Some(&request_id), entries).wait().await;
-                }
-                reply
-            }
-            Done::Queued(reply, durable) => {
-                durable.wait().await;
-                reply
-            }
+        let Done::Reply(reply, entries) = H::run(op, ctx).await;
+        if !entries.is_empty() {
+            audit.submit(Some(&request_id), entries).wait().await;
         }
+        reply
     });
     Ok(Started::Task(task.id()))
 }
