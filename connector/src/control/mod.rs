@@ -758,6 +758,7 @@ mod tests {
     use local_core::machine::jail::Jail;
 
     use super::*;
+    use crate::commands::audit::test_dir::TempDir;
     use crate::protocol::{Arch, Platform};
     use crate::session::SessionConfig;
     use crate::ws::Backoff;
@@ -787,13 +788,12 @@ mod tests {
         control
     }
 
-    fn folder(tag: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("control-{tag}-{}", local_core::secret::new_id()));
+    /// A fresh folder, removed when the guard drops, and its canonical path.
+    fn folder(tag: &str) -> (TempDir, PathBuf) {
+        let dir = TempDir::new(&format!("control-{tag}"));
         #[allow(clippy::disallowed_methods, reason = "test set-up")]
-        std::fs::create_dir_all(&dir).unwrap();
-        #[allow(clippy::disallowed_methods, reason = "test set-up")]
-        std::fs::canonicalize(dir).unwrap()
+        let path = std::fs::canonicalize(dir.path()).unwrap();
+        (dir, path)
     }
 
     fn grant(inner: &Inner, root: &Path, revision: u64) -> String {
@@ -821,7 +821,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let control = plane(&listener).await;
         let inner = &control.inner;
-        let (first, second) = (folder("first"), folder("second"));
+        let ((_first_dir, first), (_second_dir, second)) = (folder("first"), folder("second"));
         assert!(restore(inner, grant(inner, &first, 1)).is_ok());
         assert_eq!(served(inner), Some((first.clone(), 1)));
 
