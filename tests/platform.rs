@@ -253,6 +253,10 @@ impl Platform {
             .await
             .expect("the shim never dialled")
             .unwrap();
+        // As a platform on Python's asyncio (uvicorn, websockets) has it: asyncio turns Nagle
+        // off on every TCP connection, so a request is not held back while an earlier one is
+        // unacknowledged.
+        tcp.set_nodelay(true).unwrap();
         tcp
     }
 
