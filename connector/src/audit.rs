@@ -513,13 +513,12 @@ mod tests {
             let path = path.clone();
             let sender = sender.clone();
             let id = format!("r-{i}");
+            let written = format!("\"request_id\": \"{id}\"");
             let entry = Entry::ok("FILE_STAT", Map::new());
-            auditor.submit_then(Some(&id.clone()), vec![entry], move |outcome| {
+            auditor.submit_then(Some(&id), vec![entry], move |outcome| {
                 // Durable means written: the record is in the file when the hand-off runs.
                 let text = std::fs::read_to_string(&path).unwrap();
-                sender
-                    .send((outcome, text.contains(&format!("\"request_id\": \"{id}\""))))
-                    .unwrap();
+                sender.send((outcome, text.contains(&written))).unwrap();
             });
         }
         for _ in 0..8 {
@@ -527,9 +526,8 @@ mod tests {
         }
         // Without a writer the hand-off runs at once, on the caller's thread, with success.
         let (sender, outcome) = mpsc::channel();
-        Auditor::disabled().submit_then(None, vec![Entry::ok("FILE_STAT", Map::new())], {
-            move |o| sender.send(o).unwrap()
-        });
+        let entry = Entry::ok("FILE_STAT", Map::new());
+        Auditor::disabled().submit_then(None, vec![entry], move |o| sender.send(o).unwrap());
         assert_eq!(outcome.try_recv(), Ok(Ok(())));
         // The writer dropping a job unrun (it has gone) still answers the hand-off.
         let (sender, outcome) = mpsc::channel();
