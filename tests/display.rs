@@ -231,11 +231,7 @@ impl Drop for Desktop {
 /// SIGTERM, then SIGKILL after two seconds: an X server ended with SIGTERM removes its socket
 /// from /tmp/.X11-unix, one killed outright leaves it behind.
 fn stop(child: &mut Child) {
-    let asked = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
+    let asked = crate::sigterm(child.id());
     let deadline = Instant::now() + Duration::from_secs(2);
     while asked && Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

@@ -15,3 +15,15 @@ pub mod platform;
 pub mod real_model;
 #[cfg(unix)]
 pub mod witness;
+
+/// Asks process `pid` to stop with SIGTERM through kill(1), the crates forbidding the
+/// `unsafe` a direct `kill(2)` needs; true when the signal was sent (never on Windows, which
+/// has no kill(1)).
+#[must_use]
+pub fn sigterm(pid: u32) -> bool {
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}

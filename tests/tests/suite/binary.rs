@@ -152,11 +152,7 @@ async fn lifecycle_is_logged_and_sigterm_stops_cleanly() {
             .status,
         200
     );
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    assert!(e2e::sigterm(child.id()));
     let status = child.wait().unwrap();
     assert!(status.success(), "SIGTERM is a clean stop: {status}");
     let events: Vec<String> = std::fs::read_to_string(&log)

@@ -81,11 +81,7 @@ impl Started {
     }
 
     async fn stop(&mut self) -> Option<i32> {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
+        assert!(e2e::sigterm(self.child.id()));
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {

@@ -108,9 +108,7 @@ impl Api {
 
 impl Drop for Api {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.launcher.id().to_string()])
-            .status();
+        let _ = e2e::sigterm(self.launcher.id());
         let deadline = Instant::now() + WAIT;
         while matches!(self.launcher.try_wait(), Ok(None)) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -869,9 +867,7 @@ async fn msguide_start_opens_the_window_and_sigterm_closes_it_with_the_api() {
         "the API serves"
     );
 
-    let _ = Command::new("kill")
-        .args(["-TERM", &launcher.id().to_string()])
-        .status();
+    let _ = e2e::sigterm(launcher.id());
     let deadline = Instant::now() + WAIT;
     let status = loop {
         if let Some(status) = launcher.try_wait().unwrap() {

@@ -738,11 +738,7 @@ fn the_config_file_applies_and_a_signal_stops_the_server_and_its_command() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     };
-    let sent = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    assert!(e2e::sigterm(server.child.id()));
     let deadline = Instant::now() + WAIT;
     let status = loop {
         if let Some(status) = server.child.try_wait().unwrap() {
