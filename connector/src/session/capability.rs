@@ -86,13 +86,9 @@ impl Refusal {
     }
 }
 
-/// How a request ended: its reply and the audit records still to be written; the reply waits
-/// for their fsync.
-pub(super) enum Done {
-    /// The reply, and the records to write before it goes out (none when a blocking thread
-    /// queued them already and the reply waited for their fsync).
-    Reply(Message, Vec<Entry>),
-}
+/// How a request ended: its reply, and the audit records to write before it goes out (none
+/// when a blocking thread queued them already and the reply waited for their fsync).
+pub(super) struct Done(pub(super) Message, pub(super) Vec<Entry>);
 
 /// What a running request may use: the connection's host and negotiated limits, and the
 /// way to stream partial replies.
@@ -139,8 +135,8 @@ impl Run {
         // `sender` unused, which reads as the internal error below.
         drop(task::spawn_blocking(run));
         match receiver.await {
-            Ok(message) => Done::Reply(message, Vec::new()),
-            Err(_) => Done::Reply(error::internal(), Vec::new()),
+            Ok(message) => Done(message, Vec::new()),
+            Err(_) => Done(error::internal(), Vec::new()),
         }
     }
 }
@@ -219,7 +215,7 @@ fn start<H: Handler>(message: Message, host: &Host, spawn: Spawn<'_>) -> Result<
             Some(gate) => gate.acquire().await.ok(),
             None => None,
         };
-        let Done::Reply(reply, entries) = H::run(op, ctx).await;
+        let Done(reply, entries) = H::run(op, ctx).await;
         if !entries.is_empty() {
             audit.submit(Some(&request_id), entries).wait().await;
         }

@@ -150,7 +150,7 @@ impl Handler for ComputerOp {
     /// One request at a time per machine, each on a blocking thread.
     async fn run((op, computer): (Self, Computer), ctx: Run) -> Done {
         let Some(_turn) = computer.turn().await else {
-            return Done::Reply(error::internal(), Vec::new());
+            return Done(error::internal(), Vec::new());
         };
         let max_bytes = ctx.limits.max_read_bytes;
         ctx.blocking(move || {

@@ -91,7 +91,7 @@ impl Handler for LlmRequest {
     /// Aborting the future drops the backend call with it.
     async fn run(op: LlmOp, ctx: Run) -> Done {
         let (message, entry) = op.complete(&ctx).await;
-        Done::Reply(message, vec![entry])
+        Done(message, vec![entry])
     }
 }
 

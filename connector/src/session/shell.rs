@@ -38,7 +38,7 @@ impl Handler for ShellRequest {
     /// Aborting the future drops the command's, which kills its process group.
     async fn run(op: ShellOp, ctx: Run) -> Done {
         let (message, entry) = op.execute(&ctx.host.jail, ctx.shell_limits).await;
-        Done::Reply(message, vec![entry])
+        Done(message, vec![entry])
     }
 }
 
