@@ -2,7 +2,7 @@
 //! the functions a start and an idle session run are packed at the front of the code, in the
 //! order of `link-order.txt` (made by `scripts/link-order`), and relative relocations are
 //! packed (RELR), so the loader reads kilobytes of them instead of 740 KiB. An idle shim keeps
-//! about 6 MiB resident instead of 13 (see docs/connector.md).
+//! under 6 MiB resident instead of 12 (see docs/connector.md, "Resident at rest").
 
 use std::env;
 
