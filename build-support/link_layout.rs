@@ -1,8 +1,9 @@
-//! Lays out the release `autogpt-shim` on x86_64 Linux so that little of it stays resident:
-//! the functions a start and an idle session run are packed at the front of the code, in the
-//! order of `link-order.txt` (made by `scripts/link-order`), and relative relocations are
-//! packed (RELR), so the loader reads kilobytes of them instead of 740 KiB. An idle shim keeps
-//! under 6 MiB resident instead of 12 (see docs/connector.md, "Resident at rest").
+//! The build script of `autogpt-shim` and `msguide-api`: lays out each release binary on
+//! x86_64 Linux so that little of it stays resident. The functions a start, an idle process and
+//! the usual requests run are packed at the front of the code, in the order of the package's
+//! `link-order.txt` (made by `scripts/link-order`), and relative relocations are packed (RELR),
+//! so the loader reads kilobytes of them instead of hundreds. An idle shim keeps under 6 MiB
+//! resident instead of 12 (docs/connector.md, "Resident at rest"; the API: docs/security.md).
 
 use std::env;
 
@@ -19,22 +20,23 @@ fn main() {
     if var("TARGET") != "x86_64-unknown-linux-gnu" || var("PROFILE") != "release" || !own_linker {
         return;
     }
+    // Each package has one binary, named as the package.
+    let binary = var("CARGO_PKG_NAME");
     let order = format!("{}/link-order.txt", var("CARGO_MANIFEST_DIR"));
-    if !std::path::Path::new(&order).is_file() {
-        return;
-    }
     // Names the profile saw that this build does not have (another feature set, a newer
-    // dependency) are skipped; the order then covers less, which the bench's idle RSS shows.
-    for arg in [
-        format!("-Wl,--symbol-ordering-file={order}"),
-        "-Wl,--no-warn-symbol-ordering".to_owned(),
-    ] {
-        println!("cargo::rustc-link-arg-bin=autogpt-shim={arg}");
+    // dependency) are skipped; the order then covers less, which the benches' RSS shows.
+    if std::path::Path::new(&order).is_file() {
+        for arg in [
+            format!("-Wl,--symbol-ordering-file={order}"),
+            "-Wl,--no-warn-symbol-ordering".to_owned(),
+        ] {
+            println!("cargo::rustc-link-arg-bin={binary}={arg}");
+        }
     }
     // The loader of glibc before 2.36 cannot read packed relocations, and the linker marks the
     // binary as needing it; only where the binary is built for the glibc it is built on.
     if var("HOST") == var("TARGET") && glibc_at_least(2, 36) {
-        println!("cargo::rustc-link-arg-bin=autogpt-shim=-Wl,-z,pack-relative-relocs");
+        println!("cargo::rustc-link-arg-bin={binary}=-Wl,-z,pack-relative-relocs");
     }
 }
 
