@@ -2,8 +2,9 @@
 //! x86_64 Linux so that little of it stays resident. The functions a start, an idle process and
 //! the usual requests run are packed at the front of the code, in the order of the package's
 //! `link-order.txt` (made by `scripts/link-order`), and relative relocations are packed (RELR),
-//! so the loader reads kilobytes of them instead of hundreds. An idle shim keeps under 6 MiB
-//! resident instead of 12 (docs/connector.md, "Resident at rest"; the API: docs/security.md).
+//! so the loader reads kilobytes of them instead of hundreds of kilobytes. An idle shim keeps
+//! under 6 MiB resident instead of 12 (docs/connector.md, "Resident at rest"; the API:
+//! docs/security.md).
 
 use std::env;
 
