@@ -2,7 +2,8 @@
 //! depth (palette with tRNS, 16-bit, Adam7-interlaced) come out as exactly their pixels in a
 //! plain RGBA8 PNG with no ancillary chunk; arbitrary bytes and mutated PNGs (extra chunks,
 //! broken CRCs, other IHDR sizes, APNG chunks, truncation, byte flips, inflation bombs) never
-//! panic, finish fast, and are either refused or come out well-formed.
+//! panic, finish fast, and are either refused or come out well-formed; and base64 near a
+//! canonical spelling decodes only when it is that spelling.
 //!
 //! Case counts are fixed per property and the seed is fixed (reproducible runs, no flakes);
 //! `PROPTEST_CASES` and `PROPTEST_RNG_SEED` override both (docs/security.md has the long run).
@@ -12,12 +13,14 @@ use std::io::Cursor;
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use png::{BitDepth, ColorType, Encoder};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
 use super::tests::{chunk, chunks, crc32};
-use super::{PNG_SIGNATURE, PngError, SanitisedPng, sanitise_png};
+use super::{PNG_SIGNATURE, PngError, SanitisedPng, decode_base64_strict, sanitise_png};
 
 /// The default run's seed: the same cases every run, so a failure reproduces as is.
 const SEED: u64 = 0x5EED_0016_0002;
@@ -579,5 +582,48 @@ proptest! {
             let pixels = check_output(&out)?;
             prop_assert_eq!(pixels, vec![0; (width * height * 4) as usize]);
         }
+    }
+}
+
+/// A spelling near a canonical one: its characters, a few of them replaced by any character of
+/// the alphabet or `=`, and `=` added or taken away at the end.
+fn near_spelling() -> impl Strategy<Value = String> {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
+    (
+        proptest::collection::vec(any::<u8>(), 0..10),
+        proptest::collection::vec((any::<Index>(), 0..CHARS.len()), 0..3),
+        -2i8..=2,
+    )
+        .prop_map(|(bytes, replacements, padding)| {
+            let mut text = STANDARD.encode(bytes).into_bytes();
+            for (at, with) in replacements {
+                if !text.is_empty() {
+                    let at = at.index(text.len());
+                    text[at] = CHARS[with];
+                }
+            }
+            match padding {
+                1.. => text.extend(std::iter::repeat_n(b'=', padding.unsigned_abs().into())),
+                ..0 => text.truncate(text.len().saturating_sub(padding.unsigned_abs().into())),
+                0 => {}
+            }
+            String::from_utf8(text).unwrap_or_default()
+        })
+}
+
+proptest! {
+    #![proptest_config(config(4096))]
+
+    /// Exactly one accepted spelling per byte string: whatever decodes is what the standard
+    /// encoder writes for its bytes, and what that encoder writes always decodes.
+    #[test]
+    fn only_the_canonical_spelling_decodes(
+        text in near_spelling(),
+        bytes in proptest::collection::vec(any::<u8>(), 1..64),
+    ) {
+        if let Ok(decoded) = decode_base64_strict(&text) {
+            prop_assert_eq!(STANDARD.encode(&decoded), text);
+        }
+        prop_assert_eq!(decode_base64_strict(&STANDARD.encode(&bytes)), Ok(bytes));
     }
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 
+use base64::engine::general_purpose::STANDARD;
 use png::Encoder;
 
 // ---- helpers -------------------------------------------------------------------------
