@@ -9,6 +9,8 @@ use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use png::{BitDepth, ColorType, Compression, DecodingError, Transformations};
 
+use spare::SPARE;
+
 /// Upper bound for both the decoded upload and the re-encoded output.
 pub const MAX_PNG_BYTES: usize = 2_000_000;
 /// Upper bound on the base64 string length; exactly the padded encoding of `MAX_PNG_BYTES`.
@@ -38,6 +40,13 @@ pub struct SanitisedPng {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
+}
+
+/// The bytes go back to the encoder while other images are being sanitised (`spare`).
+impl Drop for SanitisedPng {
+    fn drop(&mut self) {
+        SPARE.give_back(std::mem::take(&mut self.bytes));
+    }
 }
 
 impl SanitisedPng {
@@ -129,6 +138,7 @@ pub fn sanitise_png(bytes: &[u8]) -> Result<SanitisedPng, PngError> {
 /// then needs its bytes, one row and the growing output (a few MB) instead of 10 MB of pixels.
 /// An interlaced image arrives in seven passes, not rows, so it is decoded whole first.
 fn sanitise(bytes: &[u8], expected: Option<(u32, u32)>) -> Result<SanitisedPng, PngError> {
+    let _running = SPARE.running();
     let (width, height) = checked_size(bytes, expected)?;
     // IHDR's interlace method; `checked_size` has seen the whole IHDR.
     if bytes.get(IHDR_INTERLACE_AT) != Some(&0) {
@@ -226,6 +236,7 @@ pub fn encode_pixels(pixels: &Pixels) -> Result<SanitisedPng, PngError> {
         width,
         height,
     } = pixels;
+    let _running = SPARE.running();
     let png = encode_rgba8(Rows::Buffer(rgba), *width, *height, MAX_PNG_BYTES)?;
     Ok(SanitisedPng {
         bytes: png,
@@ -467,26 +478,33 @@ fn encode_rgba8(
     height: u32,
     max_bytes: usize,
 ) -> Result<Vec<u8>, PngError> {
+    // The whole output in one buffer that never grows (no copies on the way), mapped on its
+    // own and returned when dropped (`crate::bulk`): a buffer grown by doubling and freed left
+    // each sanitiser thread's arena holding megabytes after the load. During a load it is the
+    // buffer of an image already answered (`spare`).
+    let mut out = SPARE.take(max_bytes.min(crate::bulk::MAPPED_CAPACITY));
     // Fastest (the Up filter on every row) costs a third of Fast (the best of five filters per
     // row) and compresses flat screenshots almost as well; each slower setting is only paid for
     // by the rare image that the one before cannot fit.
     for compression in [Compression::Fastest, Compression::Fast, Compression::High] {
-        if let Some(png) = encode_with(rows, width, height, compression, max_bytes)? {
-            return Ok(png);
+        out.clear();
+        if encode_with(&mut out, rows, width, height, compression, max_bytes)? {
+            return Ok(out);
         }
     }
+    SPARE.give_back(out);
     Err(PngError::OutputTooLarge)
 }
 
 /// The encoder's output, refusing to grow past `max` bytes: an encoding that will not fit is
 /// abandoned there instead of being finished (up to the raw pixel size) and thrown away.
-struct Capped {
-    out: Vec<u8>,
+struct Capped<'a> {
+    out: &'a mut Vec<u8>,
     max: usize,
     over: bool,
 }
 
-impl std::io::Write for Capped {
+impl std::io::Write for Capped<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // Sticky: the encoder may swallow an error (while dropping) and write on.
         if self.over || self.out.len() + buf.len() > self.max {
@@ -502,33 +520,29 @@ impl std::io::Write for Capped {
     }
 }
 
-/// One encoding, or `None` when it would be over `max_bytes`.
+/// One encoding into `out` (empty), or `false` when it would be over `max_bytes`.
 fn encode_with(
+    out: &mut Vec<u8>,
     rows: Rows<'_>,
     width: u32,
     height: u32,
     compression: Compression,
     max_bytes: usize,
-) -> Result<Option<Vec<u8>>, PngError> {
+) -> Result<bool, PngError> {
     let mut out = Capped {
-        // The whole output in one buffer that never grows (no copies on the way), mapped on
-        // its own and returned when dropped (`crate::bulk`): a buffer grown by doubling and
-        // freed left each sanitiser thread's arena holding megabytes after the load.
-        out: Vec::with_capacity(crate::bulk::capacity(
-            max_bytes.min(crate::bulk::MAPPED_CAPACITY),
-        )),
+        out,
         max: max_bytes,
         over: false,
     };
     let written = write_png(&mut out, rows, width, height, compression);
     if out.over {
-        return Ok(None);
+        return Ok(false);
     }
-    written.map(|()| Some(out.out))
+    written.map(|()| true)
 }
 
 fn write_png(
-    out: &mut Capped,
+    out: &mut Capped<'_>,
     rows: Rows<'_>,
     width: u32,
     height: u32,
@@ -550,6 +564,8 @@ fn write_png(
     stream.finish().map_err(|_| PngError::EncodeFailed)?;
     writer.finish().map_err(|_| PngError::EncodeFailed)
 }
+
+mod spare;
 
 #[cfg(test)]
 mod proptests;
