@@ -205,7 +205,7 @@ mod bench {
         let mut env: Vec<(&str, String)> = desktop.env();
         env.push(("AUTOGPT_SHIM_TOKEN", TOKEN.to_owned()));
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let _shim = Shim::spawn(&home, &args, &env);
+        let shim = Shim::spawn(&home, &args, &env);
         let (mut conn, _) = platform.session(&["files", "computer_use"], |_| {}).await;
 
         let mut pings = Vec::new();
@@ -243,6 +243,9 @@ mod bench {
             moves.push(ms(started));
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        // The shim goes first: it writes into its home until it is killed.
+        drop(shim);
+        let _ = std::fs::remove_dir_all(&home);
         (median(&mut pings), median(&mut shots), median(&mut moves))
     }
 }

@@ -112,5 +112,9 @@ async fn run() -> (Vec<f64>, u64, u64) {
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss_eight = shim.rss_bytes();
+    // The shim goes first: it writes into its home until it is killed.
+    drop(children);
+    drop(shim);
+    let _ = std::fs::remove_dir_all(&home);
     (latencies, rss_zero, rss_eight)
 }
