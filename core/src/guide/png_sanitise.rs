@@ -1,6 +1,7 @@
 //! Sanitises PNG screenshots uploaded by desktop clients (`observation.imageBase64`): strict
 //! base64 and size checks, bounded full decode, then a fresh RGBA8 re-encode so only pixels survive.
 
+use std::cell::Cell;
 use std::io::{Cursor, Write as _};
 
 use base64::Engine as _;
@@ -357,18 +358,33 @@ fn widen_row<const N: usize>(row: &[u8], rgba: &mut [u8], widen: impl Fn([u8; N]
     }
 }
 
-/// [`widen_row`] for RGB, the common screenshot, four pixels at a time: a fixed 12-byte
-/// pattern lets the compiler move whole registers, which measured about twice as fast as
-/// one pixel at a time.
+/// [`widen_row`] for RGB, the common screenshot, eight pixels at a time: their 24 bytes are
+/// read as three words and rearranged with shifts into four words of two RGBA pixels each.
+/// On the baseline x86-64 target (no byte shuffle) this measured 0.57 ms per 1600x1600
+/// image against 1.06 ms for four pixels at a time written as byte arrays, and about 2.5
+/// times faster than one pixel at a time.
 fn rgb_to_rgba(row: &[u8], rgba: &mut [u8]) {
-    let mut source = row.chunks_exact(12);
-    let mut target = rgba.chunks_exact_mut(16);
+    // Pixel `i` of the eight starts at bit 24 * i of the little-endian words x, y, z.
+    const RGB: u64 = 0x00FF_FFFF;
+    const OPAQUE: u64 = 0xFF00_0000_FF00_0000;
+    let word = |bytes: &[u8]| {
+        let mut word = [0; 8];
+        word.copy_from_slice(bytes);
+        u64::from_le_bytes(word)
+    };
+    let mut source = row.chunks_exact(24);
+    let mut target = rgba.chunks_exact_mut(32);
     for (from, to) in (&mut source).zip(&mut target) {
-        let &[r0, g0, b0, r1, g1, b1, r2, g2, b2, r3, g3, b3] = from else {
-            continue;
-        };
-        let a = u8::MAX;
-        to.copy_from_slice(&[r0, g0, b0, a, r1, g1, b1, a, r2, g2, b2, a, r3, g3, b3, a]);
+        let (x, y, z) = (word(&from[..8]), word(&from[8..16]), word(&from[16..]));
+        let pairs = [
+            (x & RGB) | ((x >> 24 & RGB) << 32),
+            ((x >> 48 | y << 16) & RGB) | ((y >> 8 & RGB) << 32),
+            (y >> 32 & RGB) | (((y >> 56 | z << 8) & RGB) << 32),
+            (z >> 16 & RGB) | (z >> 40) << 32,
+        ];
+        for (to, pair) in to.chunks_exact_mut(8).zip(pairs) {
+            to.copy_from_slice(&(pair | OPAQUE).to_le_bytes());
+        }
     }
     widen_row(source.remainder(), target.into_remainder(), |[r, g, b]| {
         [r, g, b, u8::MAX]
@@ -534,7 +550,11 @@ fn encode_with(
         max: max_bytes,
         over: false,
     };
-    let written = write_png(&mut out, rows, width, height, compression);
+    let written = if matches!(compression, Compression::Fastest) {
+        write_png_fastest(&mut out, rows, width, height)
+    } else {
+        write_png(&mut out, rows, width, height, compression)
+    };
     if out.over {
         return Ok(false);
     }
@@ -563,6 +583,113 @@ fn write_png(
     }
     stream.finish().map_err(|_| PngError::EncodeFailed)?;
     writer.finish().map_err(|_| PngError::EncodeFailed)
+}
+
+/// The PNG signature.
+const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
+/// PNG's filter type byte for "Up": each byte minus the one above it.
+const FILTER_UP: u8 = 2;
+/// [`Compression::Fastest`] written here instead of through png's stream writer: the Up
+/// filter on every row and fdeflate's compressor writing straight into the output, as one
+/// IDAT chunk whose length and CRC are filled in at the end. Through png's writer, the
+/// compressor's every 8 bytes went through a chunk buffer and were copied twice more, about
+/// 6 % of the image path; the bytes are equally valid PNG and depend only on the pixels.
+fn write_png_fastest(
+    out: &mut Capped<'_>,
+    rows: Rows<'_>,
+    width: u32,
+    height: u32,
+) -> Result<(), PngError> {
+    let io = |_| PngError::EncodeFailed;
+    out.write_all(&SIGNATURE).map_err(io)?;
+    let mut ihdr = [0; 13];
+    ihdr[..4].copy_from_slice(&width.to_be_bytes());
+    ihdr[4..8].copy_from_slice(&height.to_be_bytes());
+    // 8 bits per sample, RGBA, deflate, adaptive filtering, not interlaced.
+    ihdr[8..].copy_from_slice(&[8, 6, 0, 0, 0]);
+    write_chunk(out, *b"IHDR", &ihdr)?;
+
+    let idat = out.out.len();
+    out.write_all(&[0; 4]).map_err(io)?;
+    out.write_all(b"IDAT").map_err(io)?;
+    let over = Cell::new(false);
+    let mut deflate = fdeflate::Compressor::new(Lenient {
+        out: &mut *out,
+        over: &over,
+    })
+    .map_err(io)?;
+    let stride = usize::try_from(width).map_err(|_| PngError::DecoderLimit)? * 4;
+    let mut above = vec![0; stride];
+    let mut line = vec![0; stride + 1];
+    line[0] = FILTER_UP;
+    let mut write = |row: &[u8]| {
+        for ((filtered, above), &byte) in line[1..].iter_mut().zip(&mut above).zip(row) {
+            *filtered = byte.wrapping_sub(*above);
+            *above = byte;
+        }
+        deflate.write_data(&line).map_err(io)?;
+        // Over the cap: stop here (the caller sees `Capped::over`).
+        if over.get() {
+            return Err(PngError::EncodeFailed);
+        }
+        Ok(())
+    };
+    match rows {
+        Rows::Buffer(rgba) => {
+            let rows = usize::try_from(height).map_err(|_| PngError::DecoderLimit)?;
+            if rgba.len() != stride * rows {
+                return Err(PngError::EncodeFailed);
+            }
+            rgba.chunks_exact(stride).try_for_each(&mut write)?;
+        }
+        Rows::Png(bytes) => decode_rows(bytes, width, height, &mut write)?,
+    }
+    let Lenient { out, .. } = deflate.finish().map_err(io)?;
+    if out.over {
+        return Err(PngError::EncodeFailed);
+    }
+    let length = u32::try_from(out.out.len() - idat - 8).map_err(|_| PngError::EncodeFailed)?;
+    out.out[idat..idat + 4].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32fast::hash(&out.out[idat + 4..]);
+    out.write_all(&crc.to_be_bytes()).map_err(io)?;
+    write_chunk(out, *b"IEND", &[])
+}
+
+/// One chunk: length, type, data and the CRC of type and data.
+fn write_chunk(out: &mut Capped<'_>, kind: [u8; 4], data: &[u8]) -> Result<(), PngError> {
+    let length = u32::try_from(data.len()).map_err(|_| PngError::EncodeFailed)?;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&kind);
+    crc.update(data);
+    [
+        &length.to_be_bytes()[..],
+        &kind,
+        data,
+        &crc.finalize().to_be_bytes(),
+    ]
+    .into_iter()
+    .try_for_each(|part| out.write_all(part))
+    .map_err(|_| PngError::EncodeFailed)
+}
+
+/// [`Capped`] for fdeflate, which unwraps some of its writes: past the cap it drops the bytes
+/// and says so in `over` instead of failing (`Capped::over` is set too).
+struct Lenient<'a, 'b> {
+    out: &'a mut Capped<'b>,
+    over: &'a Cell<bool>,
+}
+
+impl std::io::Write for Lenient<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.out.write(buf).is_err() {
+            self.over.set(true);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 mod spare;

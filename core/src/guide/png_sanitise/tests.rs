@@ -600,6 +600,19 @@ fn apng_is_rejected() {
 // ---- output --------------------------------------------------------------------------
 
 #[test]
+fn rgb_rows_widen_to_the_same_pixels_eight_at_a_time_and_one_at_a_time() {
+    // Widths around the eight-pixel blocks: none, one, several, and every remainder.
+    for width in 0..=41 {
+        let row: Vec<u8> = (0..width * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let mut fast = vec![0; width * 4];
+        let mut plain = vec![0; width * 4];
+        rgb_to_rgba(&row, &mut fast);
+        widen_row(&row, &mut plain, |[r, g, b]| [r, g, b, u8::MAX]);
+        assert_eq!(fast, plain, "width {width}");
+    }
+}
+
+#[test]
 fn metadata_is_stripped() {
     let data = gradient_rgba(6, 5);
     let mut png = encode_png(6, 5, ColorType::Rgba, BitDepth::Eight, &data, |e| {
@@ -881,6 +894,44 @@ fn each_slower_compression_is_the_fallback_of_the_one_before() {
         encode_rgba8(Rows::Buffer(&data), w, h, high.len() - 1),
         Err(PngError::OutputTooLarge)
     );
+}
+
+#[test]
+fn the_fastest_encoding_gives_up_cleanly_wherever_the_cap_falls() {
+    // fdeflate unwraps some of its writes; a cap in its header, among the rows, in its last
+    // bits or in the IDAT CRC and IEND must give "does not fit", never a panic or a partial
+    // PNG, and the buffer must not grow past its mapping.
+    let (w, h) = (64, 64);
+    let data = gradient_rgba(w, h);
+    let mut whole = Vec::new();
+    assert!(
+        encode_with(
+            &mut whole,
+            Rows::Buffer(&data),
+            w,
+            h,
+            Compression::Fastest,
+            usize::MAX
+        )
+        .unwrap()
+    );
+    let png = rgba_png(w, h);
+    let caps = (0..whole.len())
+        .step_by(7)
+        .chain(whole.len() - 24..whole.len());
+    for cap in caps {
+        for rows in [Rows::Buffer(&data), Rows::Png(&png)] {
+            let mut out = Vec::with_capacity(cap);
+            let fits = encode_with(&mut out, rows, w, h, Compression::Fastest, cap);
+            assert_eq!(fits, Ok(false), "cap {cap}");
+            assert!(out.len() <= cap, "cap {cap}: wrote {}", out.len());
+        }
+    }
+    for rows in [Rows::Buffer(&data), Rows::Png(&png)] {
+        let mut out = Vec::new();
+        let fits = encode_with(&mut out, rows, w, h, Compression::Fastest, whole.len());
+        assert_eq!((fits, &out), (Ok(true), &whole));
+    }
 }
 
 #[test]
