@@ -499,7 +499,7 @@ fn encode_rgba8(
     // each sanitiser thread's arena holding megabytes after the load. During a load it is the
     // buffer of an image already answered (`spare`).
     let mut out = SPARE.take(max_bytes.min(crate::bulk::MAPPED_CAPACITY));
-    // Fastest (the Up filter on every row) costs a third of Fast (the best of five filters per
+    // Fastest (the Sub filter on every row) costs a third of Fast (the best of five filters per
     // row) and compresses flat screenshots almost as well; each slower setting is only paid for
     // by the rare image that the one before cannot fit.
     for compression in [Compression::Fastest, Compression::Fast, Compression::High] {
@@ -527,7 +527,12 @@ impl std::io::Write for Capped<'_> {
             self.over = true;
             return Err(std::io::Error::other("over the output cap"));
         }
-        self.out.extend_from_slice(buf);
+        // fdeflate writes 8 bytes at a time; at a size known here the copy is one move, not a
+        // call to `memcpy` (which was 4 % of the image path).
+        match <&[u8; 8]>::try_from(buf) {
+            Ok(word) => self.out.extend_from_slice(word),
+            Err(_) => self.out.extend_from_slice(buf),
+        }
         Ok(buf.len())
     }
 
@@ -587,13 +592,16 @@ fn write_png(
 
 /// The PNG signature.
 const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
-/// PNG's filter type byte for "Up": each byte minus the one above it.
-const FILTER_UP: u8 = 2;
-/// [`Compression::Fastest`] written here instead of through png's stream writer: the Up
+/// PNG's filter type byte for "Sub": each byte minus the one a pixel to its left.
+const FILTER_SUB: u8 = 1;
+/// [`Compression::Fastest`] written here instead of through png's stream writer: the Sub
 /// filter on every row and fdeflate's compressor writing straight into the output, as one
 /// IDAT chunk whose length and CRC are filled in at the end. Through png's writer, the
 /// compressor's every 8 bytes went through a chunk buffer and were copied twice more, about
-/// 6 % of the image path; the bytes are equally valid PNG and depend only on the pixels.
+/// 6 % of the image path. png's Fastest filters with Up; Sub needs no copy of the row above
+/// and measured smaller and no slower on every screenshot tried (the bench's 1600x1600 one:
+/// 1.14 MB against 1.20 MB, 0.3 ms less; three screenshots from the Rust docs: 5-71 % smaller).
+/// The bytes depend only on the pixels.
 fn write_png_fastest(
     out: &mut Capped<'_>,
     rows: Rows<'_>,
@@ -619,13 +627,16 @@ fn write_png_fastest(
     })
     .map_err(io)?;
     let stride = usize::try_from(width).map_err(|_| PngError::DecoderLimit)? * 4;
-    let mut above = vec![0; stride];
     let mut line = vec![0; stride + 1];
-    line[0] = FILTER_UP;
+    line[0] = FILTER_SUB;
     let mut write = |row: &[u8]| {
-        for ((filtered, above), &byte) in line[1..].iter_mut().zip(&mut above).zip(row) {
-            *filtered = byte.wrapping_sub(*above);
-            *above = byte;
+        if row.len() != stride {
+            return Err(PngError::EncodeFailed);
+        }
+        // The first pixel as it is, then each byte minus the same channel of the pixel left.
+        line[1..5].copy_from_slice(&row[..4]);
+        for ((filtered, &left), &byte) in line[5..].iter_mut().zip(row).zip(&row[4..]) {
+            *filtered = byte.wrapping_sub(left);
         }
         deflate.write_data(&line).map_err(io)?;
         // Over the cap: stop here (the caller sees `Capped::over`).
