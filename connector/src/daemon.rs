@@ -19,7 +19,7 @@ use local_core::machine::files::FileLimits;
 use local_core::machine::jail::Jail;
 use serde_json::json;
 
-use crate::audit::{Auditor, Entry, details};
+use crate::audit::{Auditor, Entry, StartError, details};
 use crate::auth::oauth::OAuthClient;
 use crate::auth::store::{Places, TokenStore, load_or_create_audit_key};
 use crate::auth::{Credentials, Endpoints};
@@ -198,16 +198,14 @@ pub(crate) fn open_audit(
             log_path.display()
         ))
     })?;
-    let audit = Auditor::new(chain)
-        .map_err(|err| preflight(format!("cannot start the audit writer: {err}")))?;
     let start = details([("shim_version", json!(env!("CARGO_PKG_VERSION")))]);
-    audit
-        .record_strict(None, Entry::ok("SHIM_START", start))
-        .map_err(|err| {
-            preflight(format!(
+    let audit =
+        Auditor::new_after(chain, Entry::ok("SHIM_START", start)).map_err(|err| match err {
+            StartError::Write(err) => preflight(format!(
                 "cannot write to the audit log {}: {err}",
                 log_path.display()
-            ))
+            )),
+            StartError::Spawn(err) => preflight(format!("cannot start the audit writer: {err}")),
         })?;
     Ok((audit, key))
 }
