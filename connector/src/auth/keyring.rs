@@ -31,6 +31,28 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 #[cfg(target_os = "linux")]
 pub const BUS_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Whether `address` is a session bus at a socket file that is not there (a logged-out
+/// session's, say), asked with `missing`: then no connection can succeed, and the keyring is
+/// not tried at all instead of failing after a thread, a runtime and a connect attempt, which
+/// cost a first start about a millisecond. Any other address (abstract sockets, TCP, lists)
+/// is left to try.
+#[cfg(target_os = "linux")]
+pub fn bus_socket_missing(address: &str, missing: impl Fn(&std::path::Path) -> bool) -> bool {
+    use zbus::address::transport::{Transport, UnixSocket};
+    address
+        .parse::<zbus::Address>()
+        .is_ok_and(|address| match address.transport() {
+            Transport::Unix(unix) => matches!(unix.path(), UnixSocket::File(path) if missing(path)),
+            _ => false,
+        })
+}
+
+/// Only the Secret Service lives on a bus.
+#[cfg(not(target_os = "linux"))]
+pub fn bus_socket_missing(_address: &str, _missing: impl Fn(&std::path::Path) -> bool) -> bool {
+    false
+}
+
 /// Why the keyring could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyringError {

@@ -263,7 +263,7 @@ async fn connect(bus_address: Option<&str>) -> Option<Keyring> {
 /// Secret Service (Linux) lives on a bus; the Keychain and Credential Manager need none.
 fn keyring_address(bus_address: Option<&str>) -> Option<&str> {
     if cfg!(target_os = "linux") {
-        bus_address
+        bus_address.filter(|address| !keyring::bus_socket_missing(address, missing))
     } else {
         Some(bus_address.unwrap_or_default())
     }
@@ -447,6 +447,33 @@ mod tests {
             Location::File(_)
         ));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_bus_socket_that_is_not_there_is_not_tried() {
+        let (_, dir) = places("missing");
+        let socket = dir.join("bus");
+        // The path as zbus reads it, which is the path it would connect to.
+        let address = |path: &Path| format!("unix:path={}", path.display());
+        // Neither the folder nor the socket exists yet.
+        assert_eq!(keyring_address(Some(&address(&socket))), None);
+        std::fs::create_dir_all(&dir).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        // There: tried.
+        let there = address(&socket);
+        assert_eq!(keyring_address(Some(&there)), Some(there.as_str()));
+        // Transports without a file to look at are always tried.
+        for other in [
+            "unix:abstract=/tmp/dbus-x",
+            "tcp:host=127.0.0.1,port=1",
+            "nonsense",
+        ] {
+            assert_eq!(keyring_address(Some(other)), Some(other));
+        }
+        assert_eq!(keyring_address(None), None);
+        drop(listener);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[cfg(target_os = "linux")]
