@@ -51,9 +51,9 @@ fn main() -> ExitCode {
         }
     };
     init_tracing(level);
-    // Boxed: `block_on` takes the future by value and its frames moved the whole 18 KiB state
-    // machine twice more on the way to pinning it, and the stack pages that touched stay
-    // resident for the life of the daemon.
+    // Boxed: `block_on` takes the 18 KiB daemon future by value, and on the stack it kept
+    // more of it touched, so resident for the daemon's life: 124 KiB of stack at rest
+    // unboxed, 100 KiB boxed (smaps of the idle shim in the connector bench).
     ExitCode::from(runtime.block_on(Box::pin(daemon::run(prepared))))
 }
 
