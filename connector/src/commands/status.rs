@@ -26,11 +26,12 @@ const STATUS_CAP: u64 = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DaemonState {
-    /// Checking its configuration and opening the audit log.
+    /// Reading its stored OAuth tokens (the keyring) before the first dial; a start with a
+    /// configured token goes straight to `Connecting`.
     Starting,
     /// Dialling the platform for the first time.
     Connecting,
-    /// Connected and serving requests.
+    /// The platform accepted HELLO; serving requests.
     Connected,
     /// Lost the connection and waiting to dial again.
     Reconnecting,

@@ -19,15 +19,22 @@ use super::{Frame, Host, Role, SessionConfig, SessionEnd};
 use crate::protocol::{Envelope, ErrorCode, MAX_FRAME_BYTES, Message, close_code, unix_now};
 
 /// Runs one data connection until it ends: the handshake, then the request loop.
+/// `established` is called once, when the platform has accepted the HELLO.
 ///
 /// In-flight request tasks are aborted when this returns. A FILE_* operation already
 /// running on a blocking thread finishes there, but its reply is never sent.
-pub async fn run_session<S, K>(stream: S, sink: K, config: SessionConfig, host: Host) -> SessionEnd
+pub async fn run_session<S, K>(
+    stream: S,
+    sink: K,
+    config: SessionConfig,
+    host: Host,
+    established: impl FnOnce(),
+) -> SessionEnd
 where
     S: Stream<Item = Frame> + Unpin,
     K: Sink<Frame> + Unpin,
 {
-    run_session_with(stream, sink, &config, host, Hooks::default()).await
+    run_session_with(stream, sink, &config, host, Hooks::default(), established).await
 }
 
 /// Test seams that production leaves empty.
@@ -44,6 +51,7 @@ pub(crate) async fn run_session_with<S, K>(
     config: &SessionConfig,
     host: Host,
     hooks: Hooks,
+    on_established: impl FnOnce(),
 ) -> SessionEnd
 where
     S: Stream<Item = Frame> + Unpin,
@@ -54,6 +62,7 @@ where
         Ok(established) => established,
         Err(end) => return end,
     };
+    on_established();
     if let Role::Control(plane) = &host.role {
         plane.connected(established.max_concurrent);
     }

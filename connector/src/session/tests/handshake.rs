@@ -36,9 +36,12 @@ async fn hello_has_the_spec_fields_and_the_session_starts() {
     assert_eq!(payload["local_llm_models"], json!([]));
     assert_eq!(payload["hardware_devices"], json!([]));
 
+    // The daemon says "connected" once the platform accepted HELLO, not when it was sent.
+    assert!(!platform.established());
     let ack = ack_for(&platform.hello_id);
     platform.send_json(&ack);
     platform.ping("p1").await;
+    assert!(platform.established());
     assert_eq!(platform.end().await, SessionEnd::TransportEnded);
 }
 
@@ -57,6 +60,7 @@ async fn ack_with_another_id_closes_4400() {
     platform.hello().await;
     platform.send_json(&ack_for("not-the-hello-id"));
     assert_eq!(platform.recv_close().await.0, close_code::BAD_HANDSHAKE);
+    assert!(!platform.established());
     assert_eq!(
         platform.ended().await,
         SessionEnd::HandshakeRejected { code: 4400 }

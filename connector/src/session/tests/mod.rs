@@ -64,6 +64,8 @@ struct Peer {
     session: JoinHandle<SessionEnd>,
     dir: TempRoot,
     hello_id: String,
+    /// Set when the session reports the handshake done (the daemon's "connected").
+    established: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn config() -> SessionConfig {
@@ -115,14 +117,19 @@ fn start_host(
         tx.send(frame).map_err(|_| ())?;
         Ok::<_, ()>(tx)
     }));
-    let session =
-        tokio::spawn(async move { run_session_with(stream, sink, &config, host, hooks).await });
+    let established = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&established);
+    let session = tokio::spawn(async move {
+        let on_established = move || flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        run_session_with(stream, sink, &config, host, hooks, on_established).await
+    });
     Peer {
         to_shim: Some(to_shim),
         from_shim,
         session,
         dir,
         hello_id: String::new(),
+        established,
     }
 }
 
@@ -160,6 +167,11 @@ impl Peer {
             Some(Frame::Close { code, reason }) => (code, reason),
             other => panic!("expected a close frame, got {other:?}"),
         }
+    }
+
+    /// Whether the session has reported its handshake done.
+    fn established(&self) -> bool {
+        self.established.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn send(&self, frame: Frame) {
