@@ -230,14 +230,16 @@ mod tests {
         response
     }
 
-    /// A base port per test, far from the default range and from each other.
+    /// A base port per test, far from the default range and from each other, and below the
+    /// kernel's ephemeral ports (32768-60999 on Linux), so no connection another test opens
+    /// at the same time can be holding one (47100 once was).
     async fn bound(first: u16) -> CallbackServer {
         CallbackServer::bind(first).await.unwrap()
     }
 
     #[tokio::test]
     async fn the_first_free_port_is_taken_and_a_full_range_is_refused() {
-        let first = 47_100;
+        let first = 29_100;
         let mut held = Vec::new();
         for n in 0..REDIRECT_PORT_COUNT - 1 {
             let server = bound(first).await;
@@ -247,7 +249,7 @@ mod tests {
         // The twelfth port is the last one accepted, the thirteenth is never tried.
         let last = bound(first).await;
         assert_eq!(last.port(), first + REDIRECT_PORT_COUNT - 1);
-        assert_eq!(last.redirect_uri(), "http://localhost:47111/callback");
+        assert_eq!(last.redirect_uri(), "http://localhost:29111/callback");
         let _outside = TcpListener::bind((Ipv4Addr::LOCALHOST, first + REDIRECT_PORT_COUNT))
             .await
             .unwrap();
@@ -256,8 +258,8 @@ mod tests {
             matches!(
                 err,
                 CallbackError::NoFreePort {
-                    first: 47_100,
-                    last: 47_111
+                    first: 29_100,
+                    last: 29_111
                 }
             ),
             "{err}"
@@ -267,7 +269,7 @@ mod tests {
 
     #[tokio::test]
     async fn other_paths_get_404_and_the_callback_returns_the_code() {
-        let server = bound(47_200).await;
+        let server = bound(29_200).await;
         let port = server.port();
         let wait = tokio::spawn(server.wait("st-1", Duration::from_secs(30)));
         assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
@@ -284,7 +286,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wrong_state_or_an_error_fails_the_login() {
-        let server = bound(47_300).await;
+        let server = bound(29_300).await;
         let port = server.port();
         let wait = tokio::spawn(server.wait("st-1", Duration::from_secs(30)));
         let refused = get(port, "/callback?code=c&state=st-2").await;
@@ -295,7 +297,7 @@ mod tests {
             Err(CallbackError::StateMismatch)
         ));
 
-        let server = bound(47_300).await;
+        let server = bound(29_300).await;
         let port = server.port();
         let wait = tokio::spawn(server.wait("st-1", Duration::from_secs(30)));
         get(port, "/callback?error=access_denied%0A%1B[31m&state=st-1").await;
@@ -305,7 +307,7 @@ mod tests {
             "{err}"
         );
 
-        let server = bound(47_300).await;
+        let server = bound(29_300).await;
         let port = server.port();
         let wait = tokio::spawn(server.wait("st-1", Duration::from_secs(30)));
         get(port, "/callback?state=st-1").await;
@@ -317,7 +319,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_wait_has_a_deadline() {
-        let server = bound(47_400).await;
+        let server = bound(29_400).await;
         let err = server
             .wait("st", Duration::from_millis(50))
             .await
