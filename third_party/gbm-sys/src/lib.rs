@@ -2,12 +2,13 @@
 //!
 //! Upstream links libgbm (and through it libdrm, libwayland-server, libexpat and libffi) into
 //! every program that depends on it, so each start of the connector mapped and relocated six
-//! libraries that only a Wayland DMA-BUF capture ever calls (about 0.35 MiB resident at idle,
+//! libraries that only a Wayland DMA-BUF capture ever calls (0.2-0.35 MiB resident at idle,
 //! measured). Here every function of libgbm is a Rust function of the same signature that
 //! opens `libgbm.so.1` the first time any of them runs (libloading), so only a capture that
 //! needs it pays for it. Without libgbm, `gbm_create_device` fails (null, `ENOENT`) as on a
-//! machine without a GPU; the other functions take a device or a buffer made by one, so they
-//! are never reached then. Types and constants are upstream's, unchanged (`bindings.rs`).
+//! machine without a GPU; every other function the gbm crate calls takes a device or a buffer
+//! made by one, so none is reached then. Types and constants are upstream's, unchanged
+//! (`bindings.rs`).
 
 #![allow(non_camel_case_types, non_upper_case_globals)]
 #![allow(
