@@ -9,7 +9,6 @@ pub(crate) const LIBRARY: &str = "libgbm.so.1";
 /// panic with the symbol's name then (upstream's program would not have started at all).
 macro_rules! functions {
     ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $(=> $fallback:ident())?;)*) => {
-        #[allow(non_snake_case)]
         struct Table {
             // Kept open for the program's life: the addresses below point into it.
             _library: ::libloading::Library,
