@@ -290,8 +290,9 @@ pub async fn serve(
     Ok(())
 }
 
+#[cfg(test)]
 // The test reads the serving thread's /proc entry.
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(target_os = "linux")]
 mod tests {
     use std::time::Duration;
 
