@@ -53,51 +53,36 @@ pub fn openapi() -> OpenApiDoc {
 }
 
 /// The methods each documented path template accepts, for 405 and 307 answers.
+///
+/// Matched with axum's own matcher: every request passes here, and comparing the path with each
+/// template in turn was about 0.5 µs of a guidance request's 15 (perf, issue 21).
 #[derive(Debug)]
-struct RouteTable(Vec<(Vec<String>, Vec<Method>)>);
+struct RouteTable(matchit::Router<Vec<Method>>);
 
 impl RouteTable {
     fn new(doc: &OpenApiDoc) -> Self {
-        let rows = doc
-            .paths
-            .paths
-            .iter()
-            .map(|(path, item)| {
-                let segments = path.split('/').map(str::to_owned).collect();
-                let methods = [
-                    (Method::GET, item.get.is_some()),
-                    (Method::POST, item.post.is_some()),
-                    (Method::PUT, item.put.is_some()),
-                    (Method::DELETE, item.delete.is_some()),
-                    (Method::PATCH, item.patch.is_some()),
-                ];
-                (
-                    segments,
-                    methods
-                        .into_iter()
-                        .filter_map(|(m, on)| on.then_some(m))
-                        .collect(),
-                )
-            })
-            .collect();
-        Self(rows)
+        let mut table = matchit::Router::new();
+        for (path, item) in &doc.paths.paths {
+            let methods = [
+                (Method::GET, item.get.is_some()),
+                (Method::POST, item.post.is_some()),
+                (Method::PUT, item.put.is_some()),
+                (Method::DELETE, item.delete.is_some()),
+                (Method::PATCH, item.patch.is_some()),
+            ];
+            let methods = methods
+                .into_iter()
+                .filter_map(|(m, on)| on.then_some(m))
+                .collect();
+            // The router already accepted these templates with the same matcher, so a
+            // conflict here cannot happen; were it to, that path would answer 404.
+            let _ = table.insert(path.as_str(), methods);
+        }
+        Self(table)
     }
 
     fn methods(&self, path: &str) -> Option<&[Method]> {
-        // Every request passes here, so segments are compared as they are split, unallocated.
-        self.0.iter().find_map(|(template, methods)| {
-            let mut segments = path.split('/');
-            let matches = template.iter().all(|t| {
-                segments.next().is_some_and(|s| {
-                    if t.starts_with('{') {
-                        !s.is_empty()
-                    } else {
-                        t == s
-                    }
-                })
-            }) && segments.next().is_none();
-            matches.then_some(methods.as_slice())
-        })
+        self.0.at(path).ok().map(|found| found.value.as_slice())
     }
 }
 
@@ -228,5 +213,21 @@ mod tests {
         assert_eq!(table.methods("/v1/jobs/"), None);
         assert_eq!(table.methods("/v1/sessions/"), None);
         assert_eq!(table.methods("/nope"), None);
+        assert_eq!(table.methods("/health/x"), None);
+        // Every documented path is in the table, so none is answered 404 by mistake.
+        for path in openapi().paths.paths.keys() {
+            let concrete: String = path
+                .split('/')
+                .map(|segment| {
+                    if segment.starts_with('{') {
+                        "abc"
+                    } else {
+                        segment
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            assert!(table.methods(&concrete).is_some(), "{path}");
+        }
     }
 }

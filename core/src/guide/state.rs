@@ -116,6 +116,11 @@ impl LocalState {
         }
     }
 
+    /// Whether events are written anywhere, so a caller can skip assembling them.
+    pub(crate) const fn diagnosing(&self) -> bool {
+        self.diagnostics.is_some()
+    }
+
     /// Marks the service as serving.
     pub fn started(&self) {
         self.diagnose(

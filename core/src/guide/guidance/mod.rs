@@ -172,6 +172,10 @@ impl LocalState {
             })
             .unwrap_or_default();
         let diagnose = |event: &'static str, fields: &[(&'static str, Field)]| {
+            // Two events a request, each a copy of its fields: not made when nothing is logged.
+            if !self.diagnosing() {
+                return;
+            }
             let mut all = task_fields.clone();
             all.extend_from_slice(fields);
             self.diagnose(event, Some(&cid), &all);
