@@ -86,7 +86,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// The ceiling: axum's hello world on the same multi-threaded runtime the API uses.
+/// The ceiling: axum's hello world as its documentation serves it (`axum::serve` on the
+/// multi-threaded runtime), in the same release profile as the API.
 fn hello_world(port: &str) -> ExitCode {
     let serve = async {
         let listener = tokio::net::TcpListener::bind(format!("127.0.0.1:{port}")).await?;

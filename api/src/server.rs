@@ -119,7 +119,9 @@ fn lock(open: &Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
 /// and every wake-up of a task may wake the other worker. Measured with wrk (32 connections,
 /// guidance without an image): 19 µs of server CPU a request on the workers against 17 µs here,
 /// 68–70k against 79k requests a second (issue 21). What a handler spawns (an action's job)
-/// runs on its connection's thread.
+/// runs on its connection's thread. The price: a request's own work holds up the other
+/// connections of its thread while it runs (parsing a body at the 3 MB cap takes a few
+/// milliseconds); the long work, sanitising an image, runs on threads of its own.
 struct ConnectionThreads {
     handles: Vec<tokio::runtime::Handle>,
     next: usize,
