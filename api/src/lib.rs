@@ -37,11 +37,11 @@ pub struct AppState {
 
 /// The whole service: boundary first, then the application.
 pub fn app(local: Arc<LocalState>, boundary: boundary::Boundary) -> Router {
-    let application = routes::application(AppState { local });
-    Router::new()
-        .fallback_service(application)
-        .layer(middleware::from_fn_with_state(
-            Arc::new(boundary),
-            boundary::enforce,
-        ))
+    // The application is a router whose one route is its fallback, so this layer wraps that
+    // fallback and runs before the framework rules; a router of its own around it would be
+    // one more routing of every request.
+    routes::application(AppState { local }).layer(middleware::from_fn_with_state(
+        Arc::new(boundary),
+        boundary::enforce,
+    ))
 }

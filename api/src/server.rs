@@ -280,6 +280,8 @@ pub async fn serve(
                 let connection =
                     watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
                 tokio::select! {
+                    // The connection first: it is what wakes this task at every request.
+                    biased;
                     _ = connection => {}
                     () = slot.evict.notified() => {}
                 }
