@@ -1,10 +1,10 @@
 //! Connector figures through the test platform on loopback, for one or two builds of the shim
-//! in the same run, each beside a baseline measured in that run: idle RSS after HELLO (against
-//! a no-op WebSocket peer), start to HELLO median and slowest (against a bare spawn; plus
-//! first starts with no session bus, a missing bus and a bus that never answers), FILE_STAT with
-//! 4 in flight (shim CPU a request, and the rate against a minimal durable loop doing the same
-//! stat, record and group commit), RSS after twenty 8 MiB reads, FILE_READ and
-//! EXECUTE_COMMAND.
+//! in the same run, each beside a baseline measured in that run: idle private memory (RssAnon)
+//! after HELLO (against a no-op WebSocket peer), start to HELLO median and slowest (against a
+//! bare spawn; plus first starts with no session bus, a missing bus and a bus that never
+//! answers), FILE_STAT with 4 in flight (shim CPU a request, and the rate against a minimal
+//! durable loop doing the same stat, record and group commit), RssAnon after twenty 8 MiB
+//! reads, FILE_READ and EXECUTE_COMMAND. Every memory row has PSS and VmRSS rows beside it.
 //!
 //! The shim runs as a platform runs it: the default log level (one INFO line a request to
 //! stderr, here a file) and its audit log in `$HOME/.local/state`.
@@ -14,8 +14,6 @@
 //! `AUTOGPT_SHIM_BENCH_BEFORE` set to another build, both are measured, interleaved, and
 //! printed side by side. Build both the same way: `-p autogpt-shim` alone unifies other
 //! dependency features than `--workspace` and makes another binary.
-//! `AUTOGPT_SHIM_BENCH_ONLY=idle` measures the idle RSS alone (`scripts/link-order` runs that
-//! under valgrind).
 
 // Bench support: a failed unwrap aborts the run, which is what it should do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -27,6 +25,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use e2e::memory::{Memory, mib};
 use e2e::platform::{Conn, Platform, SESSION, Shim, TOKEN, binary, fresh_dir};
 use local_core::machine::audit_chain::{AuditChain, AuditIdentity, AuditResult, PendingRecord};
 use local_core::machine::files::{self as core_files, StatRequest};
@@ -130,14 +129,9 @@ fn print_table(builds: &[Build], rows: &[Row]) {
 async fn run(builds: &[Build]) -> Vec<Row> {
     let scratch = fresh_dir("connector-bench");
     let mut rows = Vec::new();
-    // scripts/link-order traces what a start and an idle session read, under valgrind's lackey
-    // (every load), which is far too slow for the rest.
-    let idle_only = std::env::var("AUTOGPT_SHIM_BENCH_ONLY").is_ok_and(|only| only == "idle");
-    if !idle_only {
-        starts(builds, &scratch, &mut rows).await;
-        first_starts(builds, &scratch, &mut rows).await;
-    }
-    sessions(builds, &scratch, &mut rows, idle_only).await;
+    starts(builds, &scratch, &mut rows).await;
+    first_starts(builds, &scratch, &mut rows).await;
+    sessions(builds, &scratch, &mut rows).await;
     let _ = std::fs::remove_dir_all(&scratch);
     rows
 }
@@ -304,12 +298,10 @@ struct Live {
     home: PathBuf,
 }
 
-/// Idle RSS, FILE_STAT (alternating between builds), EXECUTE_COMMAND, and twenty 8 MiB reads;
-/// with `idle_only`, idle RSS alone, and each shim then stopped as a service manager stops it
-/// (SIGTERM), so a profiler around it finishes its report.
-async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_only: bool) {
+/// Idle memory, FILE_STAT (alternating between builds), EXECUTE_COMMAND, and twenty 8 MiB reads.
+async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>) {
     let mut live = Vec::new();
-    let mut idle_rss = Vec::new();
+    let mut idle = Vec::new();
     let mut threads = Vec::new();
     for build in builds {
         let (home, root) = home_in(scratch, build.label);
@@ -318,7 +310,7 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
         let (conn, _) = platform.session(&["files", "shell"], |_| {}).await;
         // Idle once the handshake is done and the loop is waiting.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        idle_rss.push(mib(shim.rss_bytes()));
+        idle.push(Memory::of(shim.pid()).unwrap());
         threads.push(thread_count(shim.pid()) as f64);
         live.push(Live {
             shim,
@@ -327,16 +319,14 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
             home,
         });
     }
-    let peer = noop_peer_rss().await;
-    rows.push(Row {
-        name: "idle RSS after HELLO".to_owned(),
-        unit: "MiB",
-        target: "<= 5",
-        baseline_name: "no-op WebSocket peer",
-        baseline: peer,
-        values: idle_rss.clone(),
-        met: |v, _| v <= 5.0,
-    });
+    let peer = noop_peer_memory().await;
+    memory_rows(
+        rows,
+        "idle after HELLO",
+        ("<= 1.5", |v, _| v <= 1.5),
+        ("no-op WebSocket peer", &peer),
+        &idle,
+    );
     rows.push(Row {
         name: "threads after HELLO".to_owned(),
         unit: "n",
@@ -346,13 +336,6 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
         values: threads,
         met: |_, _| true,
     });
-    if idle_only {
-        for mut one in live {
-            one.shim.signal("TERM");
-            one.shim.exit().await;
-        }
-        return;
-    }
 
     // FILE_STAT with 4 in flight, the builds alternating, and the minimal loop between.
     let mut stat_rate = vec![Vec::new(); builds.len()];
@@ -485,7 +468,7 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
 
     // Twenty FILE_READs of 8 MiB (base64), then the RSS once idle again.
     let mut read_rate = Vec::new();
-    let mut read_rss = Vec::new();
+    let mut after_reads = Vec::new();
     for one in &mut live {
         let mut best_secs = f64::MAX;
         for round in 0..READS {
@@ -503,7 +486,7 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
         }
         read_rate.push(READ_BYTES as f64 / 1e6 / best_secs);
         tokio::time::sleep(Duration::from_millis(500)).await;
-        read_rss.push(mib(one.shim.rss_bytes()));
+        after_reads.push(Memory::of(one.shim.pid()).unwrap());
     }
     let mut fs_best = f64::MAX;
     for _ in 0..5 {
@@ -512,15 +495,13 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
         assert_eq!(bytes.len(), READ_BYTES);
         fs_best = fs_best.min(started.elapsed().as_secs_f64());
     }
-    rows.push(Row {
-        name: "RSS after twenty 8 MiB reads".to_owned(),
-        unit: "MiB",
-        target: "<= 24",
-        baseline_name: "idle RSS of the first build",
-        baseline: idle_rss[0],
-        values: read_rss,
-        met: |v, _| v <= 24.0,
-    });
+    memory_rows(
+        rows,
+        "after twenty 8 MiB reads",
+        ("<= 12", |v, _| v <= 12.0),
+        ("idle, the first build", &idle[0]),
+        &after_reads,
+    );
     rows.push(Row {
         name: "FILE_READ 8 MiB (base64), best".to_owned(),
         unit: "MB/s",
@@ -536,10 +517,6 @@ async fn sessions(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>, idle_on
         drop(one.shim);
         let _ = std::fs::remove_dir_all(&one.home);
     }
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
 }
 
 fn thread_count(pid: u32) -> usize {
@@ -621,9 +598,39 @@ async fn noop_peer(url: &str) {
     while let Some(Ok(_)) = socket.next().await {}
 }
 
-/// The RSS of the no-op peer (this executable re-run as one) once it has sent HELLO and
+/// A memory row's figure: its name and how to read it.
+type Figure = (&'static str, fn(&Memory) -> u64);
+
+/// The private memory row of `what` with its target, then PSS and VmRSS rows beside it, each
+/// against the same figure of `baseline`.
+fn memory_rows(
+    rows: &mut Vec<Row>,
+    what: &str,
+    (target, met): (&'static str, fn(f64, f64) -> bool),
+    (baseline_name, baseline): (&'static str, &Memory),
+    values: &[Memory],
+) {
+    let figures: [Figure; 3] = [
+        ("RssAnon", |m| m.rss_anon_kib),
+        ("PSS", |m| m.pss_kib),
+        ("VmRSS", |m| m.rss_kib),
+    ];
+    for (n, (figure, of)) in figures.into_iter().enumerate() {
+        rows.push(Row {
+            name: format!("{figure} {what}"),
+            unit: "MiB",
+            target: if n == 0 { target } else { "-" },
+            baseline_name,
+            baseline: mib(of(baseline)),
+            values: values.iter().map(|m| mib(of(m))).collect(),
+            met: if n == 0 { met } else { |_, _| true },
+        });
+    }
+}
+
+/// The memory of the no-op peer (this executable re-run as one) once it has sent HELLO and
 /// had its HELLO_ACK.
-async fn noop_peer_rss() -> f64 {
+async fn noop_peer_memory() -> Memory {
     let platform = Platform::bind().await;
     let url = format!("{}/ws/local-executor/{SESSION}", platform.url());
     let mut child = Command::new(std::env::current_exe().unwrap())
@@ -632,17 +639,11 @@ async fn noop_peer_rss() -> f64 {
         .unwrap();
     let (conn, _) = platform.session(&[], |_| {}).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap();
+    let memory = Memory::of(child.id()).unwrap();
     drop(conn);
     let _ = child.kill();
     let _ = child.wait();
-    kib / 1024.0
+    memory
 }
 
 /// The ceiling for FILE_STAT with the audit on: 4 workers each stat `big.bin` through a jail,

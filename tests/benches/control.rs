@@ -1,7 +1,7 @@
 //! Control-mode figures through the test platform on loopback with the real binary: the time
 //! from sending ACTIVATE_SESSION to the child's HELLO on its own data connection (median and
-//! p90 of 20), and the memory one live child costs (RSS with 8 live children minus RSS with
-//! none, over 8). Run with `cargo bench -p e2e --bench control` after
+//! p90 of 20), and the private memory one live child costs (RssAnon with 8 live children minus
+//! RssAnon with none, over 8; PSS and VmRSS beside). Run with `cargo bench -p e2e --bench control` after
 //! `cargo build --release --workspace --bins` (it measures the binary next to it).
 
 // Bench support: a failed unwrap aborts the run, which is what it should do.
@@ -10,6 +10,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use e2e::memory::{Memory, mib};
 use e2e::platform::{Platform, Shim, TOKEN, fresh_dir};
 use serde_json::json;
 
@@ -27,20 +28,24 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (latencies, rss_zero, rss_eight) = runtime.block_on(run());
+    let (latencies, zero, eight) = runtime.block_on(run());
     let median = percentile(&latencies, 50);
     let p90 = percentile(&latencies, 90);
-    let per_child = rss_eight.saturating_sub(rss_zero) as f64 / CHILDREN as f64;
+    let per_child = eight.rss_anon_kib.saturating_sub(zero.rss_anon_kib) as f64 / CHILDREN as f64;
     println!();
     println!("control bench (loopback, real autogpt-shim binary)");
     println!(
         "  ACTIVATE_SESSION -> child HELLO   median {median:>8.2} ms   p90 {p90:>8.2} ms   ({ROUNDS} rounds)"
     );
     println!(
-        "  RSS with 0 children {:>8.1} MiB, with {CHILDREN} {:>8.1} MiB: {:>8.1} KiB per live child",
-        rss_zero as f64 / 1_048_576.0,
-        rss_eight as f64 / 1_048_576.0,
-        per_child / 1024.0
+        "  RssAnon with 0 children {:>6.1} MiB, with {CHILDREN} {:>6.1} MiB: {per_child:>6.1} KiB per live child",
+        mib(zero.rss_anon_kib),
+        mib(eight.rss_anon_kib),
+    );
+    println!(
+        "  with 0 children {}; with {CHILDREN} {}",
+        zero.describe(),
+        eight.describe()
     );
     ExitCode::SUCCESS
 }
@@ -52,7 +57,7 @@ fn percentile(samples: &[f64], pct: usize) -> f64 {
     sorted[index]
 }
 
-async fn run() -> (Vec<f64>, u64, u64) {
+async fn run() -> (Vec<f64>, Memory, Memory) {
     let home = fresh_dir("control-bench");
     for i in 0..CHILDREN {
         std::fs::create_dir_all(home.join(format!("chat{i}"))).unwrap();
@@ -92,7 +97,7 @@ async fn run() -> (Vec<f64>, u64, u64) {
 
     // Let the detached children's sockets and tasks wind down before the baseline.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_zero = shim.rss_bytes();
+    let zero = Memory::of(shim.pid()).unwrap();
     let mut children = Vec::new();
     for i in 0..CHILDREN {
         let session = format!("live-{i}");
@@ -111,10 +116,10 @@ async fn run() -> (Vec<f64>, u64, u64) {
         children.push(child);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_eight = shim.rss_bytes();
+    let eight = Memory::of(shim.pid()).unwrap();
     // The shim goes first: it writes into its home until it is killed.
     drop(children);
     drop(shim);
     let _ = std::fs::remove_dir_all(&home);
-    (latencies, rss_zero, rss_eight)
+    (latencies, zero, eight)
 }
