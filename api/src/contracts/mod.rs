@@ -4,6 +4,7 @@
 //! pydantic-style 422 item (`loc`, `type`, fixed `msg`) that never carries the input.
 
 mod convert;
+pub(crate) mod examples;
 pub mod requests;
 pub mod responses;
 pub mod scalars;

@@ -9,7 +9,7 @@ use crate::{
     AppState,
     boundary::LOCAL_OWNER,
     contracts::{
-        StrictJson, job,
+        StrictJson, examples, job,
         requests::{ExecuteRequest, PreviewRequest},
         responses::{
             ErrorDetail, Grant, Job, Preview, PreviewForbidden, Unprocessable, ValidationErrors,
@@ -25,10 +25,10 @@ use crate::{
 /// 403 `STEP_UP_REQUIRED`; any other name is blocked and answers 403 `DENIED`.
 #[utoipa::path(post, path = "/v1/actions/preview", tag = "actions", security(("bearer" = [])),
     request_body(content = PreviewRequest, examples(
-        ("viewLogs" = (summary = "Low risk: view_logs (application is optional, default MSGuide Demo)", value = json!({"tool": "view_logs", "parameters": {"application": "MSGuide Demo"}}))),
-        ("createWorkItem" = (summary = "Medium risk: create_work_item (title required, description optional)", value = json!({"tool": "create_work_item", "parameters": {"title": "Printer on floor 3 is offline", "description": "Reported from the demo"}}))),
-        ("highRisk" = (summary = "High risk: answers 403 STEP_UP_REQUIRED", value = json!({"tool": "delete_personal_data", "parameters": {}}))),
-        ("unknown" = (summary = "Unknown or blocked: answers 403 DENIED", value = json!({"tool": "deploy_production", "parameters": {}}))),
+        ("viewLogs" = (summary = "Low risk: view_logs (application is optional, default MSGuide Demo)", value = json!(examples::actions_view_logs()))),
+        ("createWorkItem" = (summary = "Medium risk: create_work_item (title required, description optional)", value = json!(examples::actions_create_work_item()))),
+        ("highRisk" = (summary = "High risk: answers 403 STEP_UP_REQUIRED", value = json!(examples::actions_high_risk()))),
+        ("unknown" = (summary = "Unknown or blocked: answers 403 DENIED", value = json!(examples::actions_unknown()))),
     )),
     responses(
         (status = 200, description = "Stored preview", body = Preview,
@@ -42,13 +42,13 @@ use crate::{
             )),
         (status = 403, description = "A high-risk tool (STEP_UP_REQUIRED) or an unknown or blocked one (DENIED)", body = PreviewForbidden,
             examples(
-                ("stepUp" = (summary = "modify_service_config or delete_personal_data", value = json!({"status": "STEP_UP_REQUIRED", "detail": "External actions are disabled"}))),
-                ("denied" = (summary = "Any tool but the four named ones", value = json!({"status": "DENIED", "detail": "External actions are disabled"}))),
+                ("stepUp" = (summary = "modify_service_config or delete_personal_data", value = json!(examples::actions_step_up()))),
+                ("denied" = (summary = "Any tool but the four named ones", value = json!(examples::actions_denied()))),
             )),
         (status = 422, description = "Invalid request (validation list), or parameters that do not fit the tool (sentence)", body = Unprocessable,
             examples(
-                ("invalid" = (summary = "The request broke its contract", value = json!({"detail": [{"loc": ["body", "tool"], "type": "string_too_long", "msg": "Invalid request value"}]}))),
-                ("parameters" = (summary = "create_work_item without a title, an unknown parameter, or a value out of range", value = json!({"detail": "Invalid mock tool parameters"}))),
+                ("invalid" = (summary = "The request broke its contract", value = json!(examples::actions_invalid()))),
+                ("parameters" = (summary = "create_work_item without a title, an unknown parameter, or a value out of range", value = json!(examples::actions_parameters()))),
             )),
         (status = 429, description = "Local state capacity reached", body = ErrorDetail),
     ))]
@@ -104,7 +104,7 @@ pub async fn confirm(
         (status = 409, description = "Grant already consumed", body = ErrorDetail),
         (status = 410, description = "Preview or grant expired", body = ErrorDetail),
         (status = 422, description = "Invalid request", body = ValidationErrors,
-            example = json!({"detail": [{"loc": ["body", "grantToken"], "type": "missing", "msg": "Invalid request value"}]})),
+            example = json!(examples::actions_status_422())),
         (status = 429, description = "Too many active mock jobs or capacity reached", body = ErrorDetail),
     ))]
 pub async fn execute(

@@ -7,7 +7,7 @@ use crate::{
     AppState,
     boundary::LOCAL_OWNER,
     contracts::{
-        StrictJson, assist_answer,
+        StrictJson, assist_answer, examples,
         requests::AssistRequest,
         responses::{Assist, ErrorDetail, Unprocessable},
     },
@@ -24,9 +24,9 @@ use crate::{
         (status = 410, description = "Session expired", body = ErrorDetail),
         (status = 422, description = "Invalid request (validation list), or a context of another session or a stale context (sentence)", body = Unprocessable,
             examples(
-                ("invalid" = (summary = "The request broke its contract", value = json!({"detail": [{"loc": ["body", "prompt"], "type": "missing", "msg": "Invalid request value"}]}))),
-                ("otherSession" = (summary = "context.sessionId is not the request's sessionId", value = json!({"detail": "Context session does not match request"}))),
-                ("stale" = (summary = "context.timestamp is 60 s old or more, or over 5 s in the future", value = json!({"detail": "Observation must be at most 60 seconds old and at most 5 seconds in the future"}))),
+                ("invalid" = (summary = "The request broke its contract", value = json!(examples::assist_invalid()))),
+                ("otherSession" = (summary = "context.sessionId is not the request's sessionId", value = json!(examples::assist_other_session()))),
+                ("stale" = (summary = "context.timestamp is 60 s old or more, or over 5 s in the future", value = json!(examples::assist_stale()))),
             )),
     ))]
 pub async fn assist(

@@ -9,7 +9,7 @@ use local_core::limits::{DEFAULT_AUDIT_LIMIT, MAX_AUDIT_EVENTS};
 use crate::{
     AppState,
     contracts::{
-        audit_tail, invalid,
+        audit_tail, examples, invalid,
         responses::{AuditLog, ErrorDetail, ValidationErrors},
     },
     error::ApiError,
@@ -45,7 +45,7 @@ fn limit(query: Option<&str>) -> Result<usize, ApiError> {
         (status = 200, description = "Audit tail", body = AuditLog),
         (status = 404, description = "Audit is disabled", body = ErrorDetail),
         (status = 422, description = "Invalid limit", body = ValidationErrors,
-            example = json!({"detail": [{"loc": ["query", "limit"], "type": "less_than_equal", "msg": "Invalid request value"}]})),
+            example = json!(examples::audit_status_422())),
     ))]
 pub async fn audit_log(
     State(app): State<AppState>,
