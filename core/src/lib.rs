@@ -29,7 +29,6 @@
 
 #[cfg(feature = "desktop")]
 pub mod a11y;
-pub mod bulk;
 pub mod clock;
 #[cfg(feature = "desktop")]
 pub mod desktop;

@@ -99,7 +99,7 @@ impl Envelope {
             return serde_json::to_string(self);
         }
         // Mapped on its own and returned when the last fragment is sent (`local_core::bulk`).
-        let mut out = Vec::with_capacity(local_core::bulk::capacity(bulk + ENVELOPE_ALLOWANCE));
+        let mut out = Vec::with_capacity(bulk + ENVELOPE_ALLOWANCE);
         serde_json::to_writer(&mut out, self)?;
         String::from_utf8(out).map_err(serde::ser::Error::custom)
     }

@@ -10,8 +10,6 @@ use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use png::{BitDepth, ColorType, Compression, DecodingError, Transformations};
 
-use spare::SPARE;
-
 /// Upper bound for both the decoded upload and the re-encoded output.
 pub const MAX_PNG_BYTES: usize = 2_000_000;
 /// Upper bound on the base64 string length; exactly the padded encoding of `MAX_PNG_BYTES`.
@@ -41,13 +39,6 @@ pub struct SanitisedPng {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-}
-
-/// The bytes go back to the encoder while other images are being sanitised (`spare`).
-impl Drop for SanitisedPng {
-    fn drop(&mut self) {
-        SPARE.give_back(std::mem::take(&mut self.bytes));
-    }
 }
 
 impl SanitisedPng {
@@ -139,7 +130,6 @@ pub fn sanitise_png(bytes: &[u8]) -> Result<SanitisedPng, PngError> {
 /// then needs its bytes, one row and the growing output (a few MB) instead of 10 MB of pixels.
 /// An interlaced image arrives in seven passes, not rows, so it is decoded whole first.
 fn sanitise(bytes: &[u8], expected: Option<(u32, u32)>) -> Result<SanitisedPng, PngError> {
-    let _running = SPARE.running();
     let (width, height) = checked_size(bytes, expected)?;
     // IHDR's interlace method; `checked_size` has seen the whole IHDR.
     if bytes.get(IHDR_INTERLACE_AT) != Some(&0) {
@@ -237,7 +227,6 @@ pub fn encode_pixels(pixels: &Pixels) -> Result<SanitisedPng, PngError> {
         width,
         height,
     } = pixels;
-    let _running = SPARE.running();
     let png = encode_rgba8(Rows::Buffer(rgba), *width, *height, MAX_PNG_BYTES)?;
     Ok(SanitisedPng {
         bytes: png,
@@ -494,11 +483,9 @@ fn encode_rgba8(
     height: u32,
     max_bytes: usize,
 ) -> Result<Vec<u8>, PngError> {
-    // The whole output in one buffer that never grows (no copies on the way), mapped on its
-    // own and returned when dropped (`crate::bulk`): a buffer grown by doubling and freed left
-    // each sanitiser thread's arena holding megabytes after the load. During a load it is the
-    // buffer of an image already answered (`spare`).
-    let mut out = SPARE.take(max_bytes.min(crate::bulk::MAPPED_CAPACITY));
+    // The whole output in one buffer that never grows, so no copies on the way; an encoding that
+    // would pass the cap is abandoned (`Capped`), so the cap bounds it.
+    let mut out = Vec::with_capacity(max_bytes.min(MAX_PNG_BYTES));
     // Fastest (the Sub filter on every row) costs a third of Fast (the best of five filters per
     // row) and compresses flat screenshots almost as well; each slower setting is only paid for
     // by the rare image that the one before cannot fit.
@@ -508,7 +495,6 @@ fn encode_rgba8(
             return Ok(out);
         }
     }
-    SPARE.give_back(out);
     Err(PngError::OutputTooLarge)
 }
 
@@ -702,8 +688,6 @@ impl std::io::Write for Lenient<'_, '_> {
         Ok(())
     }
 }
-
-mod spare;
 
 #[cfg(test)]
 mod proptests;

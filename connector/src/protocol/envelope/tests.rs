@@ -726,24 +726,3 @@ fn a_frame_with_bulk_text_is_the_same_json_written_into_a_presized_buffer() {
         );
     }
 }
-
-#[test]
-fn a_bulk_frame_is_written_into_a_buffer_of_its_own_mapping() {
-    use crate::protocol::files::FileContentsPayload;
-    use local_core::bulk::{BULK_MIN, MAPPED_CAPACITY};
-    for (len, mapped) in [(2 * BULK_MIN, true), (1000, false)] {
-        let envelope = Envelope::response(
-            "r-1".to_owned(),
-            1.5,
-            3,
-            Message::FileContents(FileContentsPayload {
-                content: "A".repeat(len),
-                encoding: FileEncoding::Base64,
-                size_bytes: 42,
-                truncated: false,
-            }),
-        );
-        let json = envelope.to_json().unwrap();
-        assert_eq!(json.capacity() == MAPPED_CAPACITY, mapped, "len {len}");
-    }
-}

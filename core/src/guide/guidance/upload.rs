@@ -3,10 +3,7 @@
 //! ids checked for uniqueness. A face converts its contract into a [`GuidanceUpload`] and an
 //! [`ObservationRefusal`] into its own error, nothing more.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
-
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::Semaphore;
 
 use super::{
     GuidanceRequest,
@@ -19,56 +16,12 @@ use crate::guide::{
     png_sanitise::{PngError, sanitise_base64_png},
 };
 
-/// Image sanitisings that may run at once, and the threads that run them. Each is CPU-bound
-/// and holds a few MB, so more at once than the API's two image places (one per core) only
-/// costs memory.
+/// Image sanitisings that may run at once. Each is CPU-bound and holds a few MB, so more at
+/// once than the API's two image places (one per core) only costs memory.
 const MAX_CONCURRENT_SANITISERS: usize = 2;
 
 /// The bound on concurrent image work, shared by every request in the process.
 static SANITISERS: Semaphore = Semaphore::const_new(MAX_CONCURRENT_SANITISERS);
-
-/// One image's work, run on a sanitiser thread.
-type Job = Box<dyn FnOnce() + Send>;
-
-/// The queue of the sanitiser threads, started on first use; `None` when they could not be.
-///
-/// Long-lived threads rather than the runtime's blocking pool: the allocator keeps an arena
-/// per thread and an arena keeps what it once held, so image buffers spread over whichever
-/// short-lived pool threads ran them stayed resident after an image load (the throughput
-/// bench's RSS 10 s after its load); two threads bound that to two arenas' worth.
-fn sanitiser_queue() -> Option<&'static mpsc::Sender<Job>> {
-    static QUEUE: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
-    QUEUE
-        .get_or_init(|| {
-            let (sender, receiver) = mpsc::channel::<Job>();
-            let receiver = Arc::new(Mutex::new(receiver));
-            let mut started = 0;
-            for n in 0..MAX_CONCURRENT_SANITISERS {
-                let receiver = Arc::clone(&receiver);
-                let thread = std::thread::Builder::new()
-                    .name(format!("png-sanitiser-{n}"))
-                    .spawn(move || run_jobs(&receiver));
-                started += usize::from(thread.is_ok());
-            }
-            (started > 0).then_some(sender)
-        })
-        .as_ref()
-}
-
-/// A sanitiser thread: runs jobs until the queue is gone. A job that panics (a decoder bug)
-/// drops its answer channel, which its request reads as failed work; the thread goes on.
-fn run_jobs(receiver: &Mutex<mpsc::Receiver<Job>>) {
-    loop {
-        let job = receiver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .recv();
-        match job {
-            Ok(job) => drop(catch_unwind(AssertUnwindSafe(job))),
-            Err(_) => return,
-        }
-    }
-}
 
 /// A guidance request as a client sent it, after its contract's own checks.
 #[derive(Debug, Clone)]
@@ -123,7 +76,7 @@ pub enum ObservationRefusal {
     Camera(CameraRefusal),
 }
 
-/// Admits `upload`: checks the camera branch's cross-field rules and its task context, sanitises its image (on a sanitiser thread, at
+/// Admits `upload`: checks the camera branch's cross-field rules and its task context, sanitises its image (on the runtime's blocking pool, at
 /// most `MAX_CONCURRENT_SANITISERS` at once: a 1600×1600 PNG takes about ten milliseconds) and
 /// checks its element ids, in that order.
 ///
@@ -158,21 +111,16 @@ pub async fn admit(upload: GuidanceUpload) -> Result<GuidanceRequest, Observatio
             .acquire()
             .await
             .map_err(|_| ObservationRefusal::ImageWorkClosed)?;
-        let queue = sanitiser_queue().ok_or(ObservationRefusal::ImageWorkClosed)?;
-        let (answer, answered) = oneshot::channel();
         // The place is given back when the work ends, not when a request that stopped
-        // waiting goes away, so abandoned uploads cannot pile work up on the threads.
-        let job: Job = Box::new(move || {
+        // waiting goes away, so abandoned uploads cannot pile work up on the blocking pool.
+        // A panic in the decoder ends the task, which the request reads as failed work.
+        tokio::task::spawn_blocking(move || {
             let admitted = admit_observation(raw);
             drop(permit);
-            let _ = answer.send(admitted);
-        });
-        queue
-            .send(job)
-            .map_err(|_| ObservationRefusal::ImageWorkClosed)?;
-        answered
-            .await
-            .map_err(|_| ObservationRefusal::ImageWorkFailed)??
+            admitted
+        })
+        .await
+        .map_err(|_| ObservationRefusal::ImageWorkFailed)??
     } else {
         admit_observation(raw)?
     };

@@ -60,7 +60,7 @@ pub fn read(
     let mut reader = file.take(requested);
     let (content, size_bytes) = match request.encoding {
         Encoding::Text => {
-            let mut bytes = Vec::with_capacity(crate::bulk::capacity(expected));
+            let mut bytes = Vec::with_capacity(expected);
             reader.read_to_end(&mut bytes).map_err(io_error)?;
             let size_bytes = bytes.len() as u64;
             let text = match String::from_utf8(bytes) {
@@ -89,7 +89,7 @@ pub(super) const BASE64_READ_CHUNK: usize = 3 * 16 * 1024;
 /// `expected` bytes: the file's bytes are never held whole beside their encoding. Returns the
 /// encoding and the number of bytes read.
 pub(super) fn read_base64(reader: &mut impl Read, expected: usize) -> io::Result<(String, u64)> {
-    let mut content = String::with_capacity(crate::bulk::capacity(expected.div_ceil(3) * 4));
+    let mut content = String::with_capacity(expected.div_ceil(3) * 4);
     let mut chunk = vec![0; BASE64_READ_CHUNK];
     let mut total = 0_u64;
     loop {

@@ -1441,16 +1441,3 @@ fn base64_read_in_chunks_equals_the_whole_files_encoding() {
         }
     }
 }
-
-#[test]
-fn a_bulk_reads_content_gets_a_buffer_of_its_own_mapping_and_a_small_one_does_not() {
-    use super::read_write::read_base64;
-    use crate::bulk::{BULK_MIN, MAPPED_CAPACITY};
-    // 3 MiB of bytes is 4 MiB of base64: a bulk buffer; 30 KiB is an ordinary one.
-    for (len, mapped) in [(3 * BULK_MIN, true), (30 * 1024, false)] {
-        let data = vec![7_u8; len];
-        let (content, _) = read_base64(&mut data.as_slice(), len).unwrap();
-        assert_eq!(content.len(), len.div_ceil(3) * 4);
-        assert_eq!(content.capacity() == MAPPED_CAPACITY, mapped, "len {len}");
-    }
-}
