@@ -29,7 +29,6 @@ pub(crate) use wire_names;
 pub mod actions;
 pub mod assist;
 pub mod audit_ring;
-pub mod camera;
 // The local API's own log file, at the path its person configures, appended and rotated
 // (core/clippy.toml bans std::fs elsewhere in core; no jail applies to it).
 #[allow(clippy::disallowed_methods, reason = "owns the diagnostic log's files")]

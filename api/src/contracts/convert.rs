@@ -4,11 +4,12 @@ use local_core::guide::{
     actions::{EFFECTS, GrantView, JOB_MESSAGE, JobView, PreviewView},
     assist::{AssistAnswer, AssistContext, Sensitivity},
     audit_ring,
-    camera::{
-        CameraRecovery, CameraReport, Profile, Reinitialization, TeamsCameraSession, Verification,
-    },
     guidance::{
         GuidanceResponse,
+        camera::{
+            CameraRecovery, CameraReport, Profile, Reinitialization, TeamsCameraSession,
+            Verification,
+        },
         model::{
             self, BoundaryKind, Element, PlanStepKind, ScrollDirection, StepOutcome, TaskStatus,
             ToggleState, UiAction,
@@ -539,7 +540,7 @@ pub fn job(view: JobView) -> responses::Job {
 
 #[cfg(test)]
 mod tests {
-    use local_core::guide::{camera::CameraRefusal, png_sanitise::PngError};
+    use local_core::guide::{error::CameraRefusal, png_sanitise::PngError};
     use serde_json::json;
 
     use super::*;

@@ -148,7 +148,7 @@ pub enum Error {
     AuditDisabled,
     /// The camera-recovery branch refused the request; the sentence says why.
     #[error("{0}")]
-    CameraRecovery(#[from] crate::guide::camera::CameraRefusal),
+    CameraRecovery(#[from] CameraRefusal),
 }
 
 /// The class of an [`Error`], which is what a transport maps to its own status.
@@ -217,4 +217,53 @@ impl Error {
             None
         }
     }
+}
+
+/// Why the camera branch refused a request (422, the sentence is the `detail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CameraRefusal {
+    /// `task` or `planSegments: true` came with `cameraRecovery`.
+    #[error("Generic task context cannot authorize camera recovery")]
+    TaskContext,
+    /// The verification names another session, observation or window.
+    #[error(
+        "Camera verification must name this request's session, observation and window; send the verifier's report for this capture"
+    )]
+    VerificationMismatch,
+    /// The verification was made more than 5 s away from the observation.
+    #[error("Camera verification must be captured with the same observation")]
+    VerificationNotWithObservation,
+    /// The observation was captured before one this session already sent.
+    #[error(
+        "Camera recovery observations must arrive in capture order: this one was captured before the last one; send a fresh capture"
+    )]
+    OutOfOrder,
+    /// The observation reuses an id this session already sent for different content.
+    #[error(
+        "This observation id was already used for a different capture in this session; give every capture a new id"
+    )]
+    ObservationIdReused,
+    /// An element carries a `tgt.` id that was not issued for it here.
+    #[error(
+        "An element carries a tgt. target id that was not issued for it in this observation and session; send the element without that id"
+    )]
+    ForgedTarget,
+    /// The verification came before Teams was back with the permission on.
+    #[error(
+        "Camera verification is premature: send it only with the Teams observation that was answered return_to_teams"
+    )]
+    PrematureVerification,
+    /// The verification says the camera runs while the observation shows it off.
+    #[error(
+        "Camera verification conflicts with the observation: Teams shows the camera off; turn the camera on in Teams and capture again"
+    )]
+    ConflictingVerification,
+    /// A verification was sent with the live probe profile, which never completes.
+    #[error("The live probe profile never completes camera recovery; send no verification with it")]
+    LiveProbeVerification,
+    /// The pinned profile's verification did not say how the camera was restarted.
+    #[error(
+        "Camera verification for the pinned profile must say how the camera was reinitialized (reinitializationMethod)"
+    )]
+    ReinitializationMethodMissing,
 }

@@ -6,7 +6,7 @@ use uuid::Uuid;
 use crate::{
     Error, LocalState,
     clock::after,
-    guide::camera::record::CameraRecord,
+    guide::guidance::camera::record::CameraRecord,
     guide::store::{Expiring, parse_id},
     limits::SESSION_LIFETIME,
 };

@@ -10,7 +10,7 @@ use std::{
 };
 
 use e2e::fake_llm::{FakeLlm, Reply};
-use local_core::guide::camera::fixture::{
+use local_core::guide::guidance::camera::fixture::{
     APP_PERMISSION_TOGGLE, BLOCK_INDICATOR, CAMERA_TOGGLE, DEVICES_CAMERA_SETTINGS, DEVICES_TAB,
     ELEMENTS, ElementSpec, MANAGED_NOTICE, OPEN_CAMERA_SETTINGS, SETTINGS_MENU_ITEM,
     SETTINGS_PAGE_TITLE,

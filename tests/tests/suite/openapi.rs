@@ -28,7 +28,7 @@ fn committed_document_matches_the_handlers() {
 /// examples, word for word, so the document lists every answer a client may meet.
 #[test]
 fn every_camera_refusal_is_a_documented_422_example() {
-    use local_core::guide::camera::CameraRefusal::{
+    use local_core::guide::error::CameraRefusal::{
         self, ConflictingVerification, ForgedTarget, LiveProbeVerification, ObservationIdReused,
         OutOfOrder, PrematureVerification, ReinitializationMethodMissing, TaskContext,
         VerificationMismatch, VerificationNotWithObservation,

@@ -4,8 +4,9 @@
 //! sanitised under a bound on concurrent image work, element ids unique); then
 //! [`LocalState::guidance`] runs the reference's order: session, consent, freshness, provider
 //! under a deadline, result and target validation, freshness again, session again; or, with
-//! `cameraRecovery`, the camera engine (`guide::camera`) in the provider's place.
+//! `cameraRecovery`, the camera engine (`guide::guidance::camera`) in the provider's place.
 
+pub mod camera;
 pub mod demo;
 pub mod model;
 pub mod openai;
@@ -26,9 +27,9 @@ use self::{
 };
 use crate::{
     Error, LocalState,
-    guide::camera::{CameraRecovery, CameraReport},
     guide::diagnostics::Field,
     guide::error::GuidanceFailure,
+    guide::guidance::camera::{CameraRecovery, CameraReport},
     limits::{
         MAX_OBSERVATION_AGE, MAX_OBSERVATION_SKEW, MAX_PROVIDER_BUDGET, PROVIDER_BUDGET_RESERVE,
     },

@@ -5,6 +5,7 @@
 
 use tokio::sync::Semaphore;
 
+use super::camera::{CameraRecovery, check_request};
 use super::{
     GuidanceRequest,
     model::{Observation, TaskProgress},
@@ -12,7 +13,7 @@ use super::{
     validate::element_ids_are_unique,
 };
 use crate::guide::{
-    camera::{CameraRecovery, CameraRefusal, check_request},
+    error::CameraRefusal,
     png_sanitise::{PngError, sanitise_base64_png},
 };
 
