@@ -6,6 +6,8 @@
 //! - [`cli`] and [`daemon`]: the command line, and `start` (preflight, the connection, the
 //!   exit code); [`commands`]: every other subcommand (`auth`, `revoke`, `audit`, `doctor`,
 //!   `status`, `install`, `uninstall`).
+//! - [`preflight`]: the one list of start-up checks `doctor` prints and `start` and `install`
+//!   refuse on.
 //! - [`config`]: flags over `AUTOGPT_SHIM_*` over the TOML file over defaults, and the per-OS
 //!   paths of the connector's own files.
 //! - [`ws`]: the WebSocket transport, the dial (with [`auth`]'s tokens) and the reconnect loop.
@@ -38,6 +40,7 @@ pub mod control;
 pub mod daemon;
 pub mod error;
 pub mod mcp;
+pub mod preflight;
 pub mod protocol;
 pub mod request_log;
 pub mod session;

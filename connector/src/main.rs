@@ -57,9 +57,11 @@ fn main() -> ExitCode {
     ExitCode::from(runtime.block_on(Box::pin(daemon::run(prepared))))
 }
 
-/// Prints the one line a refusal gets and returns its exit code.
+/// Prints a refusal, one line per problem, and returns its exit code.
 fn fail(message: &str, code: u8) -> ExitCode {
-    eprintln!("autogpt-shim: {message}");
+    for line in message.lines() {
+        eprintln!("autogpt-shim: {line}");
+    }
     ExitCode::from(code)
 }
 

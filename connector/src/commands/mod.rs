@@ -33,12 +33,13 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
             auth::login(config, env, *no_browser, out)
         }),
         Command::Revoke => with_config(cli, env, out, |config, out| auth::revoke(config, env, out)),
-        Command::Doctor => with_config(cli, env, out, |config, out| {
-            doctor::doctor(&doctor_inputs(cli, config, env), out)
-        }),
-        Command::Status { json } => with_config(cli, env, out, |config, out| {
-            status_command(cli, config, env, out, *json)
-        }),
+        // Every problem, the configuration's included: no early stop at the first.
+        Command::Doctor => {
+            let loaded = config::load_all(&crate::cli::overrides(cli), env);
+            let inputs = crate::preflight::Inputs::gather(loaded, &cli.log_level, env);
+            doctor::doctor(&inputs, out)
+        }
+        Command::Status { json } => status_command(cli, env, out, *json),
         Command::Audit { command } => with_config(cli, env, out, |config, out| {
             let Some(log) = config.audit_log_path.clone() else {
                 return fail(
@@ -51,76 +52,101 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
     }
 }
 
-/// `status`: the last daemon's own report, the configuration a start would use now, and the
-/// autostart entry, under those three headings, or as one JSON object with `--json`.
-fn status_command(
-    cli: &Cli,
-    config: &ShimConfig,
-    env: &impl Env,
-    out: &mut dyn Write,
-    json: bool,
-) -> u8 {
-    let Some(path) = config::status_path(env) else {
+/// `status`: what runs now (every running daemon, else the last one and how it ended), what
+/// a start here would run (the configuration), and the autostart entry, under those three
+/// headings, or as one JSON object with `--json`. A broken configuration does not stop it.
+fn status_command(cli: &Cli, env: &impl Env, out: &mut dyn Write, json: bool) -> u8 {
+    let Some(dir) = config::daemons_dir(env) else {
         return fail(out, "no state directory: set HOME or XDG_STATE_HOME");
     };
-    let last = status::last_run(&path, status::pid_alive);
-    let platform = status::redact_url(&config.platform_url);
+    let loaded = config::load_all(&crate::cli::overrides(cli), env);
+    let config = &loaded.config;
+    let survey = status::survey(&dir);
+    let code = survey.code();
+    let instance = status::Instance::of(config.session_id.as_deref());
+    let running = survey.of(&instance).filter(|seen| seen.running);
+    let dialled = match &config.session_id {
+        Some(id) => config.data_url(id),
+        None => config.ws_endpoint(),
+    }
+    .map_or_else(
+        |_| status::redact_url(&config.platform_url),
+        |url| status::redact_url(&url),
+    );
     let file = config
         .config_file
         .as_ref()
         .map(|file| file.display().to_string());
+    let root = config
+        .session_id
+        .as_ref()
+        .and(config.allowed_root.as_ref())
+        .map(|root| root.display().to_string());
+    let problems: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
     let unit = unit(cli, env).ok().map(|(unit, _)| unit);
     if json {
-        let (mode, root) = match &config.session_id {
-            Some(_) => (
-                "legacy",
-                config
-                    .allowed_root
-                    .as_ref()
-                    .map(|root| root.display().to_string()),
-            ),
-            None => ("control", None),
+        // The running daemons, or else the last one.
+        let shown: Vec<&status::Seen> = if survey.running().next().is_some() {
+            survey.running().collect()
+        } else {
+            survey.daemons.iter().take(1).collect()
         };
         let autostart = unit
             .as_ref()
             .and_then(|unit| service::describe_json(unit).ok());
         let report = serde_json::json!({
-            "last_run": last,
-            "configuration": {
+            "now": {
+                "running": code == status::EXIT_RUNNING,
+                "daemons": shown,
+                "unreadable": survey.unreadable,
+                "status_dir": dir.display().to_string(),
+            },
+            "configured": {
                 "file": file,
-                "platform_url": platform,
-                "mode": mode,
+                "platform_url": dialled,
+                "mode": if config.session_id.is_some() { "legacy" } else { "control" },
                 "session_id": config.session_id,
                 "allowed_root": root,
+                "running": running.is_some(),
+                "problems": problems,
             },
             "autostart": autostart,
         });
         let _ = writeln!(out, "{report}");
-        return last.code;
+        return code;
     }
-    let code = match status::print_last_run(&last, out) {
-        Ok(()) => last.code,
-        Err(_) => status::EXIT_UNKNOWN,
-    };
-    let _ = writeln!(
-        out,
-        "configuration: {}",
-        file.as_deref()
-            .unwrap_or("no config file (defaults, environment and flags)")
-    );
-    let _ = writeln!(out, "  platform: {platform}");
-    // The reference's configured mode: control mode has no root of its own (each chat's
-    // session is jailed to the folder picked for it).
-    match &config.session_id {
-        Some(session) => {
-            let _ = writeln!(out, "  mode: legacy direct session {session}");
-            if let Some(root) = &config.allowed_root {
-                let _ = writeln!(out, "  allowed root: {}", root.display());
-            }
+    let printed = (|| -> std::io::Result<()> {
+        status::print_now(&survey, &dir, out)?;
+        writeln!(
+            out,
+            "configured: what `autogpt-shim start` would run with these flags, environment and config file"
+        )?;
+        writeln!(
+            out,
+            "  config file: {}",
+            file.as_deref()
+                .unwrap_or("none (defaults, environment and flags)")
+        )?;
+        writeln!(out, "  mode: {}", instance.describe())?;
+        writeln!(out, "  platform: {dialled}")?;
+        if let Some(root) = &root {
+            writeln!(out, "  allowed root: {root}")?;
         }
-        None => {
-            let _ = writeln!(out, "  mode: persistent machine control");
+        match running {
+            Some(seen) => writeln!(out, "  its daemon: running (pid {})", seen.status.pid)?,
+            None => writeln!(out, "  its daemon: not running")?,
         }
+        if !problems.is_empty() {
+            writeln!(
+                out,
+                "  problems: {}; `autogpt-shim doctor` lists them with what to do",
+                problems.len()
+            )?;
+        }
+        Ok(())
+    })();
+    if printed.is_err() {
+        return status::EXIT_UNKNOWN;
     }
     if let Some(unit) = &unit {
         let _ = service::describe(unit, out);
@@ -290,33 +316,10 @@ fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
     Ok((unit, config_path))
 }
 
-fn doctor_inputs(cli: &Cli, config: &ShimConfig, env: &impl Env) -> doctor::DoctorInputs {
-    let state = config::state_dir(env).unwrap_or_default();
-    doctor::DoctorInputs {
-        os: service::Os::current(),
-        session_id: config.session_id.clone(),
-        allowed_root: config.allowed_root.clone().unwrap_or_default(),
-        home: config::home_dir(env),
-        audit_log_path: config
-            .audit_log_path
-            .clone()
-            .unwrap_or_else(|| state.join("audit.log")),
-        audit_key_path: config::audit_key_path(env).unwrap_or_else(|| state.join("audit.key")),
-        token_in_env: env
-            .var(config::TOKEN_ENV)
-            .is_some_and(|token| !token.trim().is_empty()),
-        token_file: cli.token_file.clone().or_else(|| config.token_file.clone()),
-        platform_url: config.platform_url.clone(),
-        enable_shell: config.enable_shell,
-        enable_computer_use: config.enable_computer_use,
-        enable_recording: config.enable_recording,
-        xdg_session_type: env.var("XDG_SESSION_TYPE"),
-        wayland_display: env.var("WAYLAND_DISPLAY"),
-        display: env.var("DISPLAY"),
-    }
-}
-
+/// Prints a refusal, one line per problem, and returns 78.
 fn fail(out: &mut dyn Write, message: &str) -> u8 {
-    let _ = writeln!(out, "autogpt-shim: {message}");
+    for line in message.lines() {
+        let _ = writeln!(out, "autogpt-shim: {line}");
+    }
     EXIT_PREFLIGHT
 }

@@ -64,8 +64,8 @@ use fields::{EXPECT_PATH, EXPECT_TOKEN, Field, Raw, display_name, file_value, re
 use file::{apply_file, read_config_file};
 use paths::non_blank;
 pub use paths::{
-    audit_key_path, config_path, default_allowed_root, default_audit_log_path, home_dir, state_dir,
-    status_path,
+    audit_key_path, config_path, daemons_dir, default_allowed_root, default_audit_log_path,
+    home_dir, state_dir,
 };
 
 /// The largest config file read; a config file is a few hundred bytes.

@@ -943,8 +943,8 @@ fn linux_paths_come_from_xdg_with_a_home_fallback() {
             Some(PathBuf::from("/state/autogpt-local-executor/audit.key"))
         );
         assert_eq!(
-            status_path(&xdg),
-            Some(PathBuf::from("/state/autogpt-local-executor/status.json"))
+            daemons_dir(&xdg),
+            Some(PathBuf::from("/state/autogpt-local-executor/daemons"))
         );
         assert_eq!(config_path(&xdg), config_path_for(os, &xdg));
         assert_eq!(

@@ -338,7 +338,11 @@ fn a_new_config_file_holds_the_given_settings() {
     assert!(!updated);
     assert_eq!(keys, &["enable_shell", "platform_url", "token_file"]);
     assert!(text.starts_with("# autogpt-shim configuration"), "{text}");
-    assert!(notes.is_empty(), "{notes:?}");
+    // What `doctor` would warn about, passed on as notes.
+    assert_eq!(
+        notes,
+        ["shell: enabled: shell gives the platform full user-level access to this machine"]
+    );
     let (config, warnings) = config::parse_file(&path, text, &env).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(config.platform_url, "https://p.example");
@@ -454,8 +458,8 @@ fn a_service_that_could_not_start_is_refused_with_what_is_missing() {
     assert_eq!(
         message,
         format!(
-            "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
-            missing_root.display()
+            "allowed root: {root} does not exist: create it with `mkdir -p {root}`, or pass --allowed-root with an existing folder",
+            root = missing_root.display()
         )
     );
 
