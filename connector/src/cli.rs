@@ -88,6 +88,10 @@ pub enum Command {
         /// Replace settings an existing config file already holds.
         #[arg(long)]
         force: bool,
+        /// Run this binary where it is (a package's /usr/bin) instead of a copy in
+        /// ~/.local/bin; refused inside a cargo target/ folder.
+        #[arg(long)]
+        in_place: bool,
         /// The switches the service starts with, as for `start`.
         #[command(flatten)]
         switches: StartArgs,

@@ -24,8 +24,11 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
         // `main` runs the daemon itself.
         Command::Start(_) | Command::Mcp(_) => EXIT_PREFLIGHT,
         Command::Install {
-            at_login, force, ..
-        } => install_command(cli, env, out, *at_login, *force),
+            at_login,
+            force,
+            in_place,
+            ..
+        } => install_command(cli, env, out, *at_login, *force, *in_place),
         // Without loading the configuration, as the reference does, so a broken config file
         // cannot stop anyone from removing the entry.
         Command::Uninstall => uninstall_command(cli, env, out),
@@ -83,7 +86,9 @@ fn status_command(cli: &Cli, env: &impl Env, out: &mut dyn Write, json: bool) ->
         .and(config.allowed_root.as_ref())
         .map(|root| root.display().to_string());
     let problems: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
-    let unit = unit(cli, env).ok().map(|(unit, _)| unit);
+    let unit = unit(cli, env, &installed_binary(env))
+        .ok()
+        .map(|(unit, _)| unit);
     if json {
         // The running daemons, or else the last one.
         let shown: Vec<&status::Seen> = if survey.running().next().is_some() {
@@ -214,11 +219,28 @@ fn install_command(
     out: &mut dyn Write,
     at_login: bool,
     force: bool,
+    in_place: bool,
 ) -> u8 {
     if !at_login {
         return fail(out, "only --at-login is supported as the autostart trigger");
     }
-    let (unit, config_path) = match unit(cli, env) {
+    let os = service::Os::current();
+    let binary = std::env::current_exe()
+        .map_err(|err| {
+            format!(
+                "cannot find this program's own file ({}): run install with the binary's full path",
+                config::io_words(&err)
+            )
+        })
+        .and_then(|exe| {
+            let stable = service::stable_binary(os, env);
+            service::plan_binary(&exe, stable.as_deref(), in_place)
+        });
+    let binary = match binary {
+        Ok(binary) => binary,
+        Err(err) => return fail(out, &err),
+    };
+    let (unit, config_path) = match unit(cli, env, binary.path()) {
         Ok(found) => found,
         Err(err) => return fail(out, &err),
     };
@@ -226,7 +248,7 @@ fn install_command(
         .map_err(|err| {
             format!(
                 "cannot read the current directory ({}): run install from a folder that still exists",
-                err.kind()
+                config::io_words(&err)
             )
         })
         .and_then(|cwd| {
@@ -235,7 +257,13 @@ fn install_command(
         })
         .and_then(|settings| {
             let existing = own_files::read_capped(&config_path, config::MAX_CONFIG_FILE_BYTES)
-                .map_err(|err| err.to_string())?
+                .map_err(|err| {
+                    format!(
+                        "cannot read the config file {} ({}): make it readable by you, or pass --config with another file",
+                        config_path.display(),
+                        config::io_words(&err)
+                    )
+                })?
                 .map(String::from_utf8)
                 .transpose()
                 .map_err(|_| {
@@ -251,10 +279,31 @@ fn install_command(
         Ok(planned) => planned,
         Err(err) => return fail(out, &err),
     };
-    let done = service::write_config(&config_path, &plan, out)
+    let done = service::place_binary(&binary, out)
+        .and_then(|_| service::write_config(&config_path, &plan, out))
         .and_then(|()| service::install(&unit, true, out));
     if let Err(err) = done {
         return fail(out, &err.to_string());
+    }
+    let program = binary.path();
+    let by_hand = format!(
+        "{} --config {} start",
+        crate::preflight::shell_quote(program),
+        crate::preflight::shell_quote(&config_path)
+    );
+    let manager = service::user_manager(os, Path::new("/run/systemd"), env);
+    let user = env.var("USER");
+    let _ = service::print_activation(&unit, &manager, &by_hand, user.as_deref(), out);
+    if let Some(dir) = program.parent()
+        && !matches!(binary, service::Binary::InPlace(_))
+        && !service::on_path(dir, env)
+    {
+        let _ = writeln!(
+            out,
+            "note: {} is not on your PATH: add it (for example in ~/.profile) to run `autogpt-shim` by name, or run {} by its full path",
+            dir.display(),
+            program.display()
+        );
     }
     for note in notes {
         let _ = writeln!(out, "note: {note}");
@@ -263,7 +312,7 @@ fn install_command(
 }
 
 fn uninstall_command(cli: &Cli, env: &impl Env, out: &mut dyn Write) -> u8 {
-    let unit = match unit(cli, env) {
+    let unit = match unit(cli, env, &installed_binary(env)) {
         Ok((unit, _)) => unit,
         Err(err) => return fail(out, &err),
     };
@@ -277,11 +326,18 @@ fn uninstall_command(cli: &Cli, env: &impl Env, out: &mut dyn Write) -> u8 {
     }
 }
 
-/// The autostart entry for this machine (this executable, the configuration file, and the
+/// The binary an entry `install` wrote runs: the stable copy when there is one, else this
+/// one (`--in-place`).
+fn installed_binary(env: &impl Env) -> PathBuf {
+    service::stable_binary(service::Os::current(), env)
+        .filter(|stable| own_files::look(stable).is_ok())
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("autogpt-shim"))
+}
+
+/// The autostart entry for this machine (running `shim`, with the configuration file, and the
 /// state directory for its logs) and the configuration file it names.
-fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
-    let shim =
-        std::env::current_exe().map_err(|err| format!("cannot find this executable: {err}"))?;
+fn unit(cli: &Cli, env: &impl Env, shim: &Path) -> Result<(service::Unit, PathBuf), String> {
     let config_path = cli
         .config
         .clone()
@@ -308,7 +364,7 @@ fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
     let unit = service::unit_for(
         service::Os::current(),
         &locations,
-        &shim,
+        shim,
         &config_path,
         &log_dir,
     )
