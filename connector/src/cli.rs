@@ -62,8 +62,12 @@ pub enum Command {
     /// Serve this machine to a local MCP client (a desktop chat app, a coding agent) over
     /// stdin/stdout: files in the allowed root by default, more only with the switches below.
     Mcp(McpArgs),
-    /// Check that this machine can run the daemon; exit 78 when it cannot.
+    /// Check that this machine can run the daemon (the checks `start` and `install` run);
+    /// exit 78 when it cannot.
     Doctor,
+    /// Serve a small platform on 127.0.0.1 to try the connector against: it prints the
+    /// `start` command to run, then sends the requests you type and shows every answer.
+    Try(TryArgs),
     /// Show the last daemon's state, the configuration and the autostart entry.
     Status {
         /// Print one JSON object (`last_run`, `configuration`, `autostart`) for scripts.
@@ -115,6 +119,7 @@ impl Command {
             Self::Start(_) => "start",
             Self::Mcp(_) => "mcp",
             Self::Doctor => "doctor",
+            Self::Try(_) => "try",
             Self::Status { .. } => "status",
             Self::Install { .. } => "install",
             Self::Uninstall => "uninstall",
@@ -185,6 +190,18 @@ pub struct StartArgs {
     /// Design-preview workflow recording; start-up always refuses it.
     #[arg(long)]
     pub enable_recording: bool,
+}
+
+/// `try` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TryArgs {
+    /// The loopback port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8770, value_name = "PORT")]
+    pub port: u16,
+    /// Send this request line once the connector is connected, instead of reading them from
+    /// the terminal (repeatable; `try` ends after the last reply, exit 1 if any was an ERROR).
+    #[arg(long, value_name = "LINE")]
+    pub send: Vec<String>,
 }
 
 /// `mcp` flags: the switches of `start` that have an MCP tool.

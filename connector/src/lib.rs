@@ -19,6 +19,8 @@
 //!   builder.
 //! - [`mcp`]: `autogpt-shim mcp`, the same capabilities served to a local MCP client over
 //!   stdio, each tool a conversion onto the one capability path.
+//! - [`try_platform`]: `autogpt-shim try`, a small platform on loopback to try the
+//!   connector against.
 //! - [`control`]: machine control mode: folder browsing, root grants, one in-process child
 //!   connection per active session.
 //! - [`audit`] and [`request_log`]: the machine's HMAC-chained audit log (every record durable
@@ -44,4 +46,5 @@ pub mod preflight;
 pub mod protocol;
 pub mod request_log;
 pub mod session;
+pub mod try_platform;
 pub mod ws;

@@ -65,6 +65,13 @@ impl Token {
             .filter(|value| !value.is_empty())
             .map(|value| Self(Redacted::new(value.to_owned())))
     }
+
+    /// Whether `presented` is this token, compared in constant time (the `try` platform
+    /// checks the bearer it is dialled with).
+    #[must_use]
+    pub fn matches(&self, presented: &str) -> bool {
+        self.0.matches(presented.as_bytes())
+    }
 }
 
 /// Why a dial failed.

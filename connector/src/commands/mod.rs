@@ -22,7 +22,7 @@ use local_core::machine::own_files;
 pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool>) -> u8 {
     match &cli.command {
         // `main` runs the daemon itself.
-        Command::Start(_) | Command::Mcp(_) => EXIT_PREFLIGHT,
+        Command::Start(_) | Command::Mcp(_) | Command::Try(_) => EXIT_PREFLIGHT,
         Command::Install {
             at_login,
             force,
