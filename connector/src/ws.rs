@@ -529,6 +529,8 @@ pub async fn run_data_connection(
     mut shutdown: Shutdown,
 ) -> Outcome {
     let mut attempt: u32 = 0;
+    // Why the last dial failed, told with the delay before the next.
+    let mut failed: Option<String> = None;
     let tell = |state, error: Option<&str>| {
         if let Some(observer) = &config.observer {
             observer.tell(state, error);
@@ -602,20 +604,16 @@ pub async fn run_data_connection(
                 return Outcome::InvalidRequest(reason);
             }
             Err(err) => {
-                let delay = config.backoff.delay(attempt);
-                // One line a person can act on, the retry included: the loop keeps trying.
-                tracing::warn!("{err}; trying again in {:.1} s", delay.as_secs_f64());
-                tell(DaemonState::Reconnecting, Some(&err.to_string()));
-                attempt = attempt.saturating_add(1);
-                tokio::select! {
-                    () = shutdown.requested() => return Outcome::Shutdown,
-                    () = tokio::time::sleep(delay) => {}
-                }
-                continue;
+                failed = Some(err.to_string());
+                tell(DaemonState::Reconnecting, failed.as_deref());
             }
         }
         let delay = config.backoff.delay(attempt);
         attempt = attempt.saturating_add(1);
+        if let Some(failed) = failed.take() {
+            // One line a person can act on, the retry included: the loop keeps trying.
+            tracing::warn!("{failed}; trying again in {:.1} s", delay.as_secs_f64());
+        }
         tracing::info!(delay_ms = delay.as_millis(), "reconnecting after a delay");
         tokio::select! {
             () = shutdown.requested() => return Outcome::Shutdown,

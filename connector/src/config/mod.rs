@@ -381,7 +381,7 @@ pub enum ConfigError {
         path: PathBuf,
     },
     /// The config file exists but cannot be read, or is larger than the cap.
-    #[error("cannot read the config file {} ({}): make it readable by this user (`chmod 600` on it) or point --config elsewhere", path.display(), source.kind())]
+    #[error("cannot read the config file {} ({}): make it a file readable by this user (`chmod 600` on it), or point --config at another file", path.display(), io_words(source))]
     ReadFile {
         /// The file.
         path: PathBuf,

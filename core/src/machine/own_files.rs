@@ -315,8 +315,10 @@ pub fn lock(path: &Path, note: &str) -> Result<FileLock, LockError> {
         }
         Err(fs::TryLockError::Error(err)) => return Err(LockError::Io(err)),
     }
-    file.set_len(0)?;
-    file.write_all(note.as_bytes())?;
+    // The note only names the holder to the next taker: a full disk must not cost the lock.
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.write_all(note.as_bytes()));
     Ok(FileLock { _file: file })
 }
 
