@@ -226,7 +226,7 @@ impl Platform {
             .unwrap()
     }
 
-    /// Listens on `addr` (the example platform's chosen port).
+    /// Listens on `addr` (a port a test chose).
     ///
     /// # Errors
     /// The bind's error (port taken, no permission).
@@ -258,15 +258,6 @@ impl Platform {
         // unacknowledged.
         tcp.set_nodelay(true).unwrap();
         tcp
-    }
-
-    /// Accepts one upgrade however long the dial takes (a person starting the shim by hand).
-    ///
-    /// # Errors
-    /// The listener's accept error.
-    pub async fn accept_patiently(&self) -> std::io::Result<(Option<Conn>, Seen)> {
-        let (tcp, _) = self.listener.accept().await?;
-        Ok(Self::upgrade(tcp, None).await)
     }
 
     /// Answers the upgrade on an accepted dial; `refuse` answers it with that HTTP status

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::config::{self, ConfigError, Overrides, ShimConfig};
+use crate::preflight;
 use crate::ws::{Backoff, Token};
 
 pub use crate::config::{Env, ProcessEnv};
@@ -61,8 +62,12 @@ pub enum Command {
     /// Serve this machine to a local MCP client (a desktop chat app, a coding agent) over
     /// stdin/stdout: files in the allowed root by default, more only with the switches below.
     Mcp(McpArgs),
-    /// Check that this machine can run the daemon; exit 78 when it cannot.
+    /// Check that this machine can run the daemon (the checks `start` and `install` run);
+    /// exit 78 when it cannot.
     Doctor,
+    /// Serve a small platform on 127.0.0.1 to try the connector against: it prints the
+    /// `start` command to run, then sends the requests you type and shows every answer.
+    Try(TryArgs),
     /// Show the last daemon's state, the configuration and the autostart entry.
     Status {
         /// Print one JSON object (`last_run`, `configuration`, `autostart`) for scripts.
@@ -87,6 +92,10 @@ pub enum Command {
         /// Replace settings an existing config file already holds.
         #[arg(long)]
         force: bool,
+        /// Run this binary where it is (a package's /usr/bin) instead of a copy in
+        /// ~/.local/bin; refused inside a cargo target/ folder.
+        #[arg(long)]
+        in_place: bool,
         /// The switches the service starts with, as for `start`.
         #[command(flatten)]
         switches: StartArgs,
@@ -110,6 +119,7 @@ impl Command {
             Self::Start(_) => "start",
             Self::Mcp(_) => "mcp",
             Self::Doctor => "doctor",
+            Self::Try(_) => "try",
             Self::Status { .. } => "status",
             Self::Install { .. } => "install",
             Self::Uninstall => "uninstall",
@@ -182,6 +192,18 @@ pub struct StartArgs {
     pub enable_recording: bool,
 }
 
+/// `try` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TryArgs {
+    /// The loopback port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8770, value_name = "PORT")]
+    pub port: u16,
+    /// Send this request line once the connector is connected, instead of reading them from
+    /// the terminal (repeatable; `try` ends after the last reply, exit 1 if any was an ERROR).
+    #[arg(long, value_name = "LINE")]
+    pub send: Vec<String>,
+}
+
 /// `mcp` flags: the switches of `start` that have an MCP tool.
 #[derive(Debug, Default, clap::Args)]
 #[allow(clippy::struct_excessive_bools)]
@@ -249,6 +271,18 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// A refusal of several problems, one line each.
+    fn preflight_lines(lines: impl IntoIterator<Item = String>) -> Self {
+        let lines: Vec<String> = lines
+            .into_iter()
+            .map(|line| Self::preflight(line).message)
+            .collect();
+        Self {
+            message: lines.join("\n"),
+            code: EXIT_PREFLIGHT,
+        }
+    }
+
     fn preflight(message: impl Into<String>) -> Self {
         let message: String = message.into();
         Self {
@@ -320,38 +354,35 @@ pub fn load_config(cli: &Cli, env: &impl Env) -> Result<(ShimConfig, Vec<String>
     Ok(config::load(&overrides(cli), env)?)
 }
 
-/// Resolves `start` into a start configuration, or the refusal.
+/// Resolves `start` into a start configuration, or the refusal: every failed check of
+/// [`crate::preflight`] (the list `doctor` prints), one line each.
 ///
 /// # Errors
-/// A [`Refusal`] (exit 78) for another subcommand, recording, a bad log level,
-/// any configuration error, or an unusable token file. Whether the allowed root exists is
-/// checked when the jail opens it.
+/// A [`Refusal`] (exit 78) for another subcommand, or listing every problem the checks found:
+/// recording, a bad log level, refused configuration values, a missing allowed root, an
+/// unusable token file, audit log or key, a bad platform URL.
 pub fn resolve(cli: &Cli, env: &impl Env) -> Result<StartConfig, Refusal> {
-    let Command::Start(start) = &cli.command else {
+    let Command::Start(_) = &cli.command else {
         return Err(Refusal::preflight(format!(
             "`{}` is not available in this build",
             cli.command.name()
         )));
     };
-    // Fail closed before anything else: this flag asks for more than this build can do.
-    if start.enable_recording {
-        return Err(Refusal::preflight(
-            "--enable-recording is a design preview and always fails closed; start without it",
-        ));
+    let loaded = config::load_all(&overrides(cli), env);
+    let warnings = loaded.warnings.clone();
+    let inputs = preflight::Inputs::gather(loaded, &cli.log_level, env);
+    let findings = preflight::checks(&inputs);
+    let refused: Vec<String> = preflight::blocking(&findings)
+        .map(preflight::Finding::sentence)
+        .collect();
+    if !refused.is_empty() {
+        return Err(Refusal::preflight_lines(refused));
     }
+    let config = inputs.config;
+    // The checks passed, so what follows cannot fail unless a file changed in between.
     let log_level = tracing_level(&cli.log_level).ok_or_else(|| {
-        Refusal::preflight(format!(
-            "unknown --log-level {:?} (use DEBUG, INFO, WARNING, ERROR or CRITICAL)",
-            cli.log_level
-        ))
+        Refusal::preflight("--log-level must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
     })?;
-    let (config, warnings) = load_config(cli, env)?;
-    if config.enable_recording {
-        return Err(Refusal::preflight(
-            "enable_recording is a design preview and always fails closed; remove it from the config file and the environment",
-        ));
-    }
-
     let session_id = config.session_id.clone();
     let url = match &session_id {
         Some(session_id) => config.data_url(session_id),

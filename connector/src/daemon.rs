@@ -24,13 +24,14 @@ use crate::auth::oauth::OAuthClient;
 use crate::auth::store::{Places, TokenStore, load_or_create_audit_key};
 use crate::auth::{Credentials, Endpoints};
 use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT, Env, Refusal, StartConfig};
-use crate::commands::status::{self, DaemonState, DaemonStatus};
+use crate::commands::status::{self, DaemonState, DaemonStatus, Instance};
 use crate::config;
 use crate::control::{ChildTemplate, Control, ControlConfig, LiveObserver};
 use crate::protocol::{Arch, Capability, Platform, close_code};
 use crate::session::{Computer, ControlPlane, Host, LocalLlm, Role, SessionConfig, SessionEnd};
 use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_connection};
 use local_core::desktop::clipboard::Policy as ClipboardPolicy;
+use local_core::machine::own_files::FileLock;
 use local_core::machine::root_grant::GrantKey;
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
@@ -49,16 +50,43 @@ pub struct Prepared {
     control: Option<ControlConfig>,
     grant_key: GrantKey,
     places: Places,
+    /// This daemon's claim on its instance, held until it has written its last status.
+    lock: FileLock,
 }
 
-/// Checks and opens what `start` needs: opens the jail,
-/// the audit key and chain, and writes SHIM_START. Nothing here touches the network.
+/// The local model client `start` serves LOCAL_LLM_COMPLETION with; `preflight` builds it
+/// too, so a backend `start` cannot use is a failed check.
+///
+/// # Errors
+/// The client cannot be built for the configured backend URL.
+pub fn llm_client(settings: &config::ShimConfig) -> Result<LlmClient, String> {
+    let backend = BackendConfig {
+        kind: settings.local_llm_backend,
+        base_url: settings.ollama_url.clone(),
+        api_key: None,
+        auth_header: AuthHeader::Bearer,
+        connect_timeout: LLM_CONNECT_TIMEOUT,
+        total_timeout: LLM_TOTAL_TIMEOUT,
+        list_timeout: LLM_LIST_TIMEOUT,
+    };
+    LlmClient::new(backend).map_err(|err| err.to_string())
+}
+
+/// Claims this daemon's instance (refused while another daemon runs the same session, or
+/// control mode), then opens what `start` needs: the jail, the audit key and chain, and
+/// writes SHIM_START. Nothing here touches the network; [`crate::preflight`] has checked
+/// all of it already, so a refusal here means something changed in between.
 ///
 /// # Errors
 /// A [`Refusal`] (exit 78) with one line naming what is wrong.
 pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal> {
     let settings = &config.config;
     let home = config::home_dir(env);
+    let daemons = config::daemons_dir(env)
+        .ok_or_else(|| preflight("no state directory: set HOME or XDG_STATE_HOME"))?;
+    let instance = Instance::of(config.session_id.as_deref());
+    // First, before SHIM_START or the status file: a second daemon changes nothing.
+    let lock = status::claim(&daemons, &instance).map_err(preflight)?;
     let jail = match (&config.session_id, &home) {
         (Some(_), _) => Jail::open(&config.allowed_root).map_err(|_| {
             preflight(format!(
@@ -122,21 +150,16 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         session.advertised.push(Capability::ComputerUse);
     }
     if settings.enable_local_llm {
-        let backend = BackendConfig {
-            kind: settings.local_llm_backend,
-            base_url: settings.ollama_url.clone(),
-            api_key: None,
-            auth_header: AuthHeader::Bearer,
-            connect_timeout: LLM_CONNECT_TIMEOUT,
-            total_timeout: LLM_TOTAL_TIMEOUT,
-            list_timeout: LLM_LIST_TIMEOUT,
-        };
-        let client = LlmClient::new(backend)
+        let client = llm_client(settings)
             .map_err(|err| preflight(format!("the local model backend URL is unusable: {err}")))?;
         host = host.with_llm(LocalLlm::new(client));
         session.advertised.push(Capability::LocalLlm);
     }
-    let status = config::status_path(env).map(|path| StatusFile::new(path, &config, &host));
+    let status = Some(StatusFile::new(
+        instance.status_file(&daemons),
+        &config,
+        &host,
+    ));
     let control = config.session_id.is_none().then(|| ControlConfig {
         template: ChildTemplate {
             endpoint: config.url.clone(),
@@ -160,6 +183,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
         control,
         grant_key,
         places,
+        lock,
     })
 }
 
@@ -224,6 +248,7 @@ pub async fn run(prepared: Prepared) -> u8 {
         control,
         grant_key,
         places,
+        lock,
     } = prepared;
     for warning in &config.warnings {
         tracing::warn!("{warning}");
@@ -243,6 +268,14 @@ pub async fn run(prepared: Prepared) -> u8 {
             Ok(oauth) => oauth,
             Err(message) => {
                 eprintln!("autogpt-shim: {message}");
+                if let Some(file) = &status {
+                    file.stop(
+                        EXIT_AUTH,
+                        format!("exit {EXIT_AUTH}: {message}"),
+                        Some(message),
+                    );
+                }
+                drop(lock);
                 return EXIT_AUTH;
             }
         }
@@ -312,11 +345,17 @@ pub async fn run(prepared: Prepared) -> u8 {
         )
         .await;
     if let Some(file) = &status {
-        file.set(
-            DaemonState::Stopped,
-            message.as_deref().or(Some(reason.as_str())),
-        );
+        let stop_reason = match &outcome {
+            Outcome::Shutdown => "stopped by Ctrl-C or SIGTERM".to_owned(),
+            _ if code == 0 => format!("the platform ended the session ({reason})"),
+            _ => format!("exit {code}: {}", message.as_deref().unwrap_or(&reason)),
+        };
+        let error = (code != 0).then(|| message.clone().unwrap_or_else(|| reason.clone()));
+        file.stop(code, stop_reason, error);
     }
+    // Released once the status says stopped, so `status` never sees a free lock and a
+    // running state for a clean stop.
+    drop(lock);
     code
 }
 
@@ -445,6 +484,8 @@ impl StatusFile {
                 live_sessions: config.session_id.is_none().then_some(0),
                 since: now,
                 last_error: None,
+                stop_reason: None,
+                exit_code: None,
                 updated_at: now,
             })),
         };
@@ -466,6 +507,19 @@ impl StatusFile {
             current.state = state;
             if let Some(error) = error {
                 current.last_error = Some(error.to_owned());
+            }
+        });
+    }
+
+    /// The last write: stopped, why, with which exit code, and the error if it was one.
+    fn stop(&self, code: u8, reason: String, error: Option<String>) {
+        self.update(|current, now| {
+            current.since = now;
+            current.state = DaemonState::Stopped;
+            current.stop_reason = Some(reason);
+            current.exit_code = Some(code);
+            if error.is_some() {
+                current.last_error = error;
             }
         });
     }

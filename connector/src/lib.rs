@@ -6,6 +6,8 @@
 //! - [`cli`] and [`daemon`]: the command line, and `start` (preflight, the connection, the
 //!   exit code); [`commands`]: every other subcommand (`auth`, `revoke`, `audit`, `doctor`,
 //!   `status`, `install`, `uninstall`).
+//! - [`preflight`]: the one list of start-up checks `doctor` prints and `start` and `install`
+//!   refuse on.
 //! - [`config`]: flags over `AUTOGPT_SHIM_*` over the TOML file over defaults, and the per-OS
 //!   paths of the connector's own files.
 //! - [`ws`]: the WebSocket transport, the dial (with [`auth`]'s tokens) and the reconnect loop.
@@ -17,6 +19,8 @@
 //!   builder.
 //! - [`mcp`]: `autogpt-shim mcp`, the same capabilities served to a local MCP client over
 //!   stdio, each tool a conversion onto the one capability path.
+//! - [`try_platform`]: `autogpt-shim try`, a small platform on loopback to try the
+//!   connector against.
 //! - [`control`]: machine control mode: folder browsing, root grants, one in-process child
 //!   connection per active session.
 //! - [`audit`] and [`request_log`]: the machine's HMAC-chained audit log (every record durable
@@ -38,7 +42,9 @@ pub mod control;
 pub mod daemon;
 pub mod error;
 pub mod mcp;
+pub mod preflight;
 pub mod protocol;
 pub mod request_log;
 pub mod session;
+pub mod try_platform;
 pub mod ws;

@@ -1,5 +1,6 @@
-//! `autogpt-shim`: parses the command line, runs `start` through [`autogpt_shim::daemon`] and
-//! every other subcommand through [`autogpt_shim::commands::run`].
+//! `autogpt-shim`: parses the command line, runs `start` through [`autogpt_shim::daemon`],
+//! `mcp` and `try` through their modules, and every other subcommand through
+//! [`autogpt_shim::commands::run`].
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use autogpt_shim::cli::{Cli, Command, EXIT_PREFLIGHT, ProcessEnv, resolve};
-use autogpt_shim::{commands, daemon, mcp};
+use autogpt_shim::{commands, daemon, mcp, try_platform};
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -15,6 +16,11 @@ fn main() -> ExitCode {
     if let Command::Mcp(_) = cli.command {
         // stdout is the MCP transport: every log line goes to stderr from here on.
         return ExitCode::from(mcp::main(&cli, &ProcessEnv, init_tracing));
+    }
+    if let Command::Try(args) = &cli.command {
+        let input = Box::new(std::io::BufReader::new(std::io::stdin()));
+        let output = Box::new(std::io::stdout());
+        return ExitCode::from(try_platform::main(&cli, args, &ProcessEnv, input, output));
     }
     if !matches!(cli.command, Command::Start(_)) {
         // `audit tail` follows until the process is interrupted; the default SIGINT action
@@ -57,9 +63,11 @@ fn main() -> ExitCode {
     ExitCode::from(runtime.block_on(Box::pin(daemon::run(prepared))))
 }
 
-/// Prints the one line a refusal gets and returns its exit code.
+/// Prints a refusal, one line per problem, and returns its exit code.
 fn fail(message: &str, code: u8) -> ExitCode {
-    eprintln!("autogpt-shim: {message}");
+    for line in message.lines() {
+        eprintln!("autogpt-shim: {line}");
+    }
     ExitCode::from(code)
 }
 

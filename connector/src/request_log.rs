@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use crate::protocol::{Message, MessageType, OrUnknown};
+use crate::protocol::{ErrorCode, Message, MessageType, OrUnknown};
 
 /// A request on its way to its reply.
 #[derive(Debug, Clone, Copy)]
@@ -41,13 +41,18 @@ impl RequestLog {
     }
 }
 
-/// `ok`, or the reply's error code.
+/// `ok`, or the reply's error code: the code the audit record of the same request carries,
+/// so the two never disagree (a command that timed out is answered with a COMMAND_RESULT,
+/// and audited, like the reference, as `COMMAND_TIMEOUT`).
 fn outcome(reply: &Message) -> &str {
     match reply {
         Message::Error(error) => match &error.code {
             OrUnknown::Known(code) => code.as_str(),
             OrUnknown::Unknown(code) => code.as_str(),
         },
+        Message::CommandResult(result) => {
+            crate::session::command_error_code(result).map_or("ok", ErrorCode::as_str)
+        }
         _ => "ok",
     }
 }
@@ -55,7 +60,7 @@ fn outcome(reply: &Message) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{EmptyPayload, ErrorCode, ErrorPayload};
+    use crate::protocol::{CommandResultPayload, EmptyPayload, ErrorPayload};
 
     #[test]
     fn the_outcome_is_ok_or_the_error_code() {
@@ -76,5 +81,17 @@ mod tests {
             outcome(&error(OrUnknown::Unknown("NEW_CODE".to_owned()))),
             "NEW_CODE"
         );
+        let result = |timed_out| {
+            Message::CommandResult(CommandResultPayload {
+                stdout: String::new(),
+                stderr: String::new(),
+                exit_code: -15,
+                timed_out,
+                duration_seconds: 1.0,
+                output_truncated: false,
+            })
+        };
+        assert_eq!(outcome(&result(false)), "ok");
+        assert_eq!(outcome(&result(true)), "COMMAND_TIMEOUT");
     }
 }

@@ -65,6 +65,13 @@ impl Token {
             .filter(|value| !value.is_empty())
             .map(|value| Self(Redacted::new(value.to_owned())))
     }
+
+    /// Whether `presented` is this token, compared in constant time (the `try` platform
+    /// checks the bearer it is dialled with).
+    #[must_use]
+    pub fn matches(&self, presented: &str) -> bool {
+        self.0.matches(presented.as_bytes())
+    }
 }
 
 /// Why a dial failed.
@@ -78,7 +85,7 @@ pub enum ConnectError {
         status: u16,
     },
     /// Any other HTTP status on the upgrade: the reconnect loop tries again.
-    #[error("the platform answered the upgrade with HTTP {status}")]
+    #[error("{}", http_words(*status))]
     Http {
         /// The HTTP status.
         status: u16,
@@ -86,9 +93,81 @@ pub enum ConnectError {
     /// The URL, the token or the session id cannot make a valid upgrade request.
     #[error("invalid connection request: {0}")]
     InvalidRequest(String),
-    /// TCP, TLS or WebSocket failure: the reconnect loop tries again.
-    #[error("connection failed: {0}")]
+    /// TCP, TLS or WebSocket failure, in words with what to check: the reconnect loop tries
+    /// again.
+    #[error("{0}")]
     Transport(String),
+}
+
+/// An upgrade refused with `status`, and what to check.
+fn http_words(status: u16) -> String {
+    match status {
+        404 => "the platform answered the WebSocket upgrade with HTTP 404 (not found): check the platform URL (--platform-url), and the session id of a direct session".to_owned(),
+        500..=599 => format!(
+            "the platform answered the WebSocket upgrade with HTTP {status}: it has a problem of its own, so the connector keeps trying"
+        ),
+        _ => format!(
+            "the platform answered the WebSocket upgrade with HTTP {status}: check the platform URL (--platform-url)"
+        ),
+    }
+}
+
+/// Why a dial to `url` failed, in words, with what to check: never tungstenite's `IO error:
+/// Connection refused (os error 111)`.
+fn transport_words(url: &str, err: &WsError) -> String {
+    let uri = url
+        .parse::<tokio_tungstenite::tungstenite::http::Uri>()
+        .ok();
+    let host = uri
+        .as_ref()
+        .and_then(|uri| uri.host())
+        .unwrap_or("the platform")
+        .to_owned();
+    let place = match uri
+        .as_ref()
+        .and_then(tokio_tungstenite::tungstenite::http::Uri::port_u16)
+    {
+        Some(port) => format!("{host}:{port}"),
+        None => host.clone(),
+    };
+    let check = "check the platform URL (--platform-url) and that the platform is running";
+    match err {
+        WsError::Io(io) => match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                format!("nothing is listening at {place} (connection refused): {check}")
+            }
+            std::io::ErrorKind::TimedOut => {
+                format!("{place} did not answer in time: {check}, and your network")
+            }
+            std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::UnexpectedEof => format!(
+                "{place} closed the connection during the WebSocket upgrade: check that the URL's scheme matches the platform (wss:// where it speaks TLS, ws:// where it does not)"
+            ),
+            std::io::ErrorKind::NetworkUnreachable | std::io::ErrorKind::HostUnreachable => {
+                format!(
+                    "{place} cannot be reached from this machine: check your network and the platform URL"
+                )
+            }
+            // tokio's resolver reports a name it cannot resolve as an uncategorised error.
+            _ if io.to_string().contains("lookup") => {
+                format!(
+                    "cannot find the host {host}: check the platform URL (--platform-url) and your network"
+                )
+            }
+            _ => format!(
+                "cannot connect to {place} ({}): {check}",
+                crate::config::io_words(io)
+            ),
+        },
+        WsError::Tls(tls) => format!(
+            "the TLS handshake with {place} failed ({tls}): check that the platform speaks TLS there (wss:// or https://; ws:// where it does not) and that its certificate is valid"
+        ),
+        WsError::Http(_) | WsError::HttpFormat(_) | WsError::Protocol(_) => format!(
+            "{place} did not answer as a WebSocket endpoint ({err}): check the platform URL (--platform-url), its scheme (ws:// or wss://) and its path"
+        ),
+        other => format!("cannot connect to {place} ({other}): {check}"),
+    }
 }
 
 /// The WebSocket base for a configured platform URL: `https` becomes `wss`, `http`
@@ -168,9 +247,11 @@ pub async fn connect(url: &str, token: Option<&Token>) -> Result<Socket, Connect
     let dial =
         tokio_tungstenite::connect_async_with_config(request, Some(websocket_config()), true);
     let Ok(dialled) = tokio::time::timeout(CONNECT_TIMEOUT, dial).await else {
-        return Err(ConnectError::Transport(
-            "timed out opening the connection".to_owned(),
-        ));
+        return Err(ConnectError::Transport(format!(
+            "no WebSocket connection to {} within {} s: check the platform URL (--platform-url) and your network",
+            crate::commands::status::redact_url(url),
+            CONNECT_TIMEOUT.as_secs()
+        )));
     };
     match dialled {
         Ok((socket, _response)) => Ok(socket),
@@ -187,7 +268,7 @@ pub async fn connect(url: &str, token: Option<&Token>) -> Result<Socket, Connect
             }
         }
         Err(WsError::Url(err)) => Err(ConnectError::InvalidRequest(err.to_string())),
-        Err(err) => Err(ConnectError::Transport(err.to_string())),
+        Err(err) => Err(ConnectError::Transport(transport_words(url, &err))),
     }
 }
 
@@ -448,6 +529,8 @@ pub async fn run_data_connection(
     mut shutdown: Shutdown,
 ) -> Outcome {
     let mut attempt: u32 = 0;
+    // Why the last dial failed, told with the delay before the next.
+    let mut failed: Option<String> = None;
     let tell = |state, error: Option<&str>| {
         if let Some(observer) = &config.observer {
             observer.tell(state, error);
@@ -521,12 +604,16 @@ pub async fn run_data_connection(
                 return Outcome::InvalidRequest(reason);
             }
             Err(err) => {
-                tracing::warn!("{err}");
-                tell(DaemonState::Reconnecting, Some(&err.to_string()));
+                failed = Some(err.to_string());
+                tell(DaemonState::Reconnecting, failed.as_deref());
             }
         }
         let delay = config.backoff.delay(attempt);
         attempt = attempt.saturating_add(1);
+        if let Some(failed) = failed.take() {
+            // One line a person can act on, the retry included: the loop keeps trying.
+            tracing::warn!("{failed}; trying again in {:.1} s", delay.as_secs_f64());
+        }
         tracing::info!(delay_ms = delay.as_millis(), "reconnecting after a delay");
         tokio::select! {
             () = shutdown.requested() => return Outcome::Shutdown,

@@ -10,11 +10,14 @@ fn parse(args: &[&str]) -> Cli {
     Cli::try_parse_from(std::iter::once("autogpt-shim").chain(args.iter().copied())).unwrap()
 }
 
+/// An environment of `pairs` and a `HOME`: the system's temporary folder, which exists and
+/// is writable, so the start-up checks (which only look, and create nothing) pass.
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
+    let mut map: HashMap<String, String> = pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    map.entry("HOME".to_owned()).or_insert_with(root);
     move |name| map.get(name).cloned()
 }
 
@@ -201,7 +204,35 @@ fn start_switches_reach_the_config() {
     let vars = env(&[("AUTOGPT_SHIM_MAX_CONCURRENT", "0")]);
     let refusal = resolve(&cli, &vars).unwrap_err();
     assert_eq!(refusal.code, EXIT_PREFLIGHT);
-    assert!(refusal.message.starts_with("AUTOGPT_SHIM_MAX_CONCURRENT"));
+    assert!(
+        refusal
+            .message
+            .starts_with("configuration: AUTOGPT_SHIM_MAX_CONCURRENT"),
+        "{}",
+        refusal.message
+    );
+
+    // Every problem, one line each, not the first.
+    let cli = parse(&[
+        "--session-id",
+        "s",
+        "--allowed-root",
+        "/definitely/missing/root",
+        "--platform-url",
+        "127.0.0.1:8770",
+        "--token-file",
+        "/definitely/missing/token",
+        "start",
+    ]);
+    let refusal = resolve(&cli, &env(&[])).unwrap_err();
+    let lines: Vec<&str> = refusal.message.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", refusal.message);
+    assert!(lines[0].starts_with("allowed root: "), "{lines:?}");
+    assert!(lines[1].starts_with("token: the token file "), "{lines:?}");
+    assert!(
+        lines[2].contains("did you mean ws://127.0.0.1:8770?"),
+        "{lines:?}"
+    );
 }
 
 #[test]

@@ -22,10 +22,13 @@ use local_core::machine::own_files;
 pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool>) -> u8 {
     match &cli.command {
         // `main` runs the daemon itself.
-        Command::Start(_) | Command::Mcp(_) => EXIT_PREFLIGHT,
+        Command::Start(_) | Command::Mcp(_) | Command::Try(_) => EXIT_PREFLIGHT,
         Command::Install {
-            at_login, force, ..
-        } => install_command(cli, env, out, *at_login, *force),
+            at_login,
+            force,
+            in_place,
+            ..
+        } => install_command(cli, env, out, *at_login, *force, *in_place),
         // Without loading the configuration, as the reference does, so a broken config file
         // cannot stop anyone from removing the entry.
         Command::Uninstall => uninstall_command(cli, env, out),
@@ -33,12 +36,13 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
             auth::login(config, env, *no_browser, out)
         }),
         Command::Revoke => with_config(cli, env, out, |config, out| auth::revoke(config, env, out)),
-        Command::Doctor => with_config(cli, env, out, |config, out| {
-            doctor::doctor(&doctor_inputs(cli, config, env), out)
-        }),
-        Command::Status { json } => with_config(cli, env, out, |config, out| {
-            status_command(cli, config, env, out, *json)
-        }),
+        // Every problem, the configuration's included: no early stop at the first.
+        Command::Doctor => {
+            let loaded = config::load_all(&crate::cli::overrides(cli), env);
+            let inputs = crate::preflight::Inputs::gather(loaded, &cli.log_level, env);
+            doctor::doctor(&inputs, out)
+        }
+        Command::Status { json } => status_command(cli, env, out, *json),
         Command::Audit { command } => with_config(cli, env, out, |config, out| {
             let Some(log) = config.audit_log_path.clone() else {
                 return fail(
@@ -51,76 +55,103 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
     }
 }
 
-/// `status`: the last daemon's own report, the configuration a start would use now, and the
-/// autostart entry, under those three headings, or as one JSON object with `--json`.
-fn status_command(
-    cli: &Cli,
-    config: &ShimConfig,
-    env: &impl Env,
-    out: &mut dyn Write,
-    json: bool,
-) -> u8 {
-    let Some(path) = config::status_path(env) else {
+/// `status`: what runs now (every running daemon, else the last one and how it ended), what
+/// a start here would run (the configuration), and the autostart entry, under those three
+/// headings, or as one JSON object with `--json`. A broken configuration does not stop it.
+fn status_command(cli: &Cli, env: &impl Env, out: &mut dyn Write, json: bool) -> u8 {
+    let Some(dir) = config::daemons_dir(env) else {
         return fail(out, "no state directory: set HOME or XDG_STATE_HOME");
     };
-    let last = status::last_run(&path, status::pid_alive);
-    let platform = status::redact_url(&config.platform_url);
+    let loaded = config::load_all(&crate::cli::overrides(cli), env);
+    let config = &loaded.config;
+    let survey = status::survey(&dir);
+    let code = survey.code();
+    let instance = status::Instance::of(config.session_id.as_deref());
+    let running = survey.of(&instance).filter(|seen| seen.running);
+    let dialled = match &config.session_id {
+        Some(id) => config.data_url(id),
+        None => config.ws_endpoint(),
+    }
+    .map_or_else(
+        |_| status::redact_url(&config.platform_url),
+        |url| status::redact_url(&url),
+    );
     let file = config
         .config_file
         .as_ref()
         .map(|file| file.display().to_string());
-    let unit = unit(cli, env).ok().map(|(unit, _)| unit);
+    let root = config
+        .session_id
+        .as_ref()
+        .and(config.allowed_root.as_ref())
+        .map(|root| root.display().to_string());
+    let problems: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
+    let unit = unit(cli, env, &installed_binary(env))
+        .ok()
+        .map(|(unit, _)| unit);
     if json {
-        let (mode, root) = match &config.session_id {
-            Some(_) => (
-                "legacy",
-                config
-                    .allowed_root
-                    .as_ref()
-                    .map(|root| root.display().to_string()),
-            ),
-            None => ("control", None),
+        // The running daemons, or else the last one.
+        let shown: Vec<&status::Seen> = if survey.running().next().is_some() {
+            survey.running().collect()
+        } else {
+            survey.daemons.iter().take(1).collect()
         };
         let autostart = unit
             .as_ref()
             .and_then(|unit| service::describe_json(unit).ok());
         let report = serde_json::json!({
-            "last_run": last,
-            "configuration": {
+            "now": {
+                "running": code == status::EXIT_RUNNING,
+                "daemons": shown,
+                "unreadable": survey.unreadable,
+                "status_dir": dir.display().to_string(),
+            },
+            "configured": {
                 "file": file,
-                "platform_url": platform,
-                "mode": mode,
+                "platform_url": dialled,
+                "mode": if config.session_id.is_some() { "legacy" } else { "control" },
                 "session_id": config.session_id,
                 "allowed_root": root,
+                "running": running.is_some(),
+                "problems": problems,
             },
             "autostart": autostart,
         });
         let _ = writeln!(out, "{report}");
-        return last.code;
+        return code;
     }
-    let code = match status::print_last_run(&last, out) {
-        Ok(()) => last.code,
-        Err(_) => status::EXIT_UNKNOWN,
-    };
-    let _ = writeln!(
-        out,
-        "configuration: {}",
-        file.as_deref()
-            .unwrap_or("no config file (defaults, environment and flags)")
-    );
-    let _ = writeln!(out, "  platform: {platform}");
-    // The reference's configured mode: control mode has no root of its own (each chat's
-    // session is jailed to the folder picked for it).
-    match &config.session_id {
-        Some(session) => {
-            let _ = writeln!(out, "  mode: legacy direct session {session}");
-            if let Some(root) = &config.allowed_root {
-                let _ = writeln!(out, "  allowed root: {}", root.display());
-            }
+    let printed = (|| -> std::io::Result<()> {
+        status::print_now(&survey, &dir, out)?;
+        writeln!(
+            out,
+            "configured: what `autogpt-shim start` would run with these flags, environment and config file"
+        )?;
+        writeln!(
+            out,
+            "  config file: {}",
+            file.as_deref()
+                .unwrap_or("none (defaults, environment and flags)")
+        )?;
+        writeln!(out, "  mode: {}", instance.describe())?;
+        writeln!(out, "  platform: {dialled}")?;
+        if let Some(root) = &root {
+            writeln!(out, "  allowed root: {root}")?;
         }
-        None => {
-            let _ = writeln!(out, "  mode: persistent machine control");
+        match running {
+            Some(seen) => writeln!(out, "  its daemon: running (pid {})", seen.status.pid)?,
+            None => writeln!(out, "  its daemon: not running")?,
         }
+        if !problems.is_empty() {
+            writeln!(
+                out,
+                "  problems: {}; `autogpt-shim doctor` lists them with what to do",
+                problems.len()
+            )?;
+        }
+        Ok(())
+    })();
+    if printed.is_err() {
+        return status::EXIT_UNKNOWN;
     }
     if let Some(unit) = &unit {
         let _ = service::describe(unit, out);
@@ -188,11 +219,28 @@ fn install_command(
     out: &mut dyn Write,
     at_login: bool,
     force: bool,
+    in_place: bool,
 ) -> u8 {
     if !at_login {
         return fail(out, "only --at-login is supported as the autostart trigger");
     }
-    let (unit, config_path) = match unit(cli, env) {
+    let os = service::Os::current();
+    let binary = std::env::current_exe()
+        .map_err(|err| {
+            format!(
+                "cannot find this program's own file ({}): run install with the binary's full path",
+                config::io_words(&err)
+            )
+        })
+        .and_then(|exe| {
+            let stable = service::stable_binary(os, env);
+            service::plan_binary(&exe, stable.as_deref(), in_place)
+        });
+    let binary = match binary {
+        Ok(binary) => binary,
+        Err(err) => return fail(out, &err),
+    };
+    let (unit, config_path) = match unit(cli, env, binary.path()) {
         Ok(found) => found,
         Err(err) => return fail(out, &err),
     };
@@ -200,7 +248,7 @@ fn install_command(
         .map_err(|err| {
             format!(
                 "cannot read the current directory ({}): run install from a folder that still exists",
-                err.kind()
+                config::io_words(&err)
             )
         })
         .and_then(|cwd| {
@@ -209,7 +257,13 @@ fn install_command(
         })
         .and_then(|settings| {
             let existing = own_files::read_capped(&config_path, config::MAX_CONFIG_FILE_BYTES)
-                .map_err(|err| err.to_string())?
+                .map_err(|err| {
+                    format!(
+                        "cannot read the config file {} ({}): make it readable by you, or pass --config with another file",
+                        config_path.display(),
+                        config::io_words(&err)
+                    )
+                })?
                 .map(String::from_utf8)
                 .transpose()
                 .map_err(|_| {
@@ -225,10 +279,31 @@ fn install_command(
         Ok(planned) => planned,
         Err(err) => return fail(out, &err),
     };
-    let done = service::write_config(&config_path, &plan, out)
+    let done = service::place_binary(&binary, out)
+        .and_then(|_| service::write_config(&config_path, &plan, out))
         .and_then(|()| service::install(&unit, true, out));
     if let Err(err) = done {
         return fail(out, &err.to_string());
+    }
+    let program = binary.path();
+    let by_hand = format!(
+        "{} --config {} start",
+        crate::preflight::shell_quote(program),
+        crate::preflight::shell_quote(&config_path)
+    );
+    let manager = service::user_manager(os, Path::new("/run/systemd"), env);
+    let user = env.var("USER");
+    let _ = service::print_activation(&unit, &manager, &by_hand, user.as_deref(), out);
+    if let Some(dir) = program.parent()
+        && !matches!(binary, service::Binary::InPlace(_))
+        && !service::on_path(dir, env)
+    {
+        let _ = writeln!(
+            out,
+            "note: {} is not on your PATH: add it (for example in ~/.profile) to run `autogpt-shim` by name, or run {} by its full path",
+            dir.display(),
+            program.display()
+        );
     }
     for note in notes {
         let _ = writeln!(out, "note: {note}");
@@ -237,7 +312,7 @@ fn install_command(
 }
 
 fn uninstall_command(cli: &Cli, env: &impl Env, out: &mut dyn Write) -> u8 {
-    let unit = match unit(cli, env) {
+    let unit = match unit(cli, env, &installed_binary(env)) {
         Ok((unit, _)) => unit,
         Err(err) => return fail(out, &err),
     };
@@ -251,11 +326,18 @@ fn uninstall_command(cli: &Cli, env: &impl Env, out: &mut dyn Write) -> u8 {
     }
 }
 
-/// The autostart entry for this machine (this executable, the configuration file, and the
+/// The binary an entry `install` wrote runs: the stable copy when there is one, else this
+/// one (`--in-place`).
+fn installed_binary(env: &impl Env) -> PathBuf {
+    service::stable_binary(service::Os::current(), env)
+        .filter(|stable| own_files::look(stable).is_ok())
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("autogpt-shim"))
+}
+
+/// The autostart entry for this machine (running `shim`, with the configuration file, and the
 /// state directory for its logs) and the configuration file it names.
-fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
-    let shim =
-        std::env::current_exe().map_err(|err| format!("cannot find this executable: {err}"))?;
+fn unit(cli: &Cli, env: &impl Env, shim: &Path) -> Result<(service::Unit, PathBuf), String> {
     let config_path = cli
         .config
         .clone()
@@ -282,7 +364,7 @@ fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
     let unit = service::unit_for(
         service::Os::current(),
         &locations,
-        &shim,
+        shim,
         &config_path,
         &log_dir,
     )
@@ -290,33 +372,10 @@ fn unit(cli: &Cli, env: &impl Env) -> Result<(service::Unit, PathBuf), String> {
     Ok((unit, config_path))
 }
 
-fn doctor_inputs(cli: &Cli, config: &ShimConfig, env: &impl Env) -> doctor::DoctorInputs {
-    let state = config::state_dir(env).unwrap_or_default();
-    doctor::DoctorInputs {
-        os: service::Os::current(),
-        session_id: config.session_id.clone(),
-        allowed_root: config.allowed_root.clone().unwrap_or_default(),
-        home: config::home_dir(env),
-        audit_log_path: config
-            .audit_log_path
-            .clone()
-            .unwrap_or_else(|| state.join("audit.log")),
-        audit_key_path: config::audit_key_path(env).unwrap_or_else(|| state.join("audit.key")),
-        token_in_env: env
-            .var(config::TOKEN_ENV)
-            .is_some_and(|token| !token.trim().is_empty()),
-        token_file: cli.token_file.clone().or_else(|| config.token_file.clone()),
-        platform_url: config.platform_url.clone(),
-        enable_shell: config.enable_shell,
-        enable_computer_use: config.enable_computer_use,
-        enable_recording: config.enable_recording,
-        xdg_session_type: env.var("XDG_SESSION_TYPE"),
-        wayland_display: env.var("WAYLAND_DISPLAY"),
-        display: env.var("DISPLAY"),
-    }
-}
-
+/// Prints a refusal, one line per problem, and returns 78.
 fn fail(out: &mut dyn Write, message: &str) -> u8 {
-    let _ = writeln!(out, "autogpt-shim: {message}");
+    for line in message.lines() {
+        let _ = writeln!(out, "autogpt-shim: {line}");
+    }
     EXIT_PREFLIGHT
 }

@@ -12,14 +12,24 @@
 //! config file the entry names, and refuses with one sentence when the result could not
 //! start. A refused start (exit 77, 78) is never restarted: it would fail the same way.
 //!
+//! The entry runs a copy of the binary in a stable per-user place, not the one `install` was
+//! run as, and where no service manager can start it (no systemd, no user manager), `install`
+//! says what to do instead of printing a command that would fail (`place`).
+//!
 //! Layout: this file holds the entry's types and `install`, `uninstall` and `describe`;
 //! `formats` writes the systemd unit, launchd plist and Task Scheduler XML with their quoting;
-//! `config_plan` turns the flags into the config file the entry starts with (re-exported here).
+//! `config_plan` turns the flags into the config file the entry starts with; `place` puts the
+//! binary and tells whether a manager can start it (both re-exported here).
 
 mod config_plan;
 mod formats;
+mod place;
 
 pub use config_plan::{ConfigPlan, check_startable, plan_config, write_config};
+pub use place::{
+    Binary, Manager, in_build_folder, on_path, place_binary, plan_binary, print_activation,
+    stable_binary, user_manager,
+};
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -182,7 +192,7 @@ pub fn unit_for(
 }
 
 /// Writes the entry (mode 0644, parents created) and the directory its logs go to, then prints
-/// the path and the command that activates it.
+/// the path; [`print_activation`] says how to activate it.
 ///
 /// # Errors
 /// [`ServiceError::UnsupportedTrigger`] unless `at_login`; the I/O error otherwise.
@@ -203,10 +213,6 @@ pub fn install(unit: &Unit, at_login: bool, out: &mut dyn Write) -> Result<(), S
         }
     })?;
     writeln!(out, "wrote {}", unit.path.display())?;
-    writeln!(out, "enable it with: {}", unit.enable_command)?;
-    for note in &unit.notes {
-        writeln!(out, "note: {note}")?;
-    }
     Ok(())
 }
 

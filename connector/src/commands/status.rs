@@ -1,22 +1,28 @@
-//! `autogpt-shim status`: whether a daemon is running for this user, read from the status file
-//! the daemon keeps up to date, which the reference lacked (it could not tell; section 19).
+//! `autogpt-shim status` and what it reads: one daemon per session (or one in control mode),
+//! each holding a lock and keeping a status file, which the reference lacked (it could not
+//! tell whether a daemon ran; section 19).
 //!
-//! The daemon rewrites the file atomically (mode 0600) on every state change with [`write()`];
-//! [`report`] trusts it only as far as its pid is alive. The exit codes follow `systemctl
-//! is-active` and the LSB `status` convention: 0 running, 3 not running, 4 status unknown.
+//! Each daemon is an [`Instance`]: machine control mode, or one direct session id. Its files
+//! live in the state directory's `daemons/` folder: `<key>.lock`, locked for the daemon's
+//! whole life ([`claim`]; a second daemon for the same instance is refused with its pid), and
+//! `<key>.json`, rewritten atomically (mode 0600) on every state change ([`write()`]).
+//! Whether a daemon runs is whether its lock is held ([`survey`]), which a crash releases and
+//! a reused pid cannot fake. The exit codes follow `systemctl is-active` and the LSB `status`
+//! convention: 0 a daemon runs, 3 none runs, 4 the status is unknown.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use local_core::machine::{audit_chain, own_files};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// Exit code: a daemon is running.
 pub const EXIT_RUNNING: u8 = 0;
 /// Exit code: no daemon is running (never started, stopped, or gone without a trace).
 pub const EXIT_NOT_RUNNING: u8 = 3;
-/// Exit code: the status file exists but cannot be read or understood.
+/// Exit code: a status file exists but cannot be read or understood, and no daemon runs.
 pub const EXIT_UNKNOWN: u8 = 4;
 
 /// The status file is a few hundred bytes; anything far larger is not ours.
@@ -35,7 +41,7 @@ pub enum DaemonState {
     Connected,
     /// Lost the connection and waiting to dial again.
     Reconnecting,
-    /// Exited cleanly; the last write before it does.
+    /// Exited; the last write before it does.
     Stopped,
 }
 
@@ -53,6 +59,88 @@ impl DaemonState {
     }
 }
 
+/// What one daemon runs: the machine control connection, or one direct session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Instance {
+    /// Machine control mode (no session id): one per user.
+    Control,
+    /// A direct session: one per session id.
+    Session(String),
+}
+
+impl Instance {
+    /// The instance for a configured session id.
+    #[must_use]
+    pub fn of(session_id: Option<&str>) -> Self {
+        session_id.map_or(Self::Control, |id| Self::Session(id.to_owned()))
+    }
+
+    /// The name of its files: `control`, or `session-` and 16 hex digits of the id's SHA-256
+    /// (an id may hold `:` and run to 256 characters, which no file name everywhere can).
+    #[must_use]
+    pub fn key(&self) -> String {
+        match self {
+            Self::Control => "control".to_owned(),
+            Self::Session(id) => {
+                let digest = Sha256::digest(id.as_bytes());
+                let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+                format!("session-{hex}")
+            }
+        }
+    }
+
+    /// In words: `machine control mode` or `direct session ID`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Control => "machine control mode".to_owned(),
+            Self::Session(id) => format!("direct session {id}"),
+        }
+    }
+
+    /// Its status file in the daemons folder `dir`.
+    #[must_use]
+    pub fn status_file(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}.json", self.key()))
+    }
+
+    /// Its lock file in the daemons folder `dir`.
+    #[must_use]
+    pub fn lock_file(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}.lock", self.key()))
+    }
+}
+
+/// Takes `instance`'s lock in the daemons folder `dir` for this process, held until the
+/// returned lock is dropped (or the process ends).
+///
+/// # Errors
+/// One sentence: `already running (pid N)` with what to do, or why the lock could not be
+/// taken.
+pub fn claim(dir: &Path, instance: &Instance) -> Result<own_files::FileLock, String> {
+    let path = instance.lock_file(dir);
+    match own_files::lock(&path, &std::process::id().to_string()) {
+        Ok(lock) => Ok(lock),
+        Err(own_files::LockError::Held { note }) => {
+            // The lock file names the holder; where it cannot be read (Windows keeps a locked
+            // file from other readers), its status file does.
+            let pid = note
+                .and_then(|note| note.parse::<u32>().ok())
+                .or_else(|| read(&instance.status_file(dir)).ok().map(|s| s.pid));
+            let pid = pid.map_or_else(|| "pid unknown".to_owned(), |pid| format!("pid {pid}"));
+            Err(format!(
+                "a daemon for {} is already running ({pid}): stop it first (Ctrl-C in its terminal, or `systemctl --user stop autogpt-shim.service` for the service), or see it with `autogpt-shim status`",
+                instance.describe()
+            ))
+        }
+        Err(own_files::LockError::Io(err)) => Err(format!(
+            "cannot take the daemon lock {} ({}): check that the state folder is yours and writable",
+            path.display(),
+            crate::config::io_words(&err)
+        )),
+    }
+}
+
 /// What the daemon last said about itself. Metadata only: no token, and the platform URL
 /// without credentials (see [`redact_url`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,22 +151,37 @@ pub struct DaemonStatus {
     pub state: DaemonState,
     /// `legacy` (direct session) or `control`.
     pub mode: String,
-    /// The legacy session id, if any.
+    /// The direct session id, if any.
     pub session_id: Option<String>,
-    /// The platform URL, without user info, query or fragment.
+    /// The URL it dials, without user info, query or fragment.
     pub platform_url: String,
-    /// The jail root of a legacy session; null in control mode, where each child session is
+    /// The jail root of a direct session; null in control mode, where each child session is
     /// jailed to the folder its chat picked.
     pub allowed_root: Option<String>,
-    /// Control mode: how many child sessions are live (absent for a legacy session).
+    /// Control mode: how many child sessions are live (absent for a direct session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_sessions: Option<usize>,
     /// When the current state began, in epoch seconds.
     pub since: f64,
-    /// The last connection or start-up error, if any; never secret-bearing text.
+    /// The last connection or start-up error, if any; never secret-bearing text. A clean
+    /// stop is no error.
     pub last_error: Option<String>,
+    /// Once stopped: why, in words (`stopped by Ctrl-C or SIGTERM`, the platform's close).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Once stopped: the exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<u8>,
     /// When this was written, in epoch seconds.
     pub updated_at: f64,
+}
+
+impl DaemonStatus {
+    /// The instance it ran.
+    #[must_use]
+    pub fn instance(&self) -> Instance {
+        Instance::of(self.session_id.as_deref())
+    }
 }
 
 /// Replaces the status file at `path` atomically, mode 0600 (parents created 0700).
@@ -93,158 +196,194 @@ pub fn write(path: &Path, status: &DaemonStatus) -> io::Result<()> {
     own_files::write_atomic_unsynced(path, &bytes, own_files::PRIVATE_FILE_MODE)
 }
 
-/// What the status file says about the last daemon, for the text and the JSON report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LastRun {
-    /// [`EXIT_RUNNING`], [`EXIT_NOT_RUNNING`] or [`EXIT_UNKNOWN`]: `status`'s exit code.
-    #[serde(skip)]
-    pub code: u8,
-    /// Whether a daemon is running now.
-    pub running: bool,
-    /// One line: `running (pid 42)`, `not running (stopped cleanly; ...)`, ...
-    pub summary: String,
-    /// The status file.
-    pub status_file: String,
-    /// What the daemon last wrote, when the file could be read.
-    pub daemon: Option<DaemonStatus>,
-}
-
-/// Reads the status file: a daemon is running when the file exists, its pid is alive and it
-/// has not reported `stopped`. `is_alive` is [`pid_alive`] outside tests.
+/// Reads one status file.
 ///
-/// A pid reused by an unrelated process makes a crashed daemon's file look alive; the state
-/// and `updated_at` lines let the reader judge.
-pub fn last_run(path: &Path, is_alive: impl Fn(u32) -> bool) -> LastRun {
-    let unknown = |summary: String| LastRun {
-        code: EXIT_UNKNOWN,
-        running: false,
-        summary,
-        status_file: path.display().to_string(),
-        daemon: None,
-    };
-    let bytes = match own_files::read_capped(path, STATUS_CAP) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => {
-            return LastRun {
-                code: EXIT_NOT_RUNNING,
-                ..unknown(format!(
-                    "not running: no daemon has run as this user yet (no status file at {})",
-                    path.display()
-                ))
-            };
-        }
-        Err(err) => {
-            return unknown(format!("status unknown: {err}"));
-        }
-    };
-    let status: DaemonStatus = match serde_json::from_slice(&bytes) {
-        Ok(status) => status,
-        Err(err) => {
-            return unknown(format!(
-                "status unknown: {} is not a daemon status file ({err})",
-                path.display()
-            ));
-        }
-    };
-    let alive = status.state != DaemonState::Stopped && is_alive(status.pid);
-    let summary = if alive {
-        format!("running (pid {})", status.pid)
-    } else if status.state == DaemonState::Stopped {
-        format!("not running (stopped cleanly; last pid {})", status.pid)
-    } else {
-        format!(
-            "not running (stale status from pid {}: the daemon exited without updating it, so it crashed or was killed)",
-            status.pid
-        )
-    };
-    LastRun {
-        code: if alive {
+/// # Errors
+/// In words: the file cannot be read, or is not a daemon status file.
+pub fn read(path: &Path) -> Result<DaemonStatus, String> {
+    let bytes = own_files::read_capped(path, STATUS_CAP)
+        .map_err(|err| {
+            format!(
+                "cannot read {} ({})",
+                path.display(),
+                crate::config::io_words(&err)
+            )
+        })?
+        .ok_or_else(|| format!("{} does not exist", path.display()))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|_| format!("{} is not a daemon status file", path.display()))
+}
+
+/// One daemon a status file describes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Seen {
+    /// Whether it runs now: its lock is held.
+    pub running: bool,
+    /// What it last wrote.
+    #[serde(flatten)]
+    pub status: DaemonStatus,
+}
+
+/// Every daemon the daemons folder knows of.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Survey {
+    /// The daemons, the running ones first, then the most recently updated.
+    pub daemons: Vec<Seen>,
+    /// Status files that could not be read, in words.
+    pub unreadable: Vec<String>,
+}
+
+impl Survey {
+    /// The running daemons.
+    pub fn running(&self) -> impl Iterator<Item = &Seen> {
+        self.daemons.iter().filter(|seen| seen.running)
+    }
+
+    /// `status`'s exit code.
+    #[must_use]
+    pub fn code(&self) -> u8 {
+        if self.running().next().is_some() {
             EXIT_RUNNING
-        } else {
+        } else if self.unreadable.is_empty() {
             EXIT_NOT_RUNNING
-        },
-        running: alive,
-        summary,
-        status_file: path.display().to_string(),
-        daemon: Some(status),
+        } else {
+            EXIT_UNKNOWN
+        }
+    }
+
+    /// The daemon of `instance`, if it ran here.
+    #[must_use]
+    pub fn of(&self, instance: &Instance) -> Option<&Seen> {
+        self.daemons
+            .iter()
+            .find(|seen| &seen.status.instance() == instance)
     }
 }
 
-/// Prints the "last run" section: whether a daemon is running, with its last state, since
-/// when, and its last error. Returns the exit code of [`LastRun::code`].
-pub fn report(path: &Path, out: &mut dyn Write, is_alive: impl Fn(u32) -> bool) -> u8 {
-    let last = last_run(path, is_alive);
-    match print_last_run(&last, out) {
-        Ok(()) => last.code,
-        Err(_) => EXIT_UNKNOWN,
+/// Reads every status file in the daemons folder `dir` and asks each lock whether its daemon
+/// still runs.
+pub fn survey(dir: &Path) -> Survey {
+    let mut survey = Survey::default();
+    let names = match own_files::list_names(dir) {
+        Ok(names) => names,
+        Err(err) => {
+            survey.unreadable.push(format!(
+                "cannot list {} ({})",
+                dir.display(),
+                crate::config::io_words(&err)
+            ));
+            return survey;
+        }
+    };
+    for name in names {
+        let Some(key) = name.to_str().and_then(|name| name.strip_suffix(".json")) else {
+            continue;
+        };
+        let status = match read(&dir.join(&name)) {
+            Ok(status) => status,
+            Err(problem) => {
+                survey.unreadable.push(problem);
+                continue;
+            }
+        };
+        let running = own_files::is_locked(&dir.join(format!("{key}.lock"))).unwrap_or(false);
+        survey.daemons.push(Seen { running, status });
     }
+    survey.daemons.sort_by(|a, b| {
+        b.running
+            .cmp(&a.running)
+            .then(b.status.updated_at.total_cmp(&a.status.updated_at))
+    });
+    survey
 }
 
-/// Prints the "last run" section of `last`.
+/// The `now:` section: each running daemon, or the last one and how it ended.
 ///
 /// # Errors
 /// The report cannot be printed.
-pub fn print_last_run(last: &LastRun, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "last run: {}", last.summary)?;
-    let Some(status) = &last.daemon else {
-        return Ok(());
-    };
-    let state_label = if last.running { "state" } else { "last state" };
-    writeln!(
-        out,
-        "  {state_label}: {} since {}",
-        status.state.as_str(),
-        audit_chain::format_epoch(status.since)
-    )?;
-    match &status.session_id {
-        Some(session) => writeln!(out, "  mode: {} (session {session})", status.mode)?,
-        None => writeln!(out, "  mode: {}", status.mode)?,
+pub fn print_now(survey: &Survey, dir: &Path, out: &mut dyn Write) -> io::Result<()> {
+    let mut any = false;
+    for seen in survey.running() {
+        any = true;
+        let status = &seen.status;
+        writeln!(
+            out,
+            "now: running (pid {}), {}",
+            status.pid,
+            status.instance().describe()
+        )?;
+        writeln!(
+            out,
+            "  state: {} since {}",
+            status.state.as_str(),
+            audit_chain::format_epoch(status.since)
+        )?;
+        print_place(status, out)?;
+        writeln!(
+            out,
+            "  last error: {}",
+            status.last_error.as_deref().unwrap_or("none")
+        )?;
     }
-    writeln!(out, "  platform: {}", status.platform_url)?;
-    match (&status.allowed_root, status.live_sessions) {
-        (Some(root), _) => writeln!(out, "  allowed root: {root}")?,
-        (None, live) => {
+    if any {
+        return Ok(());
+    }
+    match survey.daemons.first() {
+        None if survey.unreadable.is_empty() => writeln!(
+            out,
+            "now: not running (no daemon has run as this user yet; none in {})",
+            dir.display()
+        )?,
+        None => writeln!(out, "now: not running, as far as can be told")?,
+        Some(last) => {
+            let status = &last.status;
+            writeln!(out, "now: not running")?;
+            let ended = if status.state == DaemonState::Stopped {
+                format!(
+                    "stopped at {} ({})",
+                    audit_chain::format_epoch(status.since),
+                    status.stop_reason.as_deref().unwrap_or("stopped")
+                )
+            } else {
+                format!(
+                    "ended without stopping cleanly (it crashed or was killed) while {}, last heard of at {}",
+                    status.state.as_str(),
+                    audit_chain::format_epoch(status.updated_at)
+                )
+            };
             writeln!(
                 out,
-                "  allowed root: none (each session is jailed to the folder its chat picked)"
+                "  last daemon: pid {}, {}, {ended}",
+                status.pid,
+                status.instance().describe()
             )?;
-            if let Some(live) = live {
-                writeln!(out, "  live sessions: {live}")?;
+            print_place(status, out)?;
+            if let Some(error) = &status.last_error {
+                writeln!(out, "  last error: {error}")?;
             }
         }
     }
-    writeln!(
-        out,
-        "  last error: {}",
-        status.last_error.as_deref().unwrap_or("none")
-    )?;
-    writeln!(
-        out,
-        "  updated: {}",
-        audit_chain::format_epoch(status.updated_at)
-    )
-}
-
-/// Whether a process with this pid exists. `kill(pid, 0)` answering `EPERM` means it exists
-/// but belongs to someone else, so that counts as alive.
-#[cfg(unix)]
-#[must_use]
-pub fn pid_alive(pid: u32) -> bool {
-    use rustix::process::{Pid, test_kill_process};
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return false;
-    };
-    match test_kill_process(pid) {
-        Ok(()) => true,
-        Err(err) => err == rustix::io::Errno::PERM,
+    for problem in &survey.unreadable {
+        writeln!(out, "  unreadable: {problem}")?;
     }
+    Ok(())
 }
 
-/// Without a portable liveness check, every status file reads as stale rather than running.
-#[cfg(not(unix))]
-#[must_use]
-pub const fn pid_alive(_pid: u32) -> bool {
-    false
+fn print_place(status: &DaemonStatus, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "  platform: {}", status.platform_url)?;
+    match (&status.allowed_root, status.live_sessions) {
+        (Some(root), _) => writeln!(out, "  allowed root: {root}"),
+        (None, live) => {
+            writeln!(
+                out,
+                "  allowed root: none (each chat's session is jailed to the folder picked for it)"
+            )?;
+            match live {
+                Some(live) => writeln!(out, "  live sessions: {live}"),
+                None => Ok(()),
+            }
+        }
+    }
 }
 
 /// `at` in epoch seconds, as [`DaemonStatus::since`] and [`DaemonStatus::updated_at`] hold it.
@@ -275,156 +414,4 @@ pub fn redact_url(url: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::audit::test_dir::TempDir;
-    use super::*;
-
-    fn status(pid: u32, state: DaemonState) -> DaemonStatus {
-        DaemonStatus {
-            pid,
-            state,
-            mode: "legacy".to_owned(),
-            session_id: Some("s-1".to_owned()),
-            platform_url: redact_url("wss://user:secret@platform.example/base?token=x"),
-            allowed_root: Some("/home/me/autogpt-workspace".to_owned()),
-            live_sessions: None,
-            since: 1_712_345_678.5,
-            last_error: Some("connection failed: refused".to_owned()),
-            updated_at: 1_712_345_700.0,
-        }
-    }
-
-    fn run(path: &Path, is_alive: impl Fn(u32) -> bool) -> (u8, String) {
-        let mut out = Vec::new();
-        let code = report(path, &mut out, is_alive);
-        (code, String::from_utf8(out).unwrap())
-    }
-
-    #[test]
-    fn our_own_pid_is_running() {
-        let dir = TempDir::new("status-running");
-        let path = dir.join("state/status.json");
-        write(&path, &status(std::process::id(), DaemonState::Connected)).unwrap();
-        let (code, out) = run(&path, pid_alive);
-        assert_eq!(code, EXIT_RUNNING, "{out}");
-        assert_eq!(
-            out,
-            format!(
-                "last run: running (pid {})\n  state: connected since 2024-04-05T19:34:38.500000+00:00\n  \
-                 mode: legacy (session s-1)\n  platform: wss://platform.example/base\n  \
-                 allowed root: /home/me/autogpt-workspace\n  \
-                 last error: connection failed: refused\n  \
-                 updated: 2024-04-05T19:35:00.000000+00:00\n",
-                std::process::id()
-            )
-        );
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            #[allow(clippy::disallowed_methods, reason = "the test inspects the mode")]
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-
-        // A clean stop wins over a live pid.
-        write(&path, &status(std::process::id(), DaemonState::Stopped)).unwrap();
-        let (code, out) = run(&path, pid_alive);
-        assert_eq!(code, EXIT_NOT_RUNNING);
-        assert!(
-            out.starts_with("last run: not running (stopped cleanly"),
-            "{out}"
-        );
-        assert!(out.contains("  last state: stopped since "), "{out}");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    // The test needs a pid that surely belonged to a process that has exited.
-    #[allow(clippy::disallowed_methods)]
-    fn a_dead_pid_is_a_stale_status() {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        assert!(!pid_alive(pid));
-        assert!(pid_alive(std::process::id()));
-        // pid 1 belongs to root: EPERM still means alive.
-        assert!(pid_alive(1));
-        assert!(!pid_alive(0));
-        assert!(!pid_alive(u32::MAX));
-
-        let dir = TempDir::new("status-stale");
-        let path = dir.join("status.json");
-        write(&path, &status(pid, DaemonState::Reconnecting)).unwrap();
-        let (code, out) = run(&path, pid_alive);
-        assert_eq!(code, EXIT_NOT_RUNNING);
-        assert!(
-            out.starts_with(&format!(
-                "last run: not running (stale status from pid {pid}"
-            )),
-            "{out}"
-        );
-        assert!(out.contains("  last state: reconnecting since "), "{out}");
-    }
-
-    #[test]
-    fn control_mode_reports_no_root_and_its_live_sessions() {
-        let dir = TempDir::new("status-control");
-        let path = dir.join("status.json");
-        let mut control = status(std::process::id(), DaemonState::Connected);
-        control.mode = "control".to_owned();
-        control.session_id = None;
-        control.allowed_root = None;
-        control.live_sessions = Some(3);
-        write(&path, &control).unwrap();
-        let (code, out) = run(&path, |_| true);
-        assert_eq!(code, EXIT_RUNNING, "{out}");
-        assert!(out.contains("  mode: control\n"), "{out}");
-        assert!(
-            out.contains("  allowed root: none (each session is jailed to the folder its chat picked)\n  live sessions: 3\n"),
-            "{out}"
-        );
-        let written: serde_json::Value =
-            serde_json::from_slice(&own_files::read_capped(&path, STATUS_CAP).unwrap().unwrap())
-                .unwrap();
-        assert_eq!(written["allowed_root"], serde_json::Value::Null);
-        assert_eq!(written["live_sessions"], 3);
-
-        // A file an older build wrote (a string root, no count) still reads.
-        own_files::write_atomic(
-            &path,
-            br#"{"pid":1,"state":"connected","mode":"control","session_id":null,"platform_url":"wss://p","allowed_root":"/home/me","since":1.0,"last_error":null,"updated_at":1.0}"#,
-            0o600,
-        )
-        .unwrap();
-        let (_, out) = run(&path, |_| true);
-        assert!(out.contains("  allowed root: /home/me\n"), "{out}");
-    }
-
-    #[test]
-    fn an_absent_file_means_no_daemon_has_run_and_garbage_is_unknown() {
-        let dir = TempDir::new("status-absent");
-        let path = dir.join("status.json");
-        let (code, out) = run(&path, |_| true);
-        assert_eq!(code, EXIT_NOT_RUNNING);
-        assert!(
-            out.starts_with("last run: not running: no daemon has run as this user yet"),
-            "{out}"
-        );
-
-        own_files::write_atomic(&path, b"{\"pid\": 1}", 0o600).unwrap();
-        let (code, out) = run(&path, |_| true);
-        assert_eq!(code, EXIT_UNKNOWN);
-        assert!(out.starts_with("last run: status unknown: "), "{out}");
-    }
-
-    #[test]
-    fn urls_lose_credentials() {
-        assert_eq!(
-            redact_url(" wss://a:b@host:443/x/y?token=t#frag "),
-            "wss://host:443/x/y"
-        );
-        assert_eq!(redact_url("https://host"), "https://host");
-        assert_eq!(redact_url("wss://u@h/p@q"), "wss://h/p@q");
-        assert_eq!(redact_url("no scheme?x"), "no scheme");
-    }
-}
+mod tests;

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use local_core::llm::BackendKind as LlmBackend;
 
-use super::{ENV_PREFIX, MAX_DISPLAY_NAME_CHARS, MAX_MACHINE_ID_CHARS, ShimConfig};
+use super::{
+    ConfigError, ENV_PREFIX, MAX_DISPLAY_NAME_CHARS, MAX_MACHINE_ID_CHARS, Origin, ShimConfig,
+};
 use crate::protocol::is_valid_session_id;
 use crate::ws::ws_base;
 
@@ -147,6 +149,59 @@ const EXPECT_POSITIVE_U32: &str = "a whole number from 1 to 4294967295";
 const EXPECT_POSITIVE_U64: &str = "a whole number from 1 to 18446744073709551615";
 const EXPECT_SECONDS: &str = "a non-negative number of seconds";
 pub(super) const EXPECT_TOKEN: &str = "one line of UTF-8 text without control characters";
+
+/// The refusal of `raw` as `field` from `origin`, which must be `expected`: a platform URL
+/// without a scheme (`127.0.0.1:8770`) gets the scheme it most likely lacks, since that is
+/// the commonest slip and "must be a URL" does not say which part is missing.
+pub(super) fn refusal(
+    field: Field,
+    raw: Raw<'_>,
+    origin: Origin,
+    expected: &'static str,
+) -> ConfigError {
+    let url = matches!(
+        field,
+        Field::PlatformUrl | Field::PlatformWsUrl | Field::PlatformOauthUrl
+    );
+    let text = match raw {
+        Raw::Text(value) => Some(value),
+        Raw::Toml(toml::Value::String(value)) => Some(value.as_str()),
+        Raw::Toml(_) => None,
+    };
+    match text {
+        Some(value) if url && !value.trim().is_empty() && !value.contains("://") => {
+            ConfigError::NoScheme {
+                origin,
+                hint: scheme_hint(value),
+            }
+        }
+        _ => ConfigError::Invalid { origin, expected },
+    }
+}
+
+/// What to put in front of a URL without a scheme: `ws://` for this machine, `wss://` for
+/// any other. The value is repeated only when it is a plain `host[:port][/path]`, never
+/// when it could hold credentials (`user:password@host`) or a query.
+fn scheme_hint(value: &str) -> String {
+    let value = value.trim();
+    let plain = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || ".-_:[]/".contains(c));
+    let host = value.split('/').next().unwrap_or_default();
+    let host = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None if host.matches(':').count() == 1 => host.split(':').next().unwrap_or_default(),
+        None => host,
+    };
+    let local = local_core::loopback::is_loopback_host(host);
+    let scheme = if local { "ws" } else { "wss" };
+    let why = "ws:// for a platform on this machine, wss:// for one across the network";
+    if plain {
+        format!("did you mean {scheme}://{value}? ({why})")
+    } else {
+        format!("put {scheme}:// in front of it ({why})")
+    }
+}
 
 /// Parses `raw` as `field` into `config`; the error is what the value must be.
 pub(super) fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result<(), &'static str> {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use local_core::machine::own_files;
 
-use super::fields::{Field, Raw, set};
+use super::fields::{Field, Raw, refusal, set};
 use super::{ConfigError, MAX_CONFIG_FILE_BYTES, Origin, ShimConfig};
 
 /// Keys of the reference's file that this build accepts and does not use; they get their own
@@ -36,26 +36,33 @@ pub(super) fn read_config_file(path: &Path, explicit: bool) -> Result<Option<Str
     }
 }
 
+/// Applies the file's keys to `config`, each refused value added to `problems` (a file that
+/// is not TOML is one problem, and changes nothing).
 pub(super) fn apply_file(
     config: &mut ShimConfig,
     path: &Path,
     text: &str,
     warnings: &mut Vec<String>,
-) -> Result<(), ConfigError> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|err: toml::de::Error| syntax_error(path, text, &err))?;
+    problems: &mut Vec<ConfigError>,
+) {
+    let table: toml::Table = match text.parse() {
+        Ok(table) => table,
+        Err(err) => {
+            problems.push(syntax_error(path, text, &err));
+            return;
+        }
+    };
     let mut unknown = Vec::new();
     let mut unused = Vec::new();
     for (key, value) in &table {
         if let Some(field) = Field::from_name(key) {
-            set(config, field, Raw::Toml(value)).map_err(|expected| ConfigError::Invalid {
-                origin: Origin::File {
+            if let Err(expected) = set(config, field, Raw::Toml(value)) {
+                let origin = Origin::File {
                     path: path.to_path_buf(),
                     key: field.name(),
-                },
-                expected,
-            })?;
+                };
+                problems.push(refusal(field, Raw::Toml(value), origin, expected));
+            }
         } else if key == "token" {
             warnings.push(format!(
                 "`token` in {} is ignored: the config file is no place for a secret; put the token in a file only you can read and point `token_file` at it",
@@ -79,7 +86,6 @@ pub(super) fn apply_file(
             ));
         }
     }
-    Ok(())
 }
 
 fn sorted(mut keys: Vec<String>) -> Vec<String> {

@@ -60,12 +60,12 @@ mod paths;
 #[cfg(test)]
 mod tests;
 
-use fields::{EXPECT_PATH, EXPECT_TOKEN, Field, Raw, display_name, file_value, set};
+use fields::{EXPECT_PATH, EXPECT_TOKEN, Field, Raw, display_name, file_value, refusal, set};
 use file::{apply_file, read_config_file};
 use paths::non_blank;
 pub use paths::{
-    audit_key_path, config_path, default_allowed_root, default_audit_log_path, home_dir, state_dir,
-    status_path,
+    audit_key_path, config_path, daemons_dir, default_allowed_root, default_audit_log_path,
+    home_dir, state_dir,
 };
 
 /// The largest config file read; a config file is a few hundred bytes.
@@ -343,6 +343,23 @@ pub enum Origin {
     },
 }
 
+impl Origin {
+    /// The config key the value was for (`token` for `AUTOGPT_SHIM_TOKEN`): what a report
+    /// groups the problem under.
+    #[must_use]
+    pub fn key(&self) -> String {
+        match self {
+            Self::File { key, .. } => (*key).to_owned(),
+            Self::Env { name } => name
+                .strip_prefix(ENV_PREFIX)
+                .unwrap_or(name)
+                .to_ascii_lowercase(),
+            Self::Flag { flag } => flag.trim_start_matches('-').replace('-', "_"),
+            Self::TokenFile { .. } => "token_file".to_owned(),
+        }
+    }
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -364,7 +381,7 @@ pub enum ConfigError {
         path: PathBuf,
     },
     /// The config file exists but cannot be read, or is larger than the cap.
-    #[error("cannot read the config file {} ({}): make it readable by this user (`chmod 600` on it) or point --config elsewhere", path.display(), source.kind())]
+    #[error("cannot read the config file {} ({}): make it a file readable by this user (`chmod 600` on it), or point --config at another file", path.display(), io_words(source))]
     ReadFile {
         /// The file.
         path: PathBuf,
@@ -397,8 +414,16 @@ pub enum ConfigError {
         /// What it must be.
         expected: &'static str,
     },
+    /// A platform URL without its scheme (`127.0.0.1:8770`).
+    #[error("{origin} has no scheme: {hint}")]
+    NoScheme {
+        /// Where it came from.
+        origin: Origin,
+        /// The scheme it most likely lacks, and why.
+        hint: String,
+    },
     /// The token file is missing, unreadable, too open or too large.
-    #[error("cannot use the token file: {0}")]
+    #[error("{}", token_file_problem(.0))]
     TokenFile(#[from] PrivateFileError),
     /// The token file holds only whitespace.
     #[error("the token file {} is empty: write the platform's token into it, or log in with `autogpt-shim auth` instead", path.display())]
@@ -408,32 +433,99 @@ pub enum ConfigError {
     },
 }
 
+/// The token file's problem in words, naming the file and what to do.
+fn token_file_problem(err: &PrivateFileError) -> String {
+    match err {
+        PrivateFileError::Io { path, source } if source.kind() == io::ErrorKind::NotFound => {
+            format!(
+                "the token file {} does not exist: create it holding the platform's token, readable only by you (chmod 600), or pass --token-file with the right file",
+                path.display()
+            )
+        }
+        PrivateFileError::Io { path, source } => format!(
+            "cannot read the token file {} ({}): make it a file you own and can read (chmod 600), or pass --token-file with another file",
+            path.display(),
+            io_words(source)
+        ),
+        other => format!("the token file {other}"),
+    }
+}
+
+/// An I/O error's cause in words, without the `(os error N)` suffix.
+#[must_use]
+pub fn io_words(err: &io::Error) -> String {
+    match err.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        io::ErrorKind::NotADirectory => "a file stands where a folder should be".to_owned(),
+        io::ErrorKind::IsADirectory => "it is a folder".to_owned(),
+        io::ErrorKind::NotFound => "it does not exist".to_owned(),
+        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".to_owned(),
+        io::ErrorKind::StorageFull => "the disk is full".to_owned(),
+        kind => kind.to_string(),
+    }
+}
+
+/// The configuration with every problem found in it, not just the first: what `doctor`,
+/// `start` and `install` report. A refused value leaves the setting as the layers below it
+/// had it.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The configuration, refused values left out.
+    pub config: ShimConfig,
+    /// For the operator: unknown keys, shadowed token sources.
+    pub warnings: Vec<String>,
+    /// Every refused value or unreadable file, in layer order (file, environment, flags).
+    pub problems: Vec<ConfigError>,
+}
+
 /// Loads the configuration: defaults, then the file, then the environment, then `overrides`.
 /// Returns it with the warnings the caller should show (unknown keys, shadowed token
 /// sources); nothing is printed here.
 ///
 /// # Errors
-/// [`ConfigError`] for a missing `--config` file, an unreadable or malformed file, or any
-/// value of the wrong type or out of range, naming where it came from.
+/// The first [`ConfigError`] [`load_all`] finds: a missing `--config` file, an unreadable or
+/// malformed file, or a value of the wrong type or out of range, naming where it came from.
 pub fn load(
     overrides: &Overrides,
     env: &impl Env,
 ) -> Result<(ShimConfig, Vec<String>), ConfigError> {
+    let Loaded {
+        config,
+        warnings,
+        problems,
+    } = load_all(overrides, env);
+    match problems.into_iter().next() {
+        Some(problem) => Err(problem),
+        None => Ok((config, warnings)),
+    }
+}
+
+/// [`load`], going on past each problem so that all of them can be reported at once.
+pub fn load_all(overrides: &Overrides, env: &impl Env) -> Loaded {
     let mut config = ShimConfig::defaults(env);
     let mut warnings = Vec::new();
+    let mut problems = Vec::new();
     let file = match &overrides.config_file {
         Some(path) => Some((path.clone(), true)),
         None => config_path(env).map(|path| (path, false)),
     };
-    if let Some((path, explicit)) = file
-        && let Some(text) = read_config_file(&path, explicit)?
-    {
-        apply_file(&mut config, &path, &text, &mut warnings)?;
-        config.config_file = Some(path);
+    if let Some((path, explicit)) = file {
+        match read_config_file(&path, explicit) {
+            Ok(Some(text)) => {
+                apply_file(&mut config, &path, &text, &mut warnings, &mut problems);
+                config.config_file = Some(path);
+            }
+            Ok(None) => {}
+            Err(problem) => problems.push(problem),
+        }
     }
-    apply_env(&mut config, env, &mut warnings)?;
-    apply_overrides(&mut config, overrides, &mut warnings)?;
-    Ok((config, warnings))
+    apply_env(&mut config, env, &mut warnings, &mut problems);
+    apply_overrides(&mut config, overrides, &mut warnings, &mut problems);
+    Loaded {
+        config,
+        warnings,
+        problems,
+    }
 }
 
 /// The host name the OS reports (`uname`'s node name on Unix, `COMPUTERNAME` on Windows,
@@ -475,13 +567,21 @@ pub fn explicit_settings(
         let Some(value) = non_blank(env, &name) else {
             continue;
         };
-        set(&mut config, field, Raw::Text(&value)).map_err(|expected| ConfigError::Invalid {
-            origin: Origin::Env { name: name.clone() },
-            expected,
+        set(&mut config, field, Raw::Text(&value)).map_err(|expected| {
+            refusal(
+                field,
+                Raw::Text(&value),
+                Origin::Env { name: name.clone() },
+                expected,
+            )
         })?;
         given.push((field, Origin::Env { name }));
     }
-    apply_overrides(&mut config, overrides, &mut Vec::new())?;
+    let mut problems = Vec::new();
+    apply_overrides(&mut config, overrides, &mut Vec::new(), &mut problems);
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
     let flags = [
         (
             overrides.platform_url.is_some(),
@@ -567,7 +667,11 @@ pub fn parse_file(
 ) -> Result<(ShimConfig, Vec<String>), ConfigError> {
     let mut config = ShimConfig::defaults(env);
     let mut warnings = Vec::new();
-    apply_file(&mut config, path, text, &mut warnings)?;
+    let mut problems = Vec::new();
+    apply_file(&mut config, path, text, &mut warnings, &mut problems);
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
     config.config_file = Some(path.to_path_buf());
     Ok((config, warnings))
 }
@@ -600,26 +704,32 @@ fn apply_env(
     config: &mut ShimConfig,
     env: &impl Env,
     warnings: &mut Vec<String>,
-) -> Result<(), ConfigError> {
+    problems: &mut Vec<ConfigError>,
+) {
     for field in Field::ALL {
         let name = field.env_var();
         let Some(value) = non_blank(env, &name) else {
             continue;
         };
-        set(config, field, Raw::Text(&value)).map_err(|expected| ConfigError::Invalid {
-            origin: Origin::Env { name },
-            expected,
-        })?;
+        if let Err(expected) = set(config, field, Raw::Text(&value)) {
+            problems.push(refusal(
+                field,
+                Raw::Text(&value),
+                Origin::Env { name },
+                expected,
+            ));
+        }
     }
     if let Some(value) = non_blank(env, TOKEN_ENV) {
         let token = value.trim();
         if token.chars().any(char::is_control) {
-            return Err(ConfigError::Invalid {
+            problems.push(ConfigError::Invalid {
                 origin: Origin::Env {
                     name: TOKEN_ENV.to_owned(),
                 },
                 expected: EXPECT_TOKEN,
             });
+            return;
         }
         if let Some(path) = config.token_file.take() {
             warnings.push(format!(
@@ -629,35 +739,53 @@ fn apply_env(
         }
         config.token = Token::from_configured(Some(token));
     }
-    Ok(())
 }
 
 fn apply_overrides(
     config: &mut ShimConfig,
     overrides: &Overrides,
     warnings: &mut Vec<String>,
-) -> Result<(), ConfigError> {
-    let flag = |flag: &'static str| {
-        move |expected| ConfigError::Invalid {
-            origin: Origin::Flag { flag },
-            expected,
-        }
+    problems: &mut Vec<ConfigError>,
+) {
+    let flag = |field: Field, flag: &'static str, value: &str, expected| {
+        refusal(field, Raw::Text(value), Origin::Flag { flag }, expected)
     };
-    if let Some(url) = &overrides.platform_url {
-        set(config, Field::PlatformUrl, Raw::Text(url)).map_err(flag("--platform-url"))?;
+    if let Some(url) = &overrides.platform_url
+        && let Err(expected) = set(config, Field::PlatformUrl, Raw::Text(url))
+    {
+        problems.push(flag(Field::PlatformUrl, "--platform-url", url, expected));
     }
-    if let Some(id) = &overrides.session_id {
-        set(config, Field::SessionId, Raw::Text(id)).map_err(flag("--session-id"))?;
+    if let Some(id) = &overrides.session_id
+        && let Err(expected) = set(config, Field::SessionId, Raw::Text(id))
+    {
+        problems.push(flag(Field::SessionId, "--session-id", id, expected));
     }
     if let Some(root) = &overrides.allowed_root {
-        config.allowed_root = Some(non_empty_path(root).map_err(flag("--allowed-root"))?);
+        match non_empty_path(root) {
+            Ok(root) => config.allowed_root = Some(root),
+            Err(expected) => problems.push(ConfigError::Invalid {
+                origin: Origin::Flag {
+                    flag: "--allowed-root",
+                },
+                expected,
+            }),
+        }
     }
     if let Some(path) = &overrides.token_file {
-        let path = non_empty_path(path).map_err(flag("--token-file"))?;
-        if config.token.take().is_some() {
-            warnings.push(format!("--token-file is given, so {TOKEN_ENV} is not used"));
+        match non_empty_path(path) {
+            Ok(path) => {
+                if config.token.take().is_some() {
+                    warnings.push(format!("--token-file is given, so {TOKEN_ENV} is not used"));
+                }
+                config.token_file = Some(path);
+            }
+            Err(expected) => problems.push(ConfigError::Invalid {
+                origin: Origin::Flag {
+                    flag: "--token-file",
+                },
+                expected,
+            }),
         }
-        config.token_file = Some(path);
     }
     let switches = [
         (overrides.enable_shell, &mut config.enable_shell),
@@ -679,7 +807,6 @@ fn apply_overrides(
             *target = value;
         }
     }
-    Ok(())
 }
 
 fn non_empty_path(path: &Path) -> Result<PathBuf, &'static str> {

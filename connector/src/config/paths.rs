@@ -1,6 +1,6 @@
 //! The per-OS places of the connector's own files (config file, state directory, audit log,
-//! audit key, status file, default jail root), from the environment so every branch is
-//! testable on one OS.
+//! audit key, the daemons' locks and status files, default jail root), from the environment
+//! so every branch is testable on one OS.
 
 use std::path::PathBuf;
 
@@ -32,9 +32,10 @@ pub fn audit_key_path(env: &impl Env) -> Option<PathBuf> {
     Some(state_dir(env)?.join("audit.key"))
 }
 
-/// The daemon's status file: `status.json` in [`state_dir`].
-pub fn status_path(env: &impl Env) -> Option<PathBuf> {
-    Some(state_dir(env)?.join("status.json"))
+/// The folder of the daemons' locks and status files: `daemons` in [`state_dir`] (see
+/// [`crate::commands::status`]).
+pub fn daemons_dir(env: &impl Env) -> Option<PathBuf> {
+    Some(state_dir(env)?.join("daemons"))
 }
 
 /// The reference's default jail root: `~/Documents/autogpt-workspace` on macOS, else

@@ -52,7 +52,7 @@ fn config_refusals_name_their_remedy_without_debug_noise() {
                 path,
                 source: io::Error::from_raw_os_error(2),
             }),
-            "check that it exists",
+            "does not exist: create it",
         ),
     ];
     for (error, remedy) in cases {
@@ -205,8 +205,10 @@ fn explicit_settings_are_the_flags_and_variables_given() {
 
     // Written and read back, the file means what the flags and variables meant.
     let mut expected = ShimConfig::defaults(&vars);
-    apply_env(&mut expected, &vars, &mut Vec::new()).unwrap();
-    apply_overrides(&mut expected, &overrides, &mut Vec::new()).unwrap();
+    let mut problems = Vec::new();
+    apply_env(&mut expected, &vars, &mut Vec::new(), &mut problems);
+    apply_overrides(&mut expected, &overrides, &mut Vec::new(), &mut problems);
+    assert!(problems.is_empty(), "{problems:?}");
     expected.token = None;
     expected.allowed_root = Some(PathBuf::from("/cwd/work"));
     let (read, _) = parse_file(Path::new("/c.toml"), &text, &vars).unwrap();
@@ -569,6 +571,103 @@ fn urls_session_ids_and_paths_are_checked_without_echoing_them() {
     assert!(message.starts_with("--allowed-root"), "{message}");
 }
 
+/// `127.0.0.1:8770` for `--platform-url`: the refusal says which scheme it lacks, and repeats
+/// the value only when it cannot hold a credential.
+#[test]
+fn a_platform_url_without_a_scheme_gets_the_scheme_it_lacks() {
+    let flags = |url: &str| Overrides {
+        platform_url: Some(url.to_owned()),
+        ..Overrides::default()
+    };
+    let message = |url: &str| load(&flags(url), &env(&[])).unwrap_err().to_string();
+    assert_eq!(
+        message("127.0.0.1:8770"),
+        "--platform-url has no scheme: did you mean ws://127.0.0.1:8770? (ws:// for a platform on this machine, wss:// for one across the network)"
+    );
+    assert!(message("localhost:8770/base").contains("did you mean ws://localhost:8770/base?"));
+    assert!(message("[::1]:8770").contains("did you mean ws://[::1]:8770?"));
+    assert!(message("platform.example").contains("did you mean wss://platform.example?"));
+    let secret = message("user:hunter2@platform.example");
+    assert!(
+        secret.contains("put wss:// in front of it") && !secret.contains("hunter2"),
+        "{secret}"
+    );
+    // The same from the environment and the file.
+    let from_env = load(
+        &Overrides::default(),
+        &env(&[("AUTOGPT_SHIM_PLATFORM_URL", "127.0.0.1:1")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        from_env.starts_with("AUTOGPT_SHIM_PLATFORM_URL has no scheme: did you mean ws://"),
+        "{from_env}"
+    );
+    let (loaded, _dir) = load_file("platform_url = \"127.0.0.1:1\"\n");
+    assert!(
+        loaded
+            .unwrap_err()
+            .to_string()
+            .contains("`platform_url` in "),
+        "a file key names its file"
+    );
+}
+
+/// Every refused value is reported, each under its own key, and the configuration keeps
+/// the lower layer's value for it.
+#[test]
+fn load_all_reports_every_problem_not_the_first() {
+    let flags = Overrides {
+        platform_url: Some("127.0.0.1:8770".to_owned()),
+        session_id: Some("../x".to_owned()),
+        ..Overrides::default()
+    };
+    let vars = env(&[
+        ("HOME", "/home/me"),
+        ("AUTOGPT_SHIM_MAX_CONCURRENT", "0"),
+        ("AUTOGPT_SHIM_ENABLE_SHELL", "maybe"),
+    ]);
+    let loaded = load_all(&flags, &vars);
+    let keys: Vec<String> = loaded
+        .problems
+        .iter()
+        .map(|problem| match problem {
+            ConfigError::Invalid { origin, .. } | ConfigError::NoScheme { origin, .. } => {
+                origin.key()
+            }
+            other => panic!("{other}"),
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "enable_shell",
+            "max_concurrent",
+            "platform_url",
+            "session_id"
+        ]
+    );
+    assert_eq!(loaded.config.platform_url, crate::ws::DEFAULT_PLATFORM_URL);
+    assert_eq!(loaded.config.max_concurrent, DEFAULT_MAX_CONCURRENT);
+    let first = load(&flags, &vars).unwrap_err().to_string();
+    assert_eq!(first, loaded.problems[0].to_string());
+}
+
+/// A missing token file is named, with what to do; no `entity not found`.
+#[test]
+fn a_missing_token_file_says_so_in_words() {
+    let dir = TempDir::new("token-missing");
+    let absent = dir.0.join("absent");
+    let text = read_token_file(&absent).unwrap_err().to_string();
+    assert_eq!(
+        text,
+        format!(
+            "the token file {} does not exist: create it holding the platform's token, readable only by you (chmod 600), or pass --token-file with the right file",
+            absent.display()
+        )
+    );
+}
+
 #[test]
 fn the_websocket_endpoint_follows_the_override() {
     let mut config = ShimConfig::defaults(&env(&[]));
@@ -844,8 +943,8 @@ fn linux_paths_come_from_xdg_with_a_home_fallback() {
             Some(PathBuf::from("/state/autogpt-local-executor/audit.key"))
         );
         assert_eq!(
-            status_path(&xdg),
-            Some(PathBuf::from("/state/autogpt-local-executor/status.json"))
+            daemons_dir(&xdg),
+            Some(PathBuf::from("/state/autogpt-local-executor/daemons"))
         );
         assert_eq!(config_path(&xdg), config_path_for(os, &xdg));
         assert_eq!(

@@ -39,7 +39,7 @@ use run::Hooks;
 pub use run::run_session;
 #[cfg(test)]
 use run::run_session_with;
-pub(crate) use shell::ShellLimits;
+pub(crate) use shell::{ShellLimits, command_error_code};
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@ use super::Host;
 use super::capability::{Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
 use crate::error::{WireError, failure, reply};
-use crate::protocol::{CommandResultPayload, ExecuteCommandPayload, Message, Shell};
+use crate::protocol::{CommandResultPayload, ErrorCode, ExecuteCommandPayload, Message, Shell};
 
 /// An EXECUTE_COMMAND request.
 #[derive(Debug)]
@@ -170,9 +170,23 @@ fn request_details(
     ])
 }
 
+/// The error code a command's result is audited and logged with although it is answered as
+/// a result: `COMMAND_TIMEOUT` when it timed out, as the reference records it.
+pub(crate) const fn command_error_code(result: &CommandResultPayload) -> Option<ErrorCode> {
+    if result.timed_out {
+        Some(ErrorCode::CommandTimeout)
+    } else {
+        None
+    }
+}
+
 fn outcome_entry(outcome: &ExecOutcome, details: Map<String, Value>) -> Entry {
     let mut entry = if outcome.timed_out {
-        Entry::failed("EXECUTE_COMMAND", details, "COMMAND_TIMEOUT")
+        Entry::failed(
+            "EXECUTE_COMMAND",
+            details,
+            ErrorCode::CommandTimeout.as_str(),
+        )
     } else {
         Entry::ok("EXECUTE_COMMAND", details)
     };

@@ -337,3 +337,27 @@ async fn a_fragmented_reply_arrives_as_the_one_message_sent() {
     sink.send(Frame::Text(text)).await.unwrap();
     assert_eq!(platform.await.unwrap(), Message::text(expected));
 }
+
+/// A dial nobody answers says so in words, with what to check, and no `os error`.
+#[tokio::test]
+async fn a_refused_dial_says_to_check_the_platform_url() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let url = format!("ws://127.0.0.1:{port}/ws/local-executor/s-1");
+    let Err(err) = connect(&url, None).await else {
+        panic!("nothing listens there");
+    };
+    assert!(matches!(err, ConnectError::Transport(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "nothing is listening at 127.0.0.1:{port} (connection refused): check the platform URL (--platform-url) and that the platform is running"
+        )
+    );
+    assert!(
+        ConnectError::Http { status: 404 }
+            .to_string()
+            .contains("check the platform URL")
+    );
+}

@@ -1,5 +1,5 @@
-//! The connector's own files: its configuration, token file, status file, autostart unit and
-//! audit exports. Their paths come from the local user (flags, environment, per-OS defaults),
+//! The connector's own files: its configuration, token file, status file, instance lock,
+//! autostart unit, installed copy of itself and audit exports. Their paths come from the local user (flags, environment, per-OS defaults),
 //! never from the platform, so they live outside the jail; platform-supplied paths go through
 //! [`crate::machine::jail`] only.
 
@@ -188,18 +188,7 @@ pub fn write_atomic_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result
 }
 
 fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
-    let parent = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    ensure_dir(parent)?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(".{}.tmp", crate::secret::new_id().simple()));
-    let temp = parent.join(temp_name);
+    let temp = temporary_beside(path)?;
     let result = (|| {
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
@@ -227,6 +216,141 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     #[cfg(not(unix))]
     let _ = mode;
     result
+}
+
+/// Copies the file at `from` to `to` atomically with `mode` (a temporary file beside `to`,
+/// renamed over it), so a program running from `to` keeps its old image and a reader never
+/// sees half a file. Missing parents are created (0700).
+///
+/// # Errors
+/// The I/O error; the temporary file is removed on failure.
+pub fn copy_atomic(from: &Path, to: &Path, mode: u32) -> io::Result<()> {
+    let temp = temporary_beside(to)?;
+    let result = (|| {
+        // `fs::copy` uses the kernel's in-place copy where there is one (copy_file_range).
+        fs::copy(from, &temp)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&temp, fs::Permissions::from_mode(mode))?;
+        }
+        File::open(&temp)?.sync_all()?;
+        fs::rename(&temp, to)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    result
+}
+
+/// A fresh temporary path in `path`'s folder (created if missing), for a write renamed over
+/// `path` once complete.
+fn temporary_beside(path: &Path) -> io::Result<PathBuf> {
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    ensure_dir(parent)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".{}.tmp", crate::secret::new_id().simple()));
+    Ok(parent.join(temp_name))
+}
+
+/// An exclusive lock on a file (`flock(2)`, `LockFileEx`), held until dropped or until the
+/// process ends, however it ends: nothing is left to clean up after a crash.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+/// Why [`lock`] did not take the lock.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another process holds it; what it wrote into the file, if that could be read.
+    #[error("held by another process")]
+    Held {
+        /// The holder's note (its pid), when readable.
+        note: Option<String>,
+    },
+    /// The file could not be opened or locked.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Takes the exclusive lock on `path` without waiting (creating it 0600, and its folder,
+/// when missing) and writes `note` into it for whoever finds it held.
+///
+/// # Errors
+/// [`LockError::Held`] when another process holds it; [`LockError::Io`] otherwise.
+pub fn lock(path: &Path, note: &str) -> Result<FileLock, LockError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        ensure_dir(parent)?;
+    }
+    let mut options = OpenOptions::new();
+    // Not truncated on open: the holder's note must survive a failed attempt.
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(PRIVATE_FILE_MODE);
+    }
+    let mut file = options.open(path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut note = String::new();
+            let note = file
+                .take(256)
+                .read_to_string(&mut note)
+                .ok()
+                .map(|_| note.trim().to_owned())
+                .filter(|note| !note.is_empty());
+            return Err(LockError::Held { note });
+        }
+        Err(fs::TryLockError::Error(err)) => return Err(LockError::Io(err)),
+    }
+    // The note only names the holder to the next taker: a full disk must not cost the lock.
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.write_all(note.as_bytes()));
+    Ok(FileLock { _file: file })
+}
+
+/// Whether another process holds the lock on `path` ([`lock`]), asked without taking it for
+/// longer than the question; `false` when there is no such file.
+///
+/// # Errors
+/// The file exists but cannot be opened or locked.
+pub fn is_locked(path: &Path) -> io::Result<bool> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(false),
+        Err(fs::TryLockError::WouldBlock) => Ok(true),
+        Err(fs::TryLockError::Error(err)) => Err(err),
+    }
+}
+
+/// The names in the folder at `path`, unsorted; empty when the folder does not exist.
+///
+/// # Errors
+/// The folder exists but cannot be listed.
+pub fn list_names(path: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+    let entries = match fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    entries.map(|entry| entry.map(|e| e.file_name())).collect()
 }
 
 /// The size of a file in bytes.
@@ -302,6 +426,49 @@ mod tests {
             read_capped(&path, 3).unwrap_err().kind(),
             io::ErrorKind::InvalidData
         );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_lock_is_held_once_and_tells_the_next_taker_who_holds_it() {
+        let dir = temp_dir("lock");
+        let path = dir.join("daemons/control.lock");
+        assert!(!is_locked(&path).unwrap());
+        let held = lock(&path, "4242").unwrap();
+        assert!(is_locked(&path).unwrap());
+        // A second open file description is refused, and reads the first one's note.
+        match lock(&path, "9999") {
+            Err(LockError::Held { note }) => assert_eq!(note.as_deref(), Some("4242")),
+            other => panic!("{other:?}"),
+        }
+        drop(held);
+        assert!(!is_locked(&path).unwrap());
+        let again = lock(&path, "7").unwrap();
+        assert_eq!(read_capped(&path, 16).unwrap().unwrap(), b"7");
+        drop(again);
+        assert_eq!(list_names(&dir.join("daemons")).unwrap(), ["control.lock"]);
+        assert!(list_names(&dir.join("absent")).unwrap().is_empty());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_atomic_copy_replaces_the_target_with_the_mode_asked() {
+        let dir = temp_dir("copy");
+        let from = dir.join("program");
+        write_atomic(&from, b"new image", 0o600).unwrap();
+        let to = dir.join("bin/program");
+        write_atomic(&to, b"old", 0o755).unwrap();
+        copy_atomic(&from, &to, 0o755).unwrap();
+        assert_eq!(read_capped(&to, 64).unwrap().unwrap(), b"new image");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&to).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o755);
+        }
+        assert_eq!(fs::read_dir(dir.join("bin")).unwrap().count(), 1);
+        assert!(copy_atomic(&dir.join("absent"), &to, 0o755).is_err());
+        assert_eq!(fs::read_dir(dir.join("bin")).unwrap().count(), 1);
         fs::remove_dir_all(dir).unwrap();
     }
 

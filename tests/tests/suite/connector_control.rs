@@ -671,14 +671,15 @@ async fn children_share_a_machine_work_gate_sized_by_the_control_ack_and_status_
     // The status file: control mode has no root of its own, and no session is live yet.
     let (code, out, _) = run_shim(&home, &["status"]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("mode: control"), "{out}");
+    assert!(out.contains(", machine control mode\n"), "{out}");
     assert!(out.contains("allowed root: none"), "{out}");
-    // The configuration is its own section, after the last run's facts.
-    let (_, configuration) = out.split_once("\nconfiguration:").unwrap();
+    // The configuration is its own section, after what runs now.
+    let (_, configuration) = out.split_once("\nconfigured:").unwrap();
     assert!(
-        configuration.contains("mode: persistent machine control"),
+        configuration.contains("mode: machine control mode"),
         "{out}"
     );
+    assert!(configuration.contains("its daemon: running (pid "), "{out}");
     assert!(!out.contains("allowed root: /"), "{out}");
     assert!(out.contains("live sessions: 0"), "{out}");
 

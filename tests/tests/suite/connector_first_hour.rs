@@ -341,26 +341,23 @@ async fn status_heads_its_sections_and_audit_tail_prints_the_last_records() {
         .filter(|line| !line.starts_with(' '))
         .map(|line| line.split(':').next().unwrap())
         .collect();
-    assert_eq!(
-        headings,
-        ["last run", "configuration", "autostart"],
-        "{out}"
-    );
+    assert_eq!(headings, ["now", "configured", "autostart"], "{out}");
     assert!(
-        out.starts_with(&format!("last run: running (pid {})", shim.pid())),
+        out.starts_with(&format!("now: running (pid {})", shim.pid())),
         "{out}"
     );
 
     let (code, out, _) = run_shim(&home, &["status", "--json"]);
     assert_eq!(code, Some(0), "{out}");
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["last_run"]["running"], true, "{report}");
+    assert_eq!(report["now"]["running"], true, "{report}");
     assert_eq!(
-        report["last_run"]["daemon"]["state"], "connected",
+        report["now"]["daemons"][0]["state"], "connected",
         "{report}"
     );
-    assert_eq!(report["last_run"]["daemon"]["pid"], shim.pid(), "{report}");
-    assert_eq!(report["configuration"]["mode"], "control", "{report}");
+    assert_eq!(report["now"]["daemons"][0]["pid"], shim.pid(), "{report}");
+    assert_eq!(report["configured"]["mode"], "control", "{report}");
+    assert_eq!(report["configured"]["running"], false, "{report}");
     assert_eq!(report["autostart"]["installed"], false, "{report}");
     assert!(!out.contains(TOKEN));
 
@@ -381,7 +378,7 @@ async fn status_heads_its_sections_and_audit_tail_prints_the_last_records() {
     let (code, out, _) = run_shim(&home, &["status", "--json"]);
     assert_eq!(code, Some(3), "{out}");
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["last_run"]["running"], false, "{report}");
-    assert_eq!(report["last_run"]["daemon"]["state"], "stopped", "{report}");
+    assert_eq!(report["now"]["running"], false, "{report}");
+    assert_eq!(report["now"]["daemons"][0]["state"], "stopped", "{report}");
     std::fs::remove_dir_all(&home).unwrap();
 }

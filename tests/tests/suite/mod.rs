@@ -34,13 +34,15 @@ mod connector_shell;
 // /proc's descriptors, VmRSS and process table: Linux only.
 #[cfg(target_os = "linux")]
 mod connector_storm;
+// Mode bits of the token file it makes.
+#[cfg(unix)]
+mod connector_try;
 mod contracts;
 // Xvfb, openbox and AT-SPI.
 #[cfg(unix)]
 mod desktop;
 #[cfg(unix)]
 mod desktop_client;
-mod example_platform;
 mod guidance;
 mod launcher;
 mod llm_client;

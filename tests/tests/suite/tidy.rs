@@ -1,6 +1,7 @@
 //! Tidy checks of the tree itself: module docs, workspace lints, the crate graph (core's
 //! independence from any transport, faces that meet only in the libraries), the invariants
-//! ARCHITECTURE.md lists, that it names every module, and where long tests live.
+//! ARCHITECTURE.md lists, that it names every module, where long tests live, and how long a line
+//! of the docs may be.
 
 use std::path::{Path, PathBuf};
 
@@ -579,5 +580,76 @@ fn long_tests_live_beside_their_module() {
         long.is_empty(),
         "these inline test modules are over {MAX_INLINE_TEST_LINES} lines; move each to a \
          tests.rs beside its module (`#[cfg(test)] mod tests;`): {long:?}"
+    );
+}
+
+/// The longest line a document in docs/ may have: its prose is written one sentence per line,
+/// so a longer line is a paragraph that was never broken up, or a table cell grown too big.
+const MAX_DOC_LINE_CHARS: usize = 400;
+
+#[test]
+fn no_line_of_the_docs_is_over_400_characters() {
+    let mut long = Vec::new();
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let chars = line.chars().count();
+            if chars > MAX_DOC_LINE_CHARS {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                long.push(format!("{name}:{} ({chars} characters)", number + 1));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "lines over {MAX_DOC_LINE_CHARS} characters; write one sentence per line, and move a long table cell into a sentence below the table: {long:#?}"
+    );
+}
+
+/// docs/connector.md's guide (before `# Reference`) reads in short paragraphs: none, and no list
+/// item, over 400 characters.
+#[test]
+fn the_connector_guide_has_no_paragraph_over_400_characters() {
+    let text = std::fs::read_to_string(root().join("docs/connector.md")).unwrap();
+    let (guide, _) = text
+        .split_once("\n# Reference\n")
+        .expect("docs/connector.md has a `# Reference` part after its guide");
+    let mut paragraphs = Vec::new();
+    let mut current = String::new();
+    let mut code = false;
+    for line in guide.lines() {
+        if line.starts_with("```") {
+            code = !code;
+            continue;
+        }
+        let item = line.trim_start().split_once(' ').is_some_and(|(mark, _)| {
+            mark == "-" || mark.trim_end_matches('.').parse::<u32>().is_ok()
+        });
+        if code || line.trim().is_empty() || item {
+            if !current.is_empty() {
+                paragraphs.push(std::mem::take(&mut current));
+            }
+            if code || line.trim().is_empty() {
+                continue;
+            }
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(line.trim());
+    }
+    paragraphs.push(current);
+    let long: Vec<String> = paragraphs
+        .iter()
+        .filter(|p| p.chars().count() > MAX_DOC_LINE_CHARS)
+        .map(|p| p.chars().take(80).collect())
+        .collect();
+    assert!(
+        long.is_empty(),
+        "guide paragraphs over 400 characters: {long:#?}"
     );
 }

@@ -5,11 +5,11 @@
 use std::io::Write;
 use std::path::Path;
 
-use local_core::machine::jail::Jail;
 use local_core::machine::own_files;
 
 use super::ServiceError;
 use crate::config::{self, Env, ShimConfig};
+use crate::preflight;
 
 /// What `install` does with the config file the entry starts with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,55 +127,35 @@ pub fn plan_config(
     Ok((plan, notes))
 }
 
-/// What `start` would refuse in `config` before dialling, as one sentence, or the advice for
-/// what it cannot check (a token only `auth` stores).
+/// What `start` would refuse in `config`, checked as `start` and `doctor` check it (the one
+/// list of [`crate::preflight`]) in the service's environment `env`: every failure, one line
+/// each, or the warnings to pass on as notes (a token only `auth` stores, shell enabled).
 ///
 /// # Errors
-/// [`ServiceError::Config`] naming the problem and what to pass or do.
+/// [`ServiceError::Config`] listing every failed check with what to pass or do.
 pub fn check_startable(config: &ShimConfig, env: &impl Env) -> Result<Vec<String>, ServiceError> {
-    let refuse = |message: String| Err(ServiceError::Config(message));
-    if config.enable_recording {
-        return refuse(
-            "enable_recording is a design preview and always fails closed; install without --enable-recording".to_owned(),
-        );
+    let inputs = preflight::Inputs::gather(
+        config::Loaded {
+            config: config.clone(),
+            warnings: Vec::new(),
+            problems: Vec::new(),
+        },
+        // The entry starts `start` with the default level.
+        "INFO",
+        env,
+    );
+    let findings = preflight::checks(&inputs);
+    let refused: Vec<String> = preflight::blocking(&findings)
+        .map(preflight::Finding::sentence)
+        .collect();
+    if !refused.is_empty() {
+        return Err(ServiceError::Config(refused.join("\n")));
     }
-    let url = match &config.session_id {
-        Some(session) => config.data_url(session),
-        None => config.ws_endpoint(),
-    };
-    if let Err(err) = url {
-        return refuse(format!("bad platform URL: {err}"));
-    }
-    match &config.session_id {
-        Some(_) => {
-            let Some(root) = &config.allowed_root else {
-                return refuse("no allowed root: pass --allowed-root or set HOME".to_owned());
-            };
-            if Jail::open(root).is_err() {
-                return refuse(format!(
-                    "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
-                    root.display()
-                ));
-            }
-        }
-        None => {
-            if config::home_dir(env).is_none_or(|home| Jail::open(&home).is_err()) {
-                return refuse(
-                    "control mode browses from the home directory, and HOME is not a readable directory".to_owned(),
-                );
-            }
-        }
-    }
-    let mut notes = Vec::new();
-    match config.read_token() {
-        Ok(Some(_)) => {}
-        Ok(None) => notes.push(
-            "no token is configured: the service uses the tokens `autogpt-shim auth` stores, so run that first if you have not"
-                .to_owned(),
-        ),
-        Err(err) => return refuse(err.to_string()),
-    }
-    Ok(notes)
+    Ok(findings
+        .iter()
+        .filter(|finding| finding.level == preflight::Level::Warn)
+        .map(preflight::Finding::sentence)
+        .collect())
 }
 
 /// Writes the planned config file atomically with mode 0600 (it names the token file and may

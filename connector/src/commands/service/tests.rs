@@ -234,6 +234,8 @@ fn install_then_uninstall_twice() {
         text.contains(&format!("wrote {}\n", unit.path.display())),
         "{text}"
     );
+    print_activation(&unit, &Manager::Reachable, "shim start", None, &mut out).unwrap();
+    let text = String::from_utf8(std::mem::take(&mut out)).unwrap();
     assert!(
         text.contains("enable it with: systemctl --user daemon-reload"),
         "{text}"
@@ -338,7 +340,11 @@ fn a_new_config_file_holds_the_given_settings() {
     assert!(!updated);
     assert_eq!(keys, &["enable_shell", "platform_url", "token_file"]);
     assert!(text.starts_with("# autogpt-shim configuration"), "{text}");
-    assert!(notes.is_empty(), "{notes:?}");
+    // What `doctor` would warn about, passed on as notes.
+    assert_eq!(
+        notes,
+        ["shell: enabled: shell gives the platform full user-level access to this machine"]
+    );
     let (config, warnings) = config::parse_file(&path, text, &env).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(config.platform_url, "https://p.example");
@@ -454,8 +460,8 @@ fn a_service_that_could_not_start_is_refused_with_what_is_missing() {
     assert_eq!(
         message,
         format!(
-            "the allowed root {} does not exist or is not a readable directory; create it or pass --allowed-root",
-            missing_root.display()
+            "allowed root: {root} does not exist: create it with `mkdir -p {root}`, or pass --allowed-root with an existing folder",
+            root = missing_root.display()
         )
     );
 
@@ -471,4 +477,113 @@ fn a_service_that_could_not_start_is_refused_with_what_is_missing() {
     let message = refusal(&settings(&[("enable_recording", true.into())]), &env);
     assert!(message.contains("--enable-recording"), "{message}");
     assert!(own_files::read_capped(&path, 1024).unwrap().is_none());
+}
+
+#[test]
+fn the_service_runs_a_copy_in_a_stable_place_never_one_in_target() {
+    let dir = TempDir::new("place");
+    let home = dir.join("home");
+    let env = vars(&home, &[]);
+    let stable = stable_binary(Os::Linux, &env).unwrap();
+    assert_eq!(stable, home.join(".local/bin/autogpt-shim"));
+    assert_eq!(
+        stable_binary(Os::Macos, &env).unwrap(),
+        home.join(".local/bin/autogpt-shim")
+    );
+    let windows =
+        |name: &str| (name == "LOCALAPPDATA").then(|| r"C:\Users\me\AppData\Local".to_owned());
+    assert!(
+        stable_binary(Os::Windows, &windows)
+            .unwrap()
+            .ends_with("Programs/autogpt-shim/autogpt-shim")
+            || cfg!(windows)
+    );
+    assert_eq!(stable_binary(Os::Linux, &|_: &str| None), None);
+
+    let built = dir.join("repo/target/release/autogpt-shim");
+    own_files::write_atomic(&built, b"#!/bin/true\n", 0o755).unwrap();
+    assert!(in_build_folder(&built));
+    assert!(!in_build_folder(Path::new("/usr/bin/autogpt-shim")));
+    // In place inside target/: refused, naming the way out.
+    let refused = plan_binary(&built, Some(&stable), true).unwrap_err();
+    assert!(
+        refused.contains("inside a cargo target/ folder") && refused.contains("without --in-place"),
+        "{refused}"
+    );
+    assert_eq!(
+        plan_binary(Path::new("/usr/bin/autogpt-shim"), Some(&stable), true).unwrap(),
+        Binary::InPlace(PathBuf::from("/usr/bin/autogpt-shim"))
+    );
+    // By default: copied, and the copy is what the entry names.
+    let plan = plan_binary(&built, Some(&stable), false).unwrap();
+    assert_eq!(plan.path(), stable);
+    let mut out = Vec::new();
+    assert_eq!(place_binary(&plan, &mut out).unwrap(), stable);
+    assert_eq!(
+        own_files::read_capped(&stable, 64).unwrap().unwrap(),
+        b"#!/bin/true\n"
+    );
+    assert!(String::from_utf8(out).unwrap().starts_with("copied "));
+    // Run from the copy, install keeps it.
+    assert_eq!(
+        plan_binary(&stable, Some(&stable), false).unwrap(),
+        Binary::AlreadyThere(stable.clone())
+    );
+    assert!(on_path(&home.join(".local/bin"), &|name: &str| {
+        (name == "PATH").then(|| format!("/usr/bin:{}", home.join(".local/bin").display()))
+    }));
+    assert!(!on_path(&home.join(".local/bin"), &env));
+}
+
+#[cfg(unix)]
+#[test]
+fn without_a_user_manager_install_says_what_to_do_instead() {
+    let dir = TempDir::new("manager");
+    let run = dir.join("run-systemd");
+    let runtime = dir.join("runtime");
+    let env =
+        |name: &str| (name == "XDG_RUNTIME_DIR").then(|| runtime.to_string_lossy().into_owned());
+    // Not booted with systemd.
+    assert_eq!(user_manager(Os::Linux, &run, &env), Manager::NoSystemd);
+    assert_eq!(user_manager(Os::Macos, &run, &env), Manager::Reachable);
+    own_files::ensure_dir(&run.join("system")).unwrap();
+    // systemd, but no user manager: no XDG_RUNTIME_DIR, or no socket in it.
+    assert!(matches!(
+        user_manager(Os::Linux, &run, &|_: &str| None),
+        Manager::Unreachable(why) if why.contains("XDG_RUNTIME_DIR is not set")
+    ));
+    assert!(matches!(
+        user_manager(Os::Linux, &run, &env),
+        Manager::Unreachable(why) if why.contains("systemd/private does not exist")
+    ));
+    own_files::ensure_dir(&runtime.join("systemd")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(runtime.join("systemd/private")).unwrap();
+    assert_eq!(user_manager(Os::Linux, &run, &env), Manager::Reachable);
+
+    let unit = unit(Os::Linux, dir.path());
+    for manager in [
+        Manager::NoSystemd,
+        Manager::Unreachable("XDG_RUNTIME_DIR is not set in this shell".to_owned()),
+    ] {
+        let mut out = Vec::new();
+        print_activation(
+            &unit,
+            &manager,
+            "/h/.local/bin/autogpt-shim --config /c start",
+            Some("me"),
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("enable it with:"), "{text}");
+        assert!(
+            text.contains("start the daemon by hand")
+                && text.contains(": /h/.local/bin/autogpt-shim --config /c start\n"),
+            "{text}"
+        );
+        if matches!(manager, Manager::Unreachable(_)) {
+            assert!(text.contains("sudo loginctl enable-linger me"), "{text}");
+            assert!(text.contains("Failed to connect to bus"), "{text}");
+        }
+    }
 }

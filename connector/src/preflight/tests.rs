@@ -1,30 +1,36 @@
 //! Tests of [`super`] on real setups in a temporary directory: which checks pass, warn or fail,
-//! and that the preflight creates nothing.
+//! that every problem is reported, and that the preflight creates nothing.
 
-use super::super::audit::test_dir::TempDir;
+use std::path::{Path, PathBuf};
+
+use local_core::machine::own_files;
+
 use super::*;
+use crate::commands::audit::test_dir::TempDir;
+use crate::commands::doctor::{EXIT_BLOCKED, doctor};
+use crate::ws::Token;
 
-fn inputs(dir: &TempDir) -> DoctorInputs {
-    DoctorInputs {
+fn inputs(dir: &TempDir) -> Inputs {
+    let mut config = ShimConfig::defaults(&|_: &str| None);
+    config.session_id = Some("s-1".to_owned());
+    config.allowed_root = Some(dir.join("workspace/root"));
+    config.audit_log_path = Some(dir.join("state/audit.log"));
+    config.token_file = Some(dir.join("token"));
+    config.platform_url = "https://user:pw@platform.example/".to_owned();
+    Inputs {
         os: Os::Linux,
-        session_id: Some("s-1".to_owned()),
-        allowed_root: dir.join("workspace/root"),
+        config,
+        problems: Vec::new(),
+        log_level: "INFO".to_owned(),
         home: Some(dir.join("home")),
-        audit_log_path: dir.join("state/audit.log"),
-        audit_key_path: dir.join("state/audit-key"),
-        token_in_env: false,
-        token_file: Some(dir.join("token")),
-        platform_url: "https://user:pw@platform.example/".to_owned(),
-        enable_shell: false,
-        enable_computer_use: false,
-        enable_recording: false,
+        audit_key_path: Some(dir.join("state/audit-key")),
         xdg_session_type: None,
         wayland_display: Some("wayland-0".to_owned()),
         display: Some(":0".to_owned()),
     }
 }
 
-fn run(inputs: &DoctorInputs) -> (u8, String) {
+fn run(inputs: &Inputs) -> (u8, String) {
     let mut out = Vec::new();
     let code = doctor(inputs, &mut out);
     (code, String::from_utf8(out).unwrap())
@@ -61,7 +67,7 @@ fn a_clean_setup_passes_and_nothing_is_created() {
     assert_eq!(code, 0, "{out}");
     let state = dir.join("state");
     let expected = [
-        "[INFO] mode  legacy direct session s-1".to_owned(),
+        "[INFO] mode  direct session s-1 (--session-id)".to_owned(),
         format!("[OK  ] allowed root  {} is writable", root.display()),
         format!(
             "[OK  ] audit log  {} does not exist yet; `start` creates it and its folder {}",
@@ -77,7 +83,8 @@ fn a_clean_setup_passes_and_nothing_is_created() {
             "[OK  ] token  {} is readable by you only",
             dir.join("token").display()
         ),
-        "[OK  ] platform URL  https://platform.example/".to_owned(),
+        "[OK  ] platform URL  `start` dials wss://platform.example/ws/local-executor/s-1"
+            .to_owned(),
         "[OK  ] shell  disabled".to_owned(),
         "[INFO] session type  Wayland (WAYLAND_DISPLAY=wayland-0)".to_owned(),
         "no blocking problems: the daemon can start".to_owned(),
@@ -89,8 +96,10 @@ fn a_clean_setup_passes_and_nothing_is_created() {
 
     // With the state folder, the log and a key in place, they are read, not rewritten.
     own_files::ensure_dir(&state).unwrap();
-    own_files::write_atomic(&inputs.audit_log_path, b"", 0o600).unwrap();
-    own_files::write_atomic(&inputs.audit_key_path, &[b'a'; 64], 0o600).unwrap();
+    let log = inputs.config.audit_log_path.clone().unwrap();
+    let key = inputs.audit_key_path.clone().unwrap();
+    own_files::write_atomic(&log, b"", 0o600).unwrap();
+    own_files::write_atomic(&key, &[b'a'; 64], 0o600).unwrap();
     let before = tree(dir.path());
     let (code, out) = run(&inputs);
     assert_eq!(code, 0, "{out}");
@@ -106,7 +115,7 @@ fn a_clean_setup_passes_and_nothing_is_created() {
 fn a_missing_root_blocks_names_mkdir_and_is_not_created() {
     let dir = TempDir::new("doctor-typo");
     let mut inputs = inputs(&dir);
-    inputs.allowed_root = dir.join("a/typo");
+    inputs.config.allowed_root = Some(dir.join("a/typo"));
     let before = tree(dir.path());
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED, "{out}");
@@ -127,11 +136,11 @@ fn a_state_folder_that_cannot_be_made_blocks_with_the_command_to_make_it() {
     use std::os::unix::fs::PermissionsExt;
     let dir = TempDir::new("doctor-locked");
     let mut inputs = inputs(&dir);
-    own_files::ensure_dir(&inputs.allowed_root).unwrap();
+    own_files::ensure_dir(inputs.config.allowed_root.as_ref().unwrap()).unwrap();
     let locked = dir.join("locked");
     own_files::ensure_dir(&locked).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o500)).unwrap();
-    inputs.audit_log_path = locked.join("state/audit.log");
+    inputs.config.audit_log_path = Some(locked.join("state/audit.log"));
     let (code, out) = run(&inputs);
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
     // Root ignores permissions: the check then (rightly) finds the folder creatable.
@@ -154,21 +163,24 @@ fn an_allowed_root_under_a_regular_file_blocks() {
     let dir = TempDir::new("doctor-root");
     own_files::write_atomic(&dir.join("file"), b"x", 0o600).unwrap();
     let mut inputs = inputs(&dir);
-    inputs.allowed_root = dir.join("file/root");
+    inputs.config.allowed_root = Some(dir.join("file/root"));
+    inputs.config.token_file = None;
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED, "{out}");
     assert!(
         out.contains("[FAIL] allowed root  ") && out.contains("a file stands in its path"),
         "{out}"
     );
-    assert!(out.contains("[WARN] token  "), "{out}");
-    assert!(out.ends_with("1 blocking problem: fix it before starting the daemon\n"));
+    assert!(out.contains("[WARN] token  none configured"), "{out}");
+    assert!(out.ends_with(
+        "1 blocking problem: fix it before starting the daemon (`start` refuses until then)\n"
+    ));
 
     // Control mode does not use the allowed root, but needs a folder to browse from.
-    inputs.session_id = None;
+    inputs.config.session_id = None;
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED, "{out}");
-    assert!(out.contains("[INFO] allowed root  "), "{out}");
+    assert!(!out.contains("allowed root"), "{out}");
     assert!(
         out.contains("[FAIL] virtual roots  no folder to browse from"),
         "{out}"
@@ -195,25 +207,30 @@ fn an_open_token_file_blocks() {
     assert!(out.contains("mode 0644"), "{out}");
     assert!(!out.contains("secret\n"));
 
-    // Even when the environment supplies the token.
-    inputs.token_in_env = true;
-    assert_eq!(run(&inputs).0, EXIT_BLOCKED);
+    // The environment's token wins over the file, which is then not read.
+    inputs.config.token_file = None;
+    inputs.config.token = Token::from_configured(Some("t"));
+    assert!(
+        run(&inputs)
+            .1
+            .contains("[OK  ] token  from AUTOGPT_SHIM_TOKEN\n")
+    );
 }
 
 #[test]
 fn features_urls_and_sessions() {
     let dir = TempDir::new("doctor-features");
     let mut inputs = inputs(&dir);
-    own_files::ensure_dir(&inputs.allowed_root).unwrap();
-    inputs.token_file = None;
-    inputs.token_in_env = true;
-    inputs.enable_shell = true;
-    inputs.platform_url = "ftp://platform.example".to_owned();
+    own_files::ensure_dir(inputs.config.allowed_root.as_ref().unwrap()).unwrap();
+    inputs.config.token_file = None;
+    inputs.config.token = Token::from_configured(Some("t"));
+    inputs.config.enable_shell = true;
+    inputs.config.platform_url = "ftp://platform.example".to_owned();
     inputs.xdg_session_type = Some("x11".to_owned());
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED, "{out}");
     assert!(
-        out.contains("[OK  ] token  from the environment\n"),
+        out.contains("[OK  ] token  from AUTOGPT_SHIM_TOKEN\n"),
         "{out}"
     );
     assert!(
@@ -221,7 +238,9 @@ fn features_urls_and_sessions() {
         "{out}"
     );
     assert!(
-        out.contains("[FAIL] platform URL  ftp://platform.example: "),
+        out.contains(
+            "[FAIL] platform URL  invalid connection request: unsupported platform URL scheme"
+        ),
         "{out}"
     );
     assert!(
@@ -229,29 +248,42 @@ fn features_urls_and_sessions() {
         "{out}"
     );
 
-    inputs.platform_url = "ws://platform.example".to_owned();
-    inputs.enable_computer_use = true;
-    inputs.enable_recording = true;
+    inputs.config.platform_url = "ws://platform.example".to_owned();
+    inputs.config.enable_computer_use = true;
+    inputs.config.enable_recording = true;
+    inputs.log_level = "LOUD".to_owned();
     inputs.os = Os::Macos;
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED);
     assert!(
-        out.contains("[WARN] platform URL  ws://platform.example: unencrypted"),
+        out.contains(
+            "[WARN] platform URL  ws://platform.example/ws/local-executor/s-1 is unencrypted"
+        ),
         "{out}"
     );
-    assert!(out.contains("[FAIL] computer use  "), "{out}");
+    // Computer use starts anywhere: HELLO offers what works.
+    assert!(out.contains("[OK  ] computer use  enabled\n"), "{out}");
     assert!(out.contains("[FAIL] recording  "), "{out}");
+    assert!(out.contains("[FAIL] log level  "), "{out}");
     assert!(!out.contains("session type"), "{out}");
-    assert!(out.ends_with("2 blocking problems: fix them before starting the daemon\n"));
+    assert!(out.contains("2 blocking problems: fix them before starting the daemon"));
 
-    inputs.platform_url = "ws://localhost:8000".to_owned();
+    inputs.config.platform_url = "ws://localhost:8000".to_owned();
+    assert!(run(&inputs).1.contains(
+        "[OK  ] platform URL  `start` dials ws://localhost:8000/ws/local-executor/s-1\n"
+    ));
+    inputs.config.platform_url = "wss://".to_owned();
+    assert!(run(&inputs).1.contains("[FAIL] platform URL  "));
+    // Linux without a display: computer use warns.
+    inputs.os = Os::Linux;
+    inputs.xdg_session_type = None;
+    inputs.wayland_display = None;
+    inputs.display = None;
     assert!(
         run(&inputs)
             .1
-            .contains("[OK  ] platform URL  ws://localhost:8000\n")
+            .contains("[WARN] computer use  enabled, but this session has no display")
     );
-    inputs.platform_url = "wss://".to_owned();
-    assert!(run(&inputs).1.contains("[FAIL] platform URL  "));
 }
 
 #[cfg(unix)]
@@ -259,22 +291,64 @@ fn features_urls_and_sessions() {
 fn a_key_file_open_to_others_blocks_and_a_bad_key_warns() {
     let dir = TempDir::new("doctor-key");
     let mut inputs = inputs(&dir);
-    own_files::ensure_dir(&inputs.allowed_root).unwrap();
-    inputs.token_file = None;
-    own_files::write_atomic(&inputs.audit_key_path, &[b'a'; 64], 0o644).unwrap();
+    own_files::ensure_dir(inputs.config.allowed_root.as_ref().unwrap()).unwrap();
+    inputs.config.token_file = None;
+    let key = inputs.audit_key_path.clone().unwrap();
+    own_files::write_atomic(&key, &[b'a'; 64], 0o644).unwrap();
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED, "{out}");
     assert!(out.contains("[FAIL] audit key  "), "{out}");
 
-    own_files::write_atomic(&inputs.audit_key_path, b"not a key", 0o600).unwrap();
+    own_files::write_atomic(&key, b"not a key", 0o600).unwrap();
     let (code, out) = run(&inputs);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("[WARN] audit key  "), "{out}");
     // Reported, not replaced.
     assert_eq!(
-        own_files::read_capped(&inputs.audit_key_path, 64)
-            .unwrap()
-            .unwrap(),
+        own_files::read_capped(&key, 64).unwrap().unwrap(),
         b"not a key"
     );
+}
+
+/// Everything wrong is reported at once, the refused configuration values under the check they
+/// belong to, and the check of a refused value does not look at what was left in its place.
+#[test]
+fn every_problem_is_reported_not_the_first() {
+    let dir = TempDir::new("doctor-three");
+    let mut inputs = inputs(&dir);
+    let flags = crate::config::Overrides {
+        platform_url: Some("127.0.0.1:8770".to_owned()),
+        ..crate::config::Overrides::default()
+    };
+    let loaded = crate::config::load_all(&flags, &|name: &str| {
+        (name == "HOME").then(|| dir.path().to_string_lossy().into_owned())
+    });
+    inputs.problems = loaded.problems;
+    // The token file and the root are missing too.
+    let (code, out) = run(&inputs);
+    assert_eq!(code, EXIT_BLOCKED, "{out}");
+    let failed: Vec<&str> = out
+        .lines()
+        .filter(|line| line.starts_with("[FAIL]"))
+        .collect();
+    assert_eq!(failed.len(), 3, "{out}");
+    assert!(failed[0].starts_with("[FAIL] allowed root  "), "{out}");
+    assert!(
+        failed[1].starts_with("[FAIL] token  the token file ")
+            && failed[1].contains("does not exist"),
+        "{out}"
+    );
+    assert_eq!(
+        failed[2],
+        "[FAIL] platform URL  --platform-url has no scheme: did you mean ws://127.0.0.1:8770? (ws:// for a platform on this machine, wss:// for one across the network)"
+    );
+    assert!(!out.contains("[OK  ] platform URL"), "{out}");
+    assert!(out.ends_with(
+        "3 blocking problems: fix them before starting the daemon (`start` refuses until then)\n"
+    ));
+    // `start`'s refusal is the same list, one sentence each.
+    let findings = checks(&inputs);
+    let sentences: Vec<String> = blocking(&findings).map(Finding::sentence).collect();
+    assert_eq!(sentences.len(), 3);
+    assert!(sentences[2].starts_with("platform URL: --platform-url has no scheme"));
 }
