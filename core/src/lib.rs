@@ -39,6 +39,7 @@ pub mod limits;
 pub mod llm;
 pub mod loopback;
 pub mod machine;
+pub mod malloc_tunables;
 #[cfg(test)]
 mod proptest_config;
 pub mod secret;

@@ -10,7 +10,7 @@ use std::{
     path::Path,
 };
 
-use local_core::env_names;
+use local_core::{env_names, malloc_tunables};
 
 use crate::{
     paths::{BACKEND_LOG, DESKTOP_LOG},
@@ -103,8 +103,8 @@ pub fn api_url(port: u16) -> String {
 
 /// The API child's environment: `inherited` plus the token, `MSGUIDE_MODE=demo`, the
 /// diagnostic log in `state_dir`, the API's URL and the launcher's pid (so the child ends
-/// with the launcher). Values the launcher sets replace any
-/// inherited ones.
+/// with the launcher), and on glibc the allocator's tunable (`local_core::malloc_tunables`).
+/// Values the launcher sets replace any inherited ones.
 #[must_use]
 pub fn api_env(inherited: ChildEnv, token: &LaunchToken, port: u16, state_dir: &Path) -> ChildEnv {
     let mut env = inherited;
@@ -113,6 +113,10 @@ pub fn api_env(inherited: ChildEnv, token: &LaunchToken, port: u16, state_dir: &
     env.set(env_names::DIAGNOSTIC_LOG, state_dir.join(BACKEND_LOG));
     env.set(env_names::API_URL, api_url(port));
     env.set(env_names::LAUNCHER_PID, std::process::id().to_string());
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        let tunables = malloc_tunables::for_child(env.get(malloc_tunables::VAR));
+        env.set(malloc_tunables::VAR, tunables);
+    }
     env
 }
 
@@ -189,6 +193,12 @@ mod tests {
             Some("openai-compatible")
         );
         assert_eq!(get(&env, "MSGUIDE_MODEL_API_KEY"), Some("sk-SECRET"));
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert_eq!(
+                get(&env, malloc_tunables::VAR),
+                Some(malloc_tunables::MMAP_THRESHOLD)
+            );
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ use e2e::memory::{Memory, mib};
 use local_core::guide::png_sanitise::{
     MAX_PNG_BYTES, decode_base64_strict, decode_pixels, encode_pixels, sanitise_base64_png,
 };
+use local_core::malloc_tunables;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -268,6 +269,8 @@ impl Server {
                     .args(["--host", "127.0.0.1", "--port", &port.to_string()])
                     .env("MSGUIDE_LOCAL_TOKEN", TOKEN)
                     .env("RUST_LOG", "warn")
+                    // As the launcher runs it.
+                    .env(malloc_tunables::VAR, malloc_tunables::MMAP_THRESHOLD)
                     // The caller's shell must not switch on audit, logging or another mode
                     // mid-benchmark.
                     .env_remove("MSGUIDE_MODE")

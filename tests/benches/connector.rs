@@ -30,6 +30,7 @@ use e2e::platform::{Conn, Platform, SESSION, Shim, TOKEN, binary, fresh_dir};
 use local_core::machine::audit_chain::{AuditChain, AuditIdentity, AuditResult, PendingRecord};
 use local_core::machine::files::{self as core_files, StatRequest};
 use local_core::machine::jail::Jail;
+use local_core::malloc_tunables;
 use serde_json::{Map, Value, json};
 
 const READ_BYTES: usize = 8 * 1024 * 1024;
@@ -176,6 +177,8 @@ fn start_shim(
         ("AUTOGPT_SHIM_TOKEN", TOKEN),
         // The bench issues far more than the default 60 commands a minute.
         ("AUTOGPT_SHIM_MAX_COMMANDS_PER_MINUTE", "100000"),
+        // As the systemd unit `install` writes runs it.
+        (malloc_tunables::VAR, malloc_tunables::MMAP_THRESHOLD),
     ];
     env.extend_from_slice(extra_env);
     Shim::spawn_binary(&build.program, home, &args, &env)

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use local_core::malloc_tunables;
+
 use super::{
     APP_DIR, LAUNCHD_LABEL, Locations, Os, SYSTEMD_UNIT_NAME, ServiceError, Unit, WINDOWS_TASK_NAME,
 };
@@ -28,6 +30,12 @@ pub(super) fn systemd_unit(
     );
     let out_log = systemd_path(text(&log_dir.join("shim.out.log"), FORMAT)?)?;
     let err_log = systemd_path(text(&log_dir.join("shim.err.log"), FORMAT)?)?;
+    // The allocator's tunable (local_core::malloc_tunables); a unit inherits no shell's.
+    let tunables = format!(
+        "{}={}",
+        malloc_tunables::VAR,
+        malloc_tunables::MMAP_THRESHOLD
+    );
     let contents = format!(
         "[Unit]\n\
          Description=AutoGPT local executor (autogpt-shim)\n\
@@ -35,6 +43,7 @@ pub(super) fn systemd_unit(
          [Service]\n\
          Type=simple\n\
          ExecStart={exec}\n\
+         Environment=\"{tunables}\"\n\
          Restart=on-failure\n\
          RestartSec=5\n\
          RestartPreventExitStatus={EXIT_AUTH} {EXIT_PREFLIGHT}\n\

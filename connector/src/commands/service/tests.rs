@@ -49,6 +49,8 @@ fn systemd_unit_quotes_and_escapes() {
         "StandardOutput=append:/home/me/.local/state/autogpt-local-executor/shim.out.log",
         "StandardError=append:/home/me/.local/state/autogpt-local-executor/shim.err.log",
         "WantedBy=default.target",
+        // The allocator's tunable: a unit inherits no shell's environment.
+        r#"Environment="GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576""#,
     ] {
         assert!(lines.contains(&line), "{line} in {}", unit.contents);
     }
