@@ -96,7 +96,7 @@ async fn run(cli: Cli) -> Result<(), String> {
     )
     .await;
     local.shutdown();
-    served.map_err(|e| format!("cannot serve connections: {e}"))
+    served.map_err(|e| format!("cannot start the threads that serve connections ({e}); check the process and thread limits (ulimit -u)"))
 }
 
 fn main() -> ExitCode {
@@ -114,7 +114,9 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // This thread only accepts connections and waits for the stop signal; the connections
+    // are served on threads of their own (`server::serve`).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
