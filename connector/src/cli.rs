@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::config::{self, ConfigError, Overrides, ShimConfig};
+use crate::link::{Backoff, Token};
 use crate::preflight;
-use crate::ws::{Backoff, Token};
 
 pub use crate::config::{Env, ProcessEnv};
 

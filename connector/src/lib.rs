@@ -41,6 +41,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod error;
+pub mod link;
 pub mod mcp;
 pub mod preflight;
 pub mod protocol;

@@ -23,8 +23,9 @@ use tokio_tungstenite::tungstenite::http::Uri;
 use crate::cli::tracing_level;
 use crate::commands::service::Os;
 use crate::commands::status::redact_url;
-use crate::config::{self, ConfigError, Env, Loaded, ShimConfig, io_words, read_token_file};
+use crate::config::{self, ConfigError, Env, Loaded, ShimConfig, read_token_file};
 use crate::protocol::Arch;
+use local_core::io_words::io_words;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

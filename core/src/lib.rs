@@ -34,6 +34,7 @@ pub mod clock;
 pub mod desktop;
 pub mod env_names;
 pub mod guide;
+pub mod io_words;
 pub mod lifetime;
 pub mod limits;
 pub mod llm;

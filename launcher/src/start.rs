@@ -40,7 +40,7 @@ pub enum StartError {
     /// The stop signals could not be hooked.
     #[error(
         "cannot watch for Ctrl-C and SIGTERM ({}), so the API could not be stopped cleanly: start again, and report it if it stays",
-        describe_io(.0.kind())
+        local_core::io_words::kind_words(.0.kind())
     )]
     Signals(io::Error),
     /// `msguide-api` is not next to the launcher.
@@ -67,7 +67,7 @@ pub enum StartError {
     #[error(
         "cannot create the state directory {} for the logs ({}): fix the permissions of its parent, or set XDG_STATE_HOME (LOCALAPPDATA on Windows) to a writable folder",
         .path.display(),
-        describe_io(*.kind)
+        local_core::io_words::kind_words(*.kind)
     )]
     StateDir {
         /// The directory.
@@ -81,7 +81,7 @@ pub enum StartError {
     /// A child could not be started.
     #[error(
         "cannot start {name} ({}): check that it is an executable file next to the launcher, or rebuild with cargo build --release --workspace --bins",
-        describe_io(*.kind)
+        local_core::io_words::kind_words(*.kind)
     )]
     Spawn {
         /// The binary.
@@ -283,16 +283,6 @@ fn start_desktop(
 async fn shut(child: &mut Child, name: &str) {
     if let Err(err) = children::stop(child).await {
         eprintln!("msguide: cannot stop {name}: {err}");
-    }
-}
-
-/// An I/O failure in words a person reads, without the `(os error N)` of `io::Error`.
-fn describe_io(kind: io::ErrorKind) -> String {
-    match kind {
-        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        io::ErrorKind::NotFound => "it does not exist".to_owned(),
-        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".to_owned(),
-        kind => kind.to_string(),
     }
 }
 

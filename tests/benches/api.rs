@@ -60,7 +60,7 @@ const HELLO_PORT_VAR: &str = "MSGUIDE_BENCH_HELLO_PORT";
 const API_BIN_VAR: &str = "MSGUIDE_BENCH_API_BIN";
 /// A second API binary measured first in the same run, for a before/after table.
 const BEFORE_BIN_VAR: &str = "MSGUIDE_BENCH_BEFORE_BIN";
-/// `small`, `image` or `sanitiser`: run only that phase (for a profiler or a quick look), and
+/// `small`, `wrk`, `image` or `sanitiser`: run only that phase (for a profiler or a quick look), and
 /// print no closing table.
 const ONLY_VAR: &str = "MSGUIDE_BENCH_ONLY";
 const HELLO_BODY: &[u8] = b"Hello, World!";
@@ -199,6 +199,9 @@ async fn run() -> Result<()> {
     if runs("small") {
         http_load(&targets, &mut summaries).await?;
     }
+    if runs("wrk") {
+        wrk_load(&targets).await?;
+    }
     if runs("image") {
         let image: Arc<[u8]> = Arc::from(screenshot_b64.as_bytes());
         for (target, summary) in targets.iter().zip(&mut summaries) {
@@ -221,6 +224,113 @@ async fn run() -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The small-request ratio again with wrk as the client (`wrk -t2 -c32`, the same body).
+/// The two clients disagree because client and server share two cores: wrk spends less CPU a
+/// request than this bench's tokio client, so the hello-world baseline gains more from it than
+/// the API does, and the ratio approaches the ratio of the servers' own CPU a request.
+async fn wrk_load(targets: &[Target]) -> Result<()> {
+    const ARGS: [&str; 3] = ["-t2", "-c32", "-d3s"];
+    println!(
+        "\n== wrk {}, {ROUNDS} interleaved rounds (guidance without an image, the same body) ==",
+        ARGS.join(" ")
+    );
+    if Command::new("wrk").arg("-v").output().is_err() {
+        println!(
+            "  wrk is not installed, so its rows are left out: install it with `apt-get install wrk`"
+        );
+        return Ok(());
+    }
+    let mut servers = vec![(Server::launch(&ServerKind::Hello, "wrk-hello").await?, None)];
+    for target in targets {
+        let server = Server::launch(
+            &ServerKind::Api(target.bin.clone()),
+            &format!("wrk-{}", target.label),
+        )
+        .await?;
+        let session = create_session(server.addr, &server.host).await?;
+        servers.push((server, Some(session)));
+    }
+    let script = std::env::temp_dir().join(format!("msguide-bench-{}-wrk.lua", std::process::id()));
+    let mut rates = vec![Vec::new(); servers.len()];
+    for _ in 0..ROUNDS {
+        for ((server, session), rates) in servers.iter().zip(&mut rates) {
+            let mut command = tokio::process::Command::new("wrk");
+            command.args(ARGS);
+            match session {
+                None => command.arg(format!("http://{}/", server.addr)),
+                Some(session) => {
+                    let body = format!("{}}}}}", guidance_prefix(session)?);
+                    std::fs::write(
+                        &script,
+                        format!(
+                            "wrk.method = \"POST\"\nwrk.headers[\"Authorization\"] = \"Bearer {TOKEN}\"\n\
+                             wrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.body = [[{body}]]\n"
+                        ),
+                    )?;
+                    command
+                        .arg("-s")
+                        .arg(&script)
+                        .arg(format!("http://{}/v1/guidance", server.addr))
+                }
+            };
+            let output = command.output().await;
+            let _ = std::fs::remove_file(&script);
+            let text = String::from_utf8_lossy(&output?.stdout).into_owned();
+            if text.contains("Non-2xx") || text.contains("Socket errors") {
+                return Err(format!("wrk saw failed requests:\n{text}").into());
+            }
+            let rate = text
+                .lines()
+                .find_map(|line| line.strip_prefix("Requests/sec:"))
+                .and_then(|rate| rate.trim().parse::<f64>().ok())
+                .ok_or_else(|| format!("wrk printed no rate:\n{text}"))?;
+            rates.push(rate);
+        }
+    }
+    let hello = rates[0].clone();
+    println!(
+        "  hello-world axum: median {:.0} req/s [{}]",
+        median_f64(&hello),
+        joined(&hello)
+    );
+    for (target, rates) in targets.iter().zip(&rates[1..]) {
+        let ratios: Vec<f64> = rates
+            .iter()
+            .zip(&hello)
+            .map(|(r, h)| ratio(*r, *h))
+            .collect();
+        let median_ratio = median_f64(&ratios);
+        println!(
+            "  {} guidance, no image: median {:.0} req/s, ratio to the hello-world {median_ratio:.3} [{}] (target >= {RATIO_TARGET:.2}) {}",
+            target.label,
+            median_f64(rates),
+            joined(&ratios),
+            pass(median_ratio >= RATIO_TARGET),
+        );
+    }
+    Ok(())
+}
+
+fn median_f64(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn joined(values: &[f64]) -> String {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| {
+            if *v < 10.0 {
+                format!("{v:.2}")
+            } else {
+                format!("{v:.0}")
+            }
+        })
+        .collect();
+    parts.join(" / ")
 }
 
 /// What a child server is.
@@ -500,6 +610,16 @@ async fn create_session(addr: SocketAddr, host: &str) -> Result<String> {
         .ok_or_else(|| "POST /v1/sessions returned no sessionId".into())
 }
 
+/// A guidance body up to the end of its observation's elements: the image or the closing
+/// braces follow.
+fn guidance_prefix(session: &str) -> Result<String> {
+    let captured_at = OffsetDateTime::now_utc().format(&Rfc3339)?;
+    let session = serde_json::to_string(session)?;
+    Ok(format!(
+        r#"{{"sessionId":{session},"prompt":"What next?","consent":true,"observation":{{"id":"obs-1","windowId":"win-1","application":"MSGuide Demo","capturedAt":"{captured_at}","width":{SIDE},"height":{SIDE},"ocrText":"Build overview","elements":[{{"role":"button","label":"View logs","box":[0.1,0.1,0.2,0.05],"confidence":0.95}}]"#
+    ))
+}
+
 #[derive(Clone)]
 enum Workload {
     Hello,
@@ -516,11 +636,7 @@ impl Workload {
             Self::Hello => Ok(Request::get("/", host)),
             Self::Health => Ok(Request::get("/health", host)),
             Self::Guidance { session, image } => {
-                let captured_at = OffsetDateTime::now_utc().format(&Rfc3339)?;
-                let session = serde_json::to_string(&**session)?;
-                let mut prefix = format!(
-                    r#"{{"sessionId":{session},"prompt":"What next?","consent":true,"observation":{{"id":"obs-1","windowId":"win-1","application":"MSGuide Demo","capturedAt":"{captured_at}","width":{SIDE},"height":{SIDE},"ocrText":"Build overview","elements":[{{"role":"button","label":"View logs","box":[0.1,0.1,0.2,0.05],"confidence":0.95}}]"#
-                );
+                let mut prefix = guidance_prefix(session)?;
                 match image {
                     None => {
                         prefix.push_str("}}");

@@ -16,7 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use super::{REDIRECT_PORT_COUNT, Secret};
+use super::Secret;
+use crate::link::REDIRECT_PORT_COUNT;
 
 /// How long the login waits for the browser, as in the reference.
 pub const CALLBACK_DEADLINE: Duration = Duration::from_secs(300);

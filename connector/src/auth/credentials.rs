@@ -19,7 +19,7 @@ use super::oauth::{OAuthClient, OAuthError};
 use super::store::{StoreError, TokenStore};
 use super::{Secret, Tokens};
 use crate::audit::{Auditor, Entry};
-use crate::ws::{Token, unit_random};
+use crate::link::{Token, unit_random};
 
 /// Why a refresh failed.
 #[derive(Debug, thiserror::Error)]

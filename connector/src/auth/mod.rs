@@ -29,18 +29,12 @@ pub mod store;
 use local_core::secret::Redacted;
 
 use crate::config::ShimConfig;
-use crate::ws::{ConnectError, Socket, Token, connect};
+use crate::link::{ConnectError, Token, http_base};
 
 pub use credentials::Credentials;
 
 /// The keyring service name of the reference's tokens and audit key.
 pub const KEYRING_SERVICE: &str = "autogpt-local-executor";
-/// The reference's default public client id.
-pub const DEFAULT_CLIENT_ID: &str = "autogpt-local-executor";
-/// The first loopback callback port tried.
-pub const DEFAULT_REDIRECT_PORT: u16 = 41899;
-/// How many consecutive ports are tried for the callback, from the first (41899..=41910).
-pub const REDIRECT_PORT_COUNT: u16 = 12;
 /// The scope the reference asks for.
 pub const SCOPE: &str = "USE_TOOLS";
 
@@ -111,50 +105,6 @@ impl Endpoints {
             client_id: config.oauth_client_id.clone(),
             redirect_port: config.oauth_redirect_port,
         })
-    }
-}
-
-/// The HTTP base of a platform URL: `wss`→`https`, `ws`→`http`, no trailing slash.
-///
-/// # Errors
-/// [`ConnectError::InvalidRequest`] for another scheme or no host.
-pub fn http_base(url: &str) -> Result<String, ConnectError> {
-    let ws = crate::ws::ws_base(url)?;
-    Ok(match ws.strip_prefix("wss://") {
-        Some(rest) => format!("https://{rest}"),
-        None => format!("http://{}", ws.trim_start_matches("ws://")),
-    })
-}
-
-/// Dials `url` for a data or control connection. With stored OAuth `credentials` the token
-/// comes from them, refreshed first when it is a JWT near its `exp`
-/// ([`Credentials::for_dial`]); a 401 on the upgrade (a token without `exp`, or one the
-/// platform refused early) spends one refresh (shared with every other connection that saw the
-/// same token rejected) before dialling once more; a second 401, a 403 or a failed refresh is
-/// [`ConnectError::Unauthorized`]. A token from the environment or a token file (`token`)
-/// cannot be refreshed, so its 401 is final at once.
-///
-/// # Errors
-/// See [`ConnectError`].
-pub async fn dial(
-    url: &str,
-    token: Option<&Token>,
-    credentials: Option<&Credentials>,
-) -> Result<Socket, ConnectError> {
-    let Some(credentials) = credentials else {
-        return connect(url, token).await;
-    };
-    let (current, generation) = credentials.for_dial().await;
-    match connect(url, current.as_ref()).await {
-        Err(ConnectError::Unauthorized { status: 401 }) => {
-            if let Err(err) = credentials.refresh(generation).await {
-                tracing::error!(error = %err, "could not refresh the OAuth token");
-                return Err(ConnectError::Unauthorized { status: 401 });
-            }
-            let (fresh, _) = credentials.current().await;
-            connect(url, fresh.as_ref()).await
-        }
-        other => other,
     }
 }
 

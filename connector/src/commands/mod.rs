@@ -229,7 +229,7 @@ fn install_command(
         .map_err(|err| {
             format!(
                 "cannot find this program's own file ({}): run install with the binary's full path",
-                config::io_words(&err)
+                local_core::io_words::io_words(&err)
             )
         })
         .and_then(|exe| {
@@ -248,7 +248,7 @@ fn install_command(
         .map_err(|err| {
             format!(
                 "cannot read the current directory ({}): run install from a folder that still exists",
-                config::io_words(&err)
+                local_core::io_words::io_words(&err)
             )
         })
         .and_then(|cwd| {
@@ -261,7 +261,7 @@ fn install_command(
                     format!(
                         "cannot read the config file {} ({}): make it readable by you, or pass --config with another file",
                         config_path.display(),
-                        config::io_words(&err)
+                        local_core::io_words::io_words(&err)
                     )
                 })?
                 .map(String::from_utf8)

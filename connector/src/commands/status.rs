@@ -136,7 +136,7 @@ pub fn claim(dir: &Path, instance: &Instance) -> Result<own_files::FileLock, Str
         Err(own_files::LockError::Io(err)) => Err(format!(
             "cannot take the daemon lock {} ({}): check that the state folder is yours and writable",
             path.display(),
-            crate::config::io_words(&err)
+            local_core::io_words::io_words(&err)
         )),
     }
 }
@@ -206,7 +206,7 @@ pub fn read(path: &Path) -> Result<DaemonStatus, String> {
             format!(
                 "cannot read {} ({})",
                 path.display(),
-                crate::config::io_words(&err)
+                local_core::io_words::io_words(&err)
             )
         })?
         .ok_or_else(|| format!("{} does not exist", path.display()))?;
@@ -270,7 +270,7 @@ pub fn survey(dir: &Path) -> Survey {
             survey.unreadable.push(format!(
                 "cannot list {} ({})",
                 dir.display(),
-                crate::config::io_words(&err)
+                local_core::io_words::io_words(&err)
             ));
             return survey;
         }

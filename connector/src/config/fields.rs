@@ -11,8 +11,8 @@ use local_core::llm::BackendKind as LlmBackend;
 use super::{
     ConfigError, ENV_PREFIX, MAX_DISPLAY_NAME_CHARS, MAX_MACHINE_ID_CHARS, Origin, ShimConfig,
 };
+use crate::link::{REDIRECT_PORT_COUNT, ws_base};
 use crate::protocol::is_valid_session_id;
-use crate::ws::ws_base;
 
 /// Every setting of the file and the environment, in the reference table's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,10 +230,7 @@ pub(super) fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result
             let port = positive(raw, EXPECT_REDIRECT_PORT)?.get();
             config.oauth_redirect_port = u16::try_from(port)
                 .ok()
-                .filter(|port| {
-                    port.checked_add(crate::auth::REDIRECT_PORT_COUNT - 1)
-                        .is_some()
-                })
+                .filter(|port| port.checked_add(REDIRECT_PORT_COUNT - 1).is_some())
                 .ok_or(EXPECT_REDIRECT_PORT)?;
         }
         Field::SessionId => {

@@ -48,11 +48,15 @@ use local_core::limits;
 use local_core::llm::BackendKind as LlmBackend;
 use local_core::machine::own_files::{self, PrivateFileError};
 
+use crate::link::{
+    Backoff, ConnectError, DEFAULT_CLIENT_ID, DEFAULT_PLATFORM_URL, DEFAULT_REDIRECT_PORT, Token,
+    ws_base,
+};
 use crate::protocol::{
     DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_FILE_SIZE_BYTES,
     is_valid_session_id,
 };
-use crate::ws::{Backoff, ConnectError, DEFAULT_PLATFORM_URL, Token, ws_base};
+use local_core::io_words::io_words;
 
 mod fields;
 mod file;
@@ -201,8 +205,8 @@ impl ShimConfig {
             platform_url: DEFAULT_PLATFORM_URL.to_owned(),
             platform_ws_url: None,
             platform_oauth_url: None,
-            oauth_client_id: crate::auth::DEFAULT_CLIENT_ID.to_owned(),
-            oauth_redirect_port: crate::auth::DEFAULT_REDIRECT_PORT,
+            oauth_client_id: DEFAULT_CLIENT_ID.to_owned(),
+            oauth_redirect_port: DEFAULT_REDIRECT_PORT,
             session_id: None,
             machine_id: None,
             // Shells set HOSTNAME without exporting it, so a daemon rarely sees it: the OS
@@ -448,20 +452,6 @@ fn token_file_problem(err: &PrivateFileError) -> String {
             io_words(source)
         ),
         other => format!("the token file {other}"),
-    }
-}
-
-/// An I/O error's cause in words, without the `(os error N)` suffix.
-#[must_use]
-pub fn io_words(err: &io::Error) -> String {
-    match err.kind() {
-        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        io::ErrorKind::NotADirectory => "a file stands where a folder should be".to_owned(),
-        io::ErrorKind::IsADirectory => "it is a folder".to_owned(),
-        io::ErrorKind::NotFound => "it does not exist".to_owned(),
-        io::ErrorKind::ReadOnlyFilesystem => "the file system is read-only".to_owned(),
-        io::ErrorKind::StorageFull => "the disk is full".to_owned(),
-        kind => kind.to_string(),
     }
 }
 

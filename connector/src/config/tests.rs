@@ -647,7 +647,10 @@ fn load_all_reports_every_problem_not_the_first() {
             "session_id"
         ]
     );
-    assert_eq!(loaded.config.platform_url, crate::ws::DEFAULT_PLATFORM_URL);
+    assert_eq!(
+        loaded.config.platform_url,
+        crate::link::DEFAULT_PLATFORM_URL
+    );
     assert_eq!(loaded.config.max_concurrent, DEFAULT_MAX_CONCURRENT);
     let first = load(&flags, &vars).unwrap_err().to_string();
     assert_eq!(first, loaded.problems[0].to_string());

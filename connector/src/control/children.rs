@@ -11,8 +11,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::auth::Credentials;
+use crate::link::{Backoff, Token};
 use crate::session::{Activity, Host, MachineWork, Role, SessionConfig};
-use crate::ws::{Backoff, DataConnection, Outcome, Shutdown, Token, run_data_connection};
+use crate::ws::{DataConnection, Outcome, Shutdown, run_data_connection};
 
 /// What a child is started from: the control connection's configuration, copied.
 #[derive(Debug, Clone)]

@@ -759,9 +759,9 @@ mod tests {
 
     use super::*;
     use crate::commands::audit::test_dir::TempDir;
+    use crate::link::Backoff;
     use crate::protocol::{Arch, Platform};
     use crate::session::SessionConfig;
-    use crate::ws::Backoff;
 
     const MACHINE: &str = "machine-unit";
     const SESSION: &str = "chat-1";

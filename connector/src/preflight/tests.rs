@@ -8,7 +8,7 @@ use local_core::machine::own_files;
 use super::*;
 use crate::commands::audit::test_dir::TempDir;
 use crate::commands::doctor::{EXIT_BLOCKED, doctor};
-use crate::ws::Token;
+use crate::link::Token;
 
 fn inputs(dir: &TempDir) -> Inputs {
     let mut config = ShimConfig::defaults(&|_: &str| None);

@@ -41,11 +41,13 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Message as WsMessage, Utf8Bytes};
 
 use crate::cli::{Cli, TryArgs};
-use crate::config::{self, Env, io_words};
+use crate::config::{self, Env};
+use crate::link::Token;
 use crate::preflight::shell_quote;
 use crate::protocol::{close_code, is_valid_session_id};
-use crate::ws::{Token, websocket_config};
+use crate::ws::websocket_config;
 use lines::{Action, Target};
+use local_core::io_words::io_words;
 
 /// The session id the printed command uses unless `--session-id` names another.
 pub const DEFAULT_SESSION: &str = "try-it";

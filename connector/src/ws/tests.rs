@@ -7,6 +7,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http;
 
 use super::*;
+use crate::link::{DEFAULT_PLATFORM_URL, data_url};
 use crate::protocol::{Arch, Platform};
 
 const TOKEN: &str = "tok-unit-test";

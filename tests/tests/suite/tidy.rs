@@ -653,3 +653,260 @@ fn the_connector_guide_has_no_paragraph_over_400_characters() {
         "guide paragraphs over 400 characters: {long:#?}"
     );
 }
+
+/// Import cycles among sibling modules that are known and kept, each with its reason; any other
+/// cycle fails `modules_import_no_new_cycles`. (Scope, the modules of one cycle.)
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[
+    // The spec's error codes are protocol types, and the protocol's replies are built from them.
+    ("connector", &["error", "protocol"]),
+    // The session writes the request log, which names the session's requests.
+    ("connector", &["request_log", "session"]),
+    // The command line's subcommands and what they run; to be split by subcommand.
+    ("connector", &["cli", "commands", "control", "daemon", "preflight", "ws"]),
+    // The capabilities and the table that lists them; issue 32's one result-to-reply place.
+    ("connector::session", &["capability", "computer", "files", "llm", "shell"]),
+    // Guidance points at desktop elements, and the desktop reports in guidance's terms.
+    ("core", &["desktop", "guide"]),
+    ("core::desktop", &["probe", "screen"]),
+    ("core::guide::guidance", &["plan", "validate"]),
+    ("api", &["contracts", "error"]),
+];
+
+/// The modules under `scope` (`crate` or `crate::a::b`) that `file`'s code names, by the
+/// sibling it belongs to: `use crate::…`, `crate::…` paths and `super::…` paths, outside
+/// comments and inline tests.
+fn named_siblings(module: &[String], source: &str, scope: &[String]) -> Vec<(String, String)> {
+    let code = source
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default();
+    let code: String = code
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let Some(own) = module.get(scope.len()) else {
+        return Vec::new();
+    };
+    if module[..scope.len()] != *scope {
+        return Vec::new();
+    }
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut paths: Vec<Vec<String>> = Vec::new();
+    let bytes = code.as_bytes();
+    let mut at = 0;
+    while let Some(found) = code[at..].find("crate::") {
+        let start = at + found;
+        at = start + "crate::".len();
+        // `$crate::` and `somecrate::` are not this crate.
+        if start > 0
+            && (bytes[start - 1].is_ascii_alphanumeric()
+                || bytes[start - 1] == b'_'
+                || bytes[start - 1] == b'$')
+        {
+            continue;
+        }
+        let rest = &code[at..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `use crate::{a, b::{c, d}}`: the first name of each top-level entry.
+            let mut depth = 0;
+            let mut entry_start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => entry_start = true,
+                    c if entry_start && (c.is_ascii_alphanumeric() || c == '_') => {
+                        entry_start = false;
+                        let name = ident(&group[i..]);
+                        paths.push(vec![name]);
+                        // The group's nested paths below the first name.
+                        let after = &group[i + paths.last().unwrap()[0].len()..];
+                        if let Some(next) = after.strip_prefix("::") {
+                            paths.last_mut().unwrap().push(ident(next));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            paths.push(
+                rest.split("::")
+                    .map(ident)
+                    .take_while(|s| !s.is_empty())
+                    .collect(),
+            );
+        }
+    }
+    let mut at = 0;
+    while let Some(found) = code[at..].find("super::") {
+        let start = at + found;
+        at = start + "super::".len();
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            continue;
+        }
+        if start >= 7 && &code[start - 7..start] == "super::" {
+            continue; // counted from the first `super::` of the chain
+        }
+        let mut base = module.to_vec();
+        let mut rest = &code[start..];
+        while let Some(next) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = next;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let names = group.split('}').next().unwrap_or_default();
+            for name in names.split(',').map(|n| ident(n.trim())) {
+                let mut path = base.clone();
+                path.push(name);
+                paths.push(path);
+            }
+        } else {
+            base.extend(rest.split("::").map(ident).take_while(|s| !s.is_empty()));
+            paths.push(base);
+        }
+    }
+    paths
+        .into_iter()
+        .filter(|path| path.len() > scope.len() && path[..scope.len()] == *scope)
+        .map(|path| path[scope.len()].clone())
+        .filter(|other| other != own && !other.is_empty())
+        .map(|other| (own.clone(), other))
+        .collect()
+}
+
+/// The strongly connected groups (more than one module) of `edges`, each sorted.
+fn cycles(
+    edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    // Kosaraju: reachability both ways, small graphs.
+    let reach = |from: &str, forward: bool| -> std::collections::BTreeSet<String> {
+        let mut seen = std::collections::BTreeSet::from([from.to_owned()]);
+        let mut stack = vec![from.to_owned()];
+        while let Some(node) = stack.pop() {
+            let next: Vec<String> = if forward {
+                edges
+                    .get(&node)
+                    .map(|s| s.iter().cloned().collect())
+                    .unwrap_or_default()
+            } else {
+                edges
+                    .iter()
+                    .filter(|(_, to)| to.contains(&node))
+                    .map(|(from, _)| from.clone())
+                    .collect()
+            };
+            for n in next {
+                if seen.insert(n.clone()) {
+                    stack.push(n);
+                }
+            }
+        }
+        seen
+    };
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for node in edges.keys() {
+        if groups.iter().any(|g| g.contains(node)) {
+            continue;
+        }
+        let (down, up) = (reach(node, true), reach(node, false));
+        let group: Vec<String> = down.intersection(&up).cloned().collect();
+        if group.len() > 1 {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// Sibling modules do not import each other in a circle: a cycle makes a module impossible to
+/// read, test or move without the others. Checked for each crate's top-level modules and for
+/// the big folders of core and the connector.
+#[test]
+fn modules_import_no_new_cycles() {
+    let scopes: &[(&str, &[&str])] = &[
+        ("core", &[]),
+        ("core", &["guide"]),
+        ("core", &["guide", "guidance"]),
+        ("core", &["machine"]),
+        ("core", &["desktop"]),
+        ("api", &[]),
+        ("connector", &[]),
+        ("connector", &["session"]),
+        ("launcher", &[]),
+        ("desktop-client", &[]),
+    ];
+    let test_only = |path: &Path| {
+        let text = path.to_string_lossy();
+        text.contains("/tests/")
+            || ["tests.rs", "proptests.rs", "spec_examples.rs"]
+                .iter()
+                .any(|name| text.ends_with(&format!("/{name}")))
+    };
+    let mut found = Vec::new();
+    for (crate_dir, scope) in scopes {
+        let src = root().join(crate_dir).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let scope: Vec<String> = scope.iter().map(|s| (*s).to_owned()).collect();
+        let mut edges =
+            std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+        for file in files.iter().filter(|f| !test_only(f)) {
+            let relative = file.strip_prefix(&src).unwrap().with_extension("");
+            let mut module: Vec<String> = relative
+                .iter()
+                .map(|c| c.to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                module.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                module.pop();
+            }
+            let source = std::fs::read_to_string(file).unwrap();
+            for (from, to) in named_siblings(&module, &source, &scope) {
+                edges.entry(from).or_default().insert(to);
+            }
+        }
+        let label = std::iter::once((*crate_dir).to_owned())
+            .chain(scope.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("::");
+        for group in cycles(&edges) {
+            found.push((label.clone(), group));
+        }
+    }
+    let known: Vec<(String, Vec<String>)> = KNOWN_CYCLES
+        .iter()
+        .map(|(scope, group)| {
+            (
+                (*scope).to_owned(),
+                group.iter().map(|s| (*s).to_owned()).collect(),
+            )
+        })
+        .collect();
+    let new: Vec<_> = found
+        .iter()
+        .filter(|(scope, group)| {
+            !known
+                .iter()
+                .any(|(s, g)| s == scope && group.iter().all(|m| g.contains(m)))
+        })
+        .collect();
+    assert!(
+        new.is_empty(),
+        "these sibling modules import each other in a circle; move what they share into a module of its own that depends on neither: {new:?}"
+    );
+    let gone: Vec<_> = known
+        .iter()
+        .filter(|(scope, group)| !found.iter().any(|(s, g)| s == scope && g == group))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these known cycles changed or are gone; update KNOWN_CYCLES in tidy.rs to what is left: {gone:?} (found: {found:?})"
+    );
+}
