@@ -84,7 +84,7 @@ impl Outline for ViewportOutline {
 mod windows {
     //! The window region of the outline's viewport.
 
-    use winsafe::{self as w, co, prelude::*};
+    use winsafe::{self as w, co};
 
     use super::{FRAME, TITLE};
 
