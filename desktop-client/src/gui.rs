@@ -26,8 +26,8 @@ use std::{
 };
 
 use eframe::egui::{
-    self, Color32, ColorImage, Pos2, Rect, Stroke, TextureHandle, TextureOptions, ViewportBuilder,
-    ViewportCommand, pos2, vec2,
+    self, Color32, ColorImage, Pos2, Rect, Stroke, TextureHandle, TextureOptions, Vec2,
+    ViewportBuilder, ViewportCommand, pos2, vec2,
 };
 use local_core::{
     a11y::{Budget, ScreenRect},
@@ -56,6 +56,9 @@ const OUTLINE: Stroke = Stroke {
     width: outline::FRAME as f32,
     color: Color32::from_rgb(outline::COLOUR[0], outline::COLOUR[1], outline::COLOUR[2]),
 };
+/// How long after opening the window is put at its start place (the window manager's frame
+/// arrives a moment after the window).
+const PLACING: Duration = Duration::from_secs(2);
 /// The guidance window's inner size, in points.
 const SIZE: [f32; 2] = [640.0, 720.0];
 /// What the window says once the person clicked inside the outline.
@@ -190,8 +193,11 @@ struct Client {
     step_taken: bool,
     /// Where this window was before it moved out of the target's way.
     home: Option<Pos2>,
-    /// The window has been placed at its start position.
-    placed: bool,
+    /// When the window opened: it is placed at its start position during [`PLACING`].
+    opened: Instant,
+    /// The outer size the window was last placed for: it is placed again only when that size
+    /// changes (the window manager's frame arrived), never because someone moved it.
+    placed_for: Option<Vec2>,
     /// The person's time zone, for the capture time.
     offset: UtcOffset,
 }
@@ -233,7 +239,8 @@ impl Client {
             recheck_now: false,
             step_taken: false,
             home: None,
-            placed: false,
+            opened: Instant::now(),
+            placed_for: None,
             offset,
         };
         client.start(Job::ListWindows);
@@ -282,15 +289,20 @@ impl Client {
         });
     }
 
-    /// Puts the window at the monitor's top right corner once its size and the monitor's are
-    /// known (the demo window opens at the top left).
+    /// Puts the window at the monitor's top right corner (the demo window opens at the top
+    /// left). The window manager frames the window a moment after it opens, which changes its
+    /// outer size, so during [`PLACING`] the place is set again whenever the outer size changes;
+    /// a move by the person (same size) is left alone.
     fn place_at_start(&mut self, ctx: &egui::Context) {
-        if self.placed {
+        if self.opened.elapsed() > PLACING {
             return;
         }
+        ctx.request_repaint_after(Duration::from_millis(100));
         let (outer, monitor) = ctx.input(|i| (i.viewport().outer_rect, i.viewport().monitor_size));
-        if let (Some(outer), Some(monitor)) = (outer, monitor) {
-            self.placed = true;
+        if let (Some(outer), Some(monitor)) = (outer, monitor)
+            && self.placed_for != Some(outer.size())
+        {
+            self.placed_for = Some(outer.size());
             ctx.send_viewport_cmd(ViewportCommand::OuterPosition(place::start(
                 monitor,
                 outer.size(),

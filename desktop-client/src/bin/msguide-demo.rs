@@ -62,11 +62,14 @@ fn main() -> ExitCode {
             .with_inner_size([480.0, 240.0]),
         ..Default::default()
     };
-    println!("stage 0");
     match eframe::run_native(
         DEMO_APPLICATION,
         options,
-        Box::new(|_| Ok(Box::new(Demo::default()))),
+        // Once the window exists: a demo that cannot open says only why.
+        Box::new(|_| {
+            println!("stage 0");
+            Ok(Box::new(Demo::default()))
+        }),
     ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -40,6 +40,9 @@ mod contracts;
 mod desktop;
 #[cfg(unix)]
 mod desktop_client;
+// Xvfb, openbox, picom and the screen's pixels.
+#[cfg(unix)]
+mod desktop_outline;
 mod example_platform;
 mod guidance;
 mod launcher;
