@@ -179,14 +179,31 @@ impl From<ApiError> for Problem {
     }
 }
 
-/// Whether a session bus is there to reach: `DBUS_SESSION_BUS_ADDRESS` names one, or the
-/// usual socket `$XDG_RUNTIME_DIR/bus` exists.
+/// Whether a session bus is there to reach: `DBUS_SESSION_BUS_ADDRESS` names one whose socket
+/// exists, or the usual socket `$XDG_RUNTIME_DIR/bus` exists.
 #[must_use]
 pub fn session_bus_found() -> bool {
-    let named = std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some_and(|a| !a.is_empty());
+    let named = std::env::var("DBUS_SESSION_BUS_ADDRESS").is_ok_and(|a| bus_may_be_there(&a));
     named
         || std::env::var_os("XDG_RUNTIME_DIR")
             .is_some_and(|dir| std::path::Path::new(&dir).join("bus").exists())
+}
+
+/// Whether the bus `address` names may be there: not empty, and when every place it lists is
+/// a socket file (`unix:path=…`), one of those files exists. Other transports (abstract
+/// sockets, TCP) cannot be judged without connecting, so they count as there.
+fn bus_may_be_there(address: &str) -> bool {
+    let mut paths = Vec::new();
+    for place in address.split(';').filter(|p| !p.trim().is_empty()) {
+        let Some(path) = place
+            .strip_prefix("unix:")
+            .and_then(|keys| keys.split(',').find_map(|kv| kv.strip_prefix("path=")))
+        else {
+            return true;
+        };
+        paths.push(path);
+    }
+    paths.iter().any(|path| std::path::Path::new(path).exists())
 }
 
 /// Whether this process was given a display (X11 or Wayland).
@@ -213,6 +230,24 @@ mod tests {
         if let Some(detail) = problem.detail() {
             assert!(problem.report(true).ends_with(&format!("detail: {detail}")));
         }
+    }
+
+    #[test]
+    fn a_bus_address_whose_socket_is_gone_is_no_bus() {
+        let dir = std::env::temp_dir();
+        let there = dir.display().to_string();
+        let gone = dir.join(format!("no-bus-{}", std::process::id()));
+        let gone = gone.display();
+        assert!(!bus_may_be_there(""));
+        assert!(!bus_may_be_there(&format!("unix:path={gone}")));
+        assert!(!bus_may_be_there(&format!("unix:path={gone},guid=0123")));
+        // A path that exists, an abstract socket or TCP may be a bus.
+        assert!(bus_may_be_there(&format!("unix:path={there}")));
+        assert!(bus_may_be_there(&format!(
+            "unix:path={gone};unix:path={there}"
+        )));
+        assert!(bus_may_be_there("unix:abstract=/tmp/dbus-x,guid=1"));
+        assert!(bus_may_be_there("tcp:host=127.0.0.1,port=1"));
     }
 
     #[cfg(target_os = "linux")]

@@ -127,6 +127,7 @@ impl Drop for Api {
 pub(super) struct Running {
     child: Child,
     pub(super) stdout: Receiver<String>,
+    pub(super) stderr: Receiver<String>,
 }
 
 impl Running {
@@ -134,11 +135,16 @@ impl Running {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let stdout = stdout_lines(child.stdout.take().unwrap());
-        Self { child, stdout }
+        let stderr = stdout_lines_of_stderr(&mut child);
+        Self {
+            child,
+            stdout,
+            stderr,
+        }
     }
 }
 
@@ -767,16 +773,70 @@ fn task_round_failing(desktop: &Desktop, api: &Api, file: &Path) -> Output {
     out
 }
 
+#[test]
+fn a_send_that_reaches_nothing_keeps_the_consent_and_says_why_below_the_review_and_on_stderr() {
+    require("xdotool", "xdotool");
+    let desktop = &Desktop::start();
+    let demo = Running::start(desktop.command(binary("msguide-demo")));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    wait_for_window(desktop, DEMO);
+    // An API address nothing listens on: the send cannot leave this machine's loopback.
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let gui = demo_window(desktop, &url, "a-token-nobody-checks");
+    let press = |label: &str| press_in_window(desktop, label);
+
+    press("Capture / review");
+    press(CONSENT);
+    press("Send");
+    let said = format!(
+        "The local MSGuide API is not answering at {url}: start it with `msguide start` (or point MSGUIDE_API_URL at the running one), then try again"
+    );
+    let error = element(desktop, "MSGuide", &said);
+    assert_readable(&said, "then try again");
+    // The same sentence on stderr, without the library's words (no --verbose).
+    let printed = wait_for_line(&gui.stderr, "the failure on stderr", |l| {
+        l.contains("not answering")
+    });
+    assert_eq!(printed, format!("msguide-desktop: {said}"));
+    // Nothing was sent, so the tick stays and Send can be pressed again at once.
+    let send = element(desktop, "MSGuide", "Send");
+    assert_eq!(send["isEnabled"], true, "the consent tick was cleared");
+    // The error sits below the review, at the bottom of the window, where every error goes.
+    let top = |e: &Value| e["box"][1].as_f64().unwrap();
+    let review = element(desktop, "MSGuide", "Application: MSGuide Demo");
+    assert!(
+        top(&error) > top(&send) && top(&send) > top(&review),
+        "error {error} is not below Send {send} and the review {review}"
+    );
+    assert!(
+        top(&error) + error["box"][3].as_f64().unwrap() > 0.9,
+        "the error is not at the bottom of the window: {error}"
+    );
+
+    // A second failure shows in the same place.
+    press("Send");
+    wait_for_line(&gui.stderr, "the second failure on stderr", |l| {
+        l.contains("not answering")
+    });
+    let again = element(desktop, "MSGuide", &said);
+    assert_eq!(again["box"], error["box"], "the error moved");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_window_keeps_a_task_and_lists_the_plan_with_its_current_step_outlined() {
     require("xdotool", "xdotool");
     let Scene { desktop, api, demo } = &Scene::start("desktop-plan");
     let _gui = demo_window(desktop, &api.url(), &api.token);
     let press = |label: &str| press_in_window(desktop, label);
-    let send = || {
+    // The heading is the status and the plan's first step.
+    let send = |first: &str| {
         press(CONSENT);
         press("Send");
-        element(desktop, "MSGuide", "Next step: Demo: select View logs.");
+        element(
+            desktop,
+            "MSGuide",
+            &format!("Next step: Demo: select {first}."),
+        );
     };
     let outline = || {
         let deadline = Instant::now() + WAIT;
@@ -795,7 +855,7 @@ async fn the_window_keeps_a_task_and_lists_the_plan_with_its_current_step_outlin
     );
     press("Ask for a plan: the next several steps, numbered");
     press("Capture / review");
-    send();
+    send("View logs");
 
     // The whole workflow, numbered; the first step's button is outlined.
     element(desktop, "MSGuide", "Plan (3 steps):");
@@ -821,7 +881,7 @@ async fn the_window_keeps_a_task_and_lists_the_plan_with_its_current_step_outlin
     // The next round: the step taken is in the history sent, and the plan is the rest.
     press("Check next step");
     element(desktop, "MSGuide", "Application: MSGuide Demo");
-    send();
+    send("Open troubleshooting");
     element(desktop, "MSGuide", "Plan (2 steps):");
     element(desktop, "MSGuide", "1. Demo: select Open troubleshooting.");
     element(desktop, "MSGuide", "2. Demo: select Mark resolved.");
@@ -1123,20 +1183,27 @@ async fn each_failure_is_one_readable_sentence_naming_the_remedy() {
         "--consent",
     ];
 
-    // The window is there but the session bus (and so AT-SPI) is not.
+    // The window is there but the session bus it names (and so AT-SPI) is not.
     let missing = std::env::temp_dir().join(format!("no-bus-{}", std::process::id()));
     let stderr = on_desktop(
         &["observe", "--window-title", DEMO],
-        &[(
-            "DBUS_SESSION_BUS_ADDRESS",
-            format!("unix:path={}", missing.display()),
-        )],
+        &[
+            (
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}", missing.display()),
+            ),
+            // No bus at the usual place either.
+            ("XDG_RUNTIME_DIR", missing.display().to_string()),
+        ],
     );
     assert!(
-        stderr.contains("accessibility bus cannot be reached"),
+        stderr.contains("No session bus is running, so the window's controls cannot be read"),
         "{stderr}"
     );
-    assert_readable(&stderr, "with its AT-SPI accessibility service running");
+    assert_readable(
+        &stderr,
+        "start MSGuide with `msguide start`, which starts one",
+    );
 
     // The API is not running: nothing listens on the port.
     let closed = free_port();

@@ -8,7 +8,7 @@
 //! steps, polled), and the guidance window comes back to where the person put it.
 //!
 //! With `E2E_SHOTS=<folder>` the whole screen before and after each Send is also saved there as
-//! PNGs (`<case>-step<N>-before.png`, `…-after.png`), for a person to look at.
+//! PNGs (`<case>-start.png`, `<case>-step<N>-before.png`, `…-after.png`), for a person to look at.
 
 use std::time::{Duration, Instant};
 
@@ -156,6 +156,7 @@ fn walk_the_demo(tag: &str, compositor: bool) {
             matches!((demo_at, gui_at), (Some(d), Some(g)) if !overlap(d, g))
         },
     );
+    shoot(desktop, &format!("{tag}-start"));
 
     // The person puts the guidance window over the demo window.
     let moved = desktop
