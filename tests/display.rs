@@ -1,14 +1,20 @@
 //! A private desktop for the tests that need one: Xvfb with the screen size asked for (or, for two
 //! monitors, Xorg with the dummy driver, whose RandR outputs Xvfb lacks), openbox as the EWMH
 //! window manager (window listing and focus need one), and a session D-Bus (AT-SPI is reached
-//! through it), all started by the test and killed when the value drops. A missing program fails
-//! the test and names the package to install; nothing is skipped.
+//! through it), all started by the test and killed when the value drops; on request a
+//! compositing manager (picom) too. [`Desktop::grab`] reads what the screen shows. A missing
+//! program fails the test and names the package to install; nothing is skipped.
 
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, ChildStdout, Command, Stdio},
     time::{Duration, Instant},
+};
+
+use x11rb::{
+    connection::Connection as _,
+    protocol::xproto::{ConnectionExt as _, ImageFormat},
 };
 
 /// How long the display, the window manager or the bus may take to come up on a loaded machine.
@@ -165,6 +171,73 @@ impl Desktop {
         desktop.wait_for_window_manager();
     }
 
+    /// Starts picom as the compositing manager (its XRender back end, as Xvfb has no GL, and
+    /// no configuration file: no shadows, fading or transparency rules) and waits until it owns
+    /// the screen's compositing selection `_NET_WM_CM_S0`.
+    pub fn start_compositor(&mut self) {
+        require("picom", "picom");
+        let picom = self
+            .command("picom")
+            .args(["--backend", "xrender", "--config", "/dev/null"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start picom");
+        self.children.push(picom);
+        let (conn, _) = x11rb::connect(Some(&self.display)).expect("connect to the display");
+        let atom = conn
+            .intern_atom(false, b"_NET_WM_CM_S0")
+            .unwrap()
+            .reply()
+            .unwrap()
+            .atom;
+        let deadline = Instant::now() + START_DEADLINE;
+        while conn
+            .get_selection_owner(atom)
+            .unwrap()
+            .reply()
+            .unwrap()
+            .owner
+            == x11rb::NONE
+        {
+            assert!(
+                Instant::now() < deadline,
+                "picom did not take the display {} within {START_DEADLINE:?}",
+                self.display
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What the screen shows in the rectangle at `(x, y)` of `width`×`height` pixels, read
+    /// from the root window (with a compositor, what it painted).
+    pub fn grab(&self, x: i64, y: i64, width: u32, height: u32) -> Pixels {
+        let (conn, screen) = x11rb::connect(Some(&self.display)).expect("connect to the display");
+        let root = &conn.setup().roots[screen];
+        assert_eq!(root.root_depth, 24, "the desktop is not 24-bit");
+        let image = conn
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                root.root,
+                i16::try_from(x).unwrap(),
+                i16::try_from(y).unwrap(),
+                u16::try_from(width).unwrap(),
+                u16::try_from(height).unwrap(),
+                !0,
+            )
+            .unwrap()
+            .reply()
+            .unwrap();
+        // 24-bit depth is stored 32 bits a pixel, blue first.
+        let rgb = image
+            .data
+            .chunks_exact(4)
+            .map(|p| [p[2], p[1], p[0]])
+            .collect::<Vec<_>>();
+        assert_eq!(rgb.len(), (width * height) as usize);
+        Pixels { width, height, rgb }
+    }
+
     /// The X display name, like `:99`.
     pub fn display(&self) -> &str {
         &self.display
@@ -216,6 +289,46 @@ impl Desktop {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// A rectangle of the screen's pixels, row by row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pixels {
+    /// Its width.
+    pub width: u32,
+    /// Its height.
+    pub height: u32,
+    /// `[red, green, blue]`, row by row from the top left.
+    pub rgb: Vec<[u8; 3]>,
+}
+
+impl Pixels {
+    /// The pixel at `(x, y)` of the rectangle.
+    #[must_use]
+    pub fn at(&self, x: u32, y: u32) -> [u8; 3] {
+        self.rgb[(y * self.width + x) as usize]
+    }
+
+    /// The part `inset` pixels in from every edge, as its own rectangle.
+    #[must_use]
+    pub fn inside(&self, inset: u32) -> Self {
+        let (width, height) = (self.width - 2 * inset, self.height - 2 * inset);
+        let rgb = (inset..inset + height)
+            .flat_map(|y| (inset..inset + width).map(move |x| (x, y)))
+            .map(|(x, y)| self.at(x, y))
+            .collect();
+        Self { width, height, rgb }
+    }
+
+    /// The pixels of the border `width` pixels wide, with where each is.
+    pub fn border(&self, width: u32) -> impl Iterator<Item = ((u32, u32), [u8; 3])> + '_ {
+        (0..self.height)
+            .flat_map(move |y| (0..self.width).map(move |x| (x, y)))
+            .filter(move |&(x, y)| {
+                x < width || y < width || x >= self.width - width || y >= self.height - width
+            })
+            .map(|(x, y)| ((x, y), self.at(x, y)))
     }
 }
 

@@ -18,6 +18,10 @@ pub const DEFAULT_API_URL: &str = "http://127.0.0.1:8765";
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(55);
 /// Largest response body read.
 pub const MAX_RESPONSE_BYTES: usize = 512 * 1024;
+/// How long an idle connection is kept for the next request: well under the API's 10 s wait
+/// for a request's headers, after which it closes the connection; a request sent on a
+/// connection the API is closing fails after its body went, and is not retried.
+pub const IDLE_CONNECTION: Duration = Duration::from_secs(4);
 /// A session this close to expiry is replaced rather than used.
 pub const SESSION_MARGIN: Duration = Duration::from_secs(5);
 
@@ -157,6 +161,8 @@ pub struct ApiClient {
     base: Url,
     token: Redacted<String>,
     session: Option<(String, OffsetDateTime)>,
+    /// The last [`ApiClient::guide`] call's observation left this process.
+    uploaded: bool,
 }
 
 impl std::fmt::Debug for ApiClient {
@@ -191,6 +197,7 @@ impl ApiClient {
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .timeout(REQUEST_TIMEOUT)
+            .pool_idle_timeout(IDLE_CONNECTION)
             .build()
             .map_err(|e| ApiError::Setup(e.to_string()))?;
         Ok(Self {
@@ -198,6 +205,7 @@ impl ApiClient {
             base,
             token: Redacted::new(token),
             session: None,
+            uploaded: false,
         })
     }
 
@@ -231,11 +239,20 @@ impl ApiClient {
         task: Option<&TaskProgressOut>,
         plan: bool,
     ) -> Result<(GuidanceIn, serde_json::Value), ApiError> {
+        self.uploaded = false;
         let result = self.guide_once(prompt, observation, task, plan).await;
         if result.is_err() {
             self.session = None;
         }
         result
+    }
+
+    /// Whether the last [`ApiClient::guide`] call's observation reached the API: false when it
+    /// failed before the upload (no session, nothing listening), so the person's consent to
+    /// that upload was not used.
+    #[must_use]
+    pub const fn uploaded(&self) -> bool {
+        self.uploaded
     }
 
     async fn guide_once(
@@ -255,6 +272,7 @@ impl ApiClient {
             plan_segments: plan,
         };
         let url = self.url("/v1/guidance");
+        self.uploaded = true;
         let response = self
             .http
             .post(url.clone())
@@ -262,7 +280,13 @@ impl ApiClient {
             .json(&body)
             .send()
             .await
-            .map_err(|e| ApiError::transport(&url, &e))?;
+            .map_err(|e| {
+                // Refused before a byte of the body went.
+                if e.is_connect() {
+                    self.uploaded = false;
+                }
+                ApiError::transport(&url, &e)
+            })?;
         let raw = read_json(response).await?;
         let parsed =
             serde_json::from_value(raw.clone()).map_err(|e| ApiError::BadAnswer(e.to_string()))?;

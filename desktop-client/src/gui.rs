@@ -4,8 +4,16 @@
 //! Work (window listing, capture, the HTTP round trip) runs one job at a time on a worker
 //! thread, so the window stays responsive; every upload needs a fresh tick of the consent box,
 //! "Check next step" captures afresh and never resends, and a failure is shown as the one
-//! sentence of its [`Problem`] (its detail goes to stderr with `--verbose`), with no retry. A drawn outline is checked again twice a second and removed once the
-//! capture is 60 s old or the window moved, changed or closed.
+//! sentence of its [`Problem`] at the bottom of the window and on stderr (its detail too with
+//! `--verbose`), with no retry. The consent tick is cleared once an upload reached the API,
+//! and kept when nothing was sent.
+//!
+//! The outline ([`crate::outline`]) is a hollow frame around the target; while it is shown the
+//! window moves beside the target's window ([`crate::place`]) and comes back when the person
+//! clicks inside the frame (which removes the outline at once and offers the next capture) or
+//! captures again. The outline is also checked again twice a second, and at once when the
+//! target window changes, and removed once the capture is 60 s old or the window moved,
+//! changed or closed.
 //!
 //! Every send belongs to a task ([`Task`]): its step grows each round and the step the person
 //! was pointed at enters its history; "New task" starts another. With "Ask for a plan" the
@@ -18,33 +26,44 @@ use std::{
 };
 
 use eframe::egui::{
-    self, Color32, ColorImage, Stroke, StrokeKind, TextureHandle, TextureOptions, ViewportBuilder,
-    ViewportId,
+    self, Color32, ColorImage, Pos2, Rect, Stroke, TextureHandle, TextureOptions, Vec2,
+    ViewportBuilder, ViewportCommand, pos2, vec2,
 };
 use local_core::{
     a11y::{Budget, ScreenRect},
     guide::observe::{self, WindowInfo, WindowObservation},
     limits::MAX_USER_INPUT_CHARS,
 };
-use time::OffsetDateTime;
+use time::{OffsetDateTime, UtcOffset};
 
 use crate::{
     api::ApiClient,
     checks::check_before_drawing,
+    outline::{self, Outline, Seen},
+    place,
     problem::{Problem, display_set},
     task::{Task, with_plan_target},
     wire::{GuidanceIn, ObservationOut, PlanIn, TaskProgressOut},
+    words,
 };
 
 /// The client's own window title.
 pub const WINDOW_TITLE: &str = "MSGuide";
 /// How often a drawn outline is checked again (age, window position and title).
 const RECHECK: Duration = Duration::from_millis(500);
-/// The outline's colour and width, as the original draws it.
+/// The frame of the plan's current step in the window: the outline's colour and width.
 const OUTLINE: Stroke = Stroke {
-    width: 3.0,
-    color: Color32::from_rgb(0, 255, 255),
+    width: outline::FRAME as f32,
+    color: Color32::from_rgb(outline::COLOUR[0], outline::COLOUR[1], outline::COLOUR[2]),
 };
+/// How long after opening the window is put at its start place (the window manager's frame
+/// arrives a moment after the window).
+const PLACING: Duration = Duration::from_secs(2);
+/// The guidance window's inner size, in points.
+const SIZE: [f32; 2] = [640.0, 720.0];
+/// What the window says once the person clicked inside the outline.
+pub const STEP_TAKEN: &str =
+    "You used the outlined element: press Check next step to see what comes next.";
 
 enum Job {
     ListWindows,
@@ -60,10 +79,18 @@ enum Job {
     },
 }
 
+/// Why a send gave no answer, and whether the capture reached the API anyway.
+struct Unanswered {
+    problem: Problem,
+    /// The observation was uploaded (an error status came back, or the connection broke after
+    /// it went); false when nothing of it left this process.
+    uploaded: bool,
+}
+
 enum Done {
     Windows(Result<Vec<WindowInfo>, Problem>),
     Captured(Result<Box<WindowObservation>, Problem>),
-    Answered(Result<Box<(GuidanceIn, Option<WindowInfo>)>, Problem>),
+    Answered(Result<Box<(GuidanceIn, Option<WindowInfo>)>, Unanswered>),
 }
 
 /// Runs jobs in order until the window closes (the sender drops).
@@ -97,12 +124,25 @@ fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
                 task,
                 plan,
             } => Done::Answered(match client.as_mut() {
-                Err(e) => Err(e.clone()),
+                Err(e) => Err(Unanswered {
+                    problem: e.clone(),
+                    uploaded: false,
+                }),
                 Ok(client) => runtime.block_on(async {
                     let body = ObservationOut::from(&capture.observation);
-                    let (answer, _) = client.guide(&prompt, &body, Some(&task), plan).await?;
+                    let (answer, _) = client
+                        .guide(&prompt, &body, Some(&task), plan)
+                        .await
+                        .map_err(|e| Unanswered {
+                            problem: e.into(),
+                            uploaded: client.uploaded(),
+                        })?;
                     // Where the window is now, for the before-drawing checks.
-                    let window_now = observe::windows()?
+                    let window_now = observe::windows()
+                        .map_err(|e| Unanswered {
+                            problem: e.into(),
+                            uploaded: true,
+                        })?
                         .into_iter()
                         .find(|w| w.id == capture.window.id);
                     Ok(Box::new((answer, window_now)))
@@ -141,13 +181,35 @@ struct Client {
     error: Option<Problem>,
     /// Print each problem's technical detail to stderr.
     verbose: bool,
+    /// The target's box while its outline is on screen.
     outline: Option<ScreenRect>,
+    /// The window system's outline, or why there is none.
+    outliner: Result<Box<dyn Outline>, Problem>,
     /// When the drawn outline was last checked.
     checked_at: Instant,
+    /// Check the outline at the next frame, without waiting for [`RECHECK`].
+    recheck_now: bool,
+    /// The person clicked inside the outline: the step is taken.
+    step_taken: bool,
+    /// Where this window was before it moved out of the target's way.
+    home: Option<Pos2>,
+    /// When the window opened: it is placed at its start position during [`PLACING`].
+    opened: Instant,
+    /// The outer size the window was last placed for: it is placed again only when that size
+    /// changes (the window manager's frame arrived), never because someone moved it.
+    placed_for: Option<Vec2>,
+    /// The person's time zone, for the capture time.
+    offset: UtcOffset,
 }
 
 impl Client {
-    fn new(ctx: &egui::Context, selected: Option<String>, prompt: String, verbose: bool) -> Self {
+    fn new(
+        ctx: &egui::Context,
+        selected: Option<String>,
+        prompt: String,
+        verbose: bool,
+        offset: UtcOffset,
+    ) -> Self {
         let (jobs, job_rx) = mpsc::channel();
         let (done_tx, done) = mpsc::channel();
         let worker_ctx = ctx.clone();
@@ -172,7 +234,14 @@ impl Client {
             error: None,
             verbose,
             outline: None,
+            outliner: outline::open(ctx),
             checked_at: Instant::now(),
+            recheck_now: false,
+            step_taken: false,
+            home: None,
+            opened: Instant::now(),
+            placed_for: None,
+            offset,
         };
         client.start(Job::ListWindows);
         client
@@ -182,26 +251,111 @@ impl Client {
         self.error = None;
         self.busy = self.jobs.send(job).is_ok();
         if !self.busy {
-            self.error = Some(Problem::new(
+            self.fail(Problem::new(
                 "The background worker stopped, so nothing more can be captured or sent: close this window and start MSGuide again",
                 None,
             ));
         }
     }
 
-    /// A fresh capture for review: the previous one, its answer and its outline are dropped.
-    fn capture_for_review(&mut self, title: String) {
+    /// Shows `problem` at the bottom of the window and prints it on stderr (with its detail
+    /// when verbose).
+    fn fail(&mut self, problem: Problem) {
+        eprintln!("{}", problem.report(self.verbose));
+        self.error = Some(problem);
+    }
+
+    /// Says why the target is not outlined, in the window and on stderr.
+    fn refuse(&mut self, reason: String) {
+        eprintln!("msguide-desktop: no outline: {reason}");
+        self.refusal = Some(reason);
+    }
+
+    /// A fresh capture for review: the previous one, its answer and its outline are dropped,
+    /// and this window comes back to where it was.
+    fn capture_for_review(&mut self, ctx: &egui::Context, title: String) {
         self.capture = None;
         self.preview = None;
         self.consent = false;
         self.answer = None;
         self.drawn = None;
         self.refusal = None;
-        self.outline = None;
+        self.step_taken = false;
+        self.remove_outline();
+        self.come_back(ctx);
         self.start(Job::Capture {
             title,
             share_pixels: self.share_pixels,
         });
+    }
+
+    /// Puts the window at the monitor's top right corner (the demo window opens at the top
+    /// left). The window manager frames the window a moment after it opens, which changes its
+    /// outer size, so during [`PLACING`] the place is set again whenever the outer size changes;
+    /// a move by the person (same size) is left alone.
+    fn place_at_start(&mut self, ctx: &egui::Context) {
+        if self.opened.elapsed() > PLACING {
+            return;
+        }
+        ctx.request_repaint_after(Duration::from_millis(100));
+        let (outer, monitor) = ctx.input(|i| (i.viewport().outer_rect, i.viewport().monitor_size));
+        if let (Some(outer), Some(monitor)) = (outer, monitor)
+            && self.placed_for != Some(outer.size())
+        {
+            self.placed_for = Some(outer.size());
+            ctx.send_viewport_cmd(ViewportCommand::OuterPosition(place::start(
+                monitor,
+                outer.size(),
+            )));
+        }
+    }
+
+    /// Draws the outline around `rect`, on `window`, and moves this window out of its way.
+    fn draw_outline(&mut self, ctx: &egui::Context, rect: ScreenRect, window: &WindowInfo) {
+        let shown = match self.outliner.as_mut() {
+            Ok(outliner) => outliner.show(rect, window.id),
+            Err(problem) => Err(problem.clone()),
+        };
+        if let Err(problem) = shown {
+            self.fail(problem);
+            return;
+        }
+        self.outline = Some(rect);
+        self.checked_at = Instant::now();
+        let points = ctx.pixels_per_point();
+        let to_points = |r: ScreenRect| {
+            Rect::from_min_size(
+                pos2(r.x as f32 / points, r.y as f32 / points),
+                vec2(r.width as f32 / points, r.height as f32 / points),
+            )
+        };
+        let (outer, monitor) = ctx.input(|i| (i.viewport().outer_rect, i.viewport().monitor_size));
+        if let (Some(outer), Some(monitor)) = (outer, monitor)
+            && let Some(at) = place::aside(
+                monitor,
+                outer,
+                to_points(window.bounds),
+                to_points(outline::outer(rect)),
+            )
+        {
+            self.home.get_or_insert(outer.min);
+            ctx.send_viewport_cmd(ViewportCommand::OuterPosition(at));
+        }
+    }
+
+    fn remove_outline(&mut self) {
+        if self.outline.take().is_some()
+            && let Ok(outliner) = self.outliner.as_mut()
+        {
+            outliner.hide();
+        }
+    }
+
+    /// Back to where the window was before it moved out of the target's way.
+    fn come_back(&mut self, ctx: &egui::Context) {
+        if let Some(home) = self.home.take() {
+            ctx.send_viewport_cmd(ViewportCommand::OuterPosition(home));
+        }
     }
 
     fn receive(&mut self, ctx: &egui::Context) {
@@ -224,42 +378,49 @@ impl Client {
                     self.capture = Some(capture);
                 }
                 Done::Answered(Ok(answered)) => {
+                    // The upload went: the next one needs its own consent.
+                    self.consent = false;
                     let (answer, window_now) = *answered;
-                    if let Some(capture) = &self.capture {
-                        let sent = ObservationOut::from(&capture.observation);
-                        if let Err(problem) = self.task.answered(&sent, &answer) {
-                            self.error = Some(problem);
-                            continue;
-                        }
-                        let drawn = with_plan_target(&sent, &answer);
-                        let drawn = drawn.as_ref().unwrap_or(&answer);
-                        let checked = check_before_drawing(
-                            capture,
-                            drawn,
-                            window_now.as_ref(),
-                            OffsetDateTime::now_utc(),
-                        );
-                        match checked {
-                            Ok(rect) => {
-                                self.outline = Some(rect);
-                                self.checked_at = Instant::now();
-                            }
-                            Err(refusal) => self.refusal = Some(refusal.to_string()),
-                        }
-                        self.drawn = Some(drawn.clone());
-                    }
-                    self.answer = Some(answer);
+                    self.answered(ctx, answer, window_now.as_ref());
                 }
-                Done::Windows(Err(problem))
-                | Done::Captured(Err(problem))
-                | Done::Answered(Err(problem)) => {
-                    if self.verbose {
-                        eprintln!("{}", problem.report(true));
+                Done::Answered(Err(unanswered)) => {
+                    if unanswered.uploaded {
+                        self.consent = false;
                     }
-                    self.error = Some(problem);
+                    self.fail(unanswered.problem);
                 }
+                Done::Windows(Err(problem)) | Done::Captured(Err(problem)) => self.fail(problem),
             }
         }
+    }
+
+    /// Takes an answer: records the step in the task, and outlines its target when every
+    /// check passes.
+    fn answered(
+        &mut self,
+        ctx: &egui::Context,
+        answer: GuidanceIn,
+        window_now: Option<&WindowInfo>,
+    ) {
+        let Some(capture) = self.capture.clone() else {
+            self.answer = Some(answer);
+            return;
+        };
+        let sent = ObservationOut::from(&capture.observation);
+        if let Err(problem) = self.task.answered(&sent, &answer) {
+            self.fail(problem);
+            self.answer = Some(answer);
+            return;
+        }
+        let drawn = with_plan_target(&sent, &answer).unwrap_or_else(|| answer.clone());
+        let checked = check_before_drawing(&capture, &drawn, window_now, OffsetDateTime::now_utc());
+        match (checked, window_now) {
+            (Ok(rect), Some(window)) => self.draw_outline(ctx, rect, window),
+            (Ok(_), None) => self.refuse(crate::checks::DrawRefusal::WindowGone.to_string()),
+            (Err(refusal), _) => self.refuse(refusal.to_string()),
+        }
+        self.drawn = Some(drawn);
+        self.answer = Some(answer);
     }
 
     fn review(&mut self, ui: &mut egui::Ui) {
@@ -268,27 +429,26 @@ impl Client {
         ui.separator();
         ui.strong("Exactly this will be sent:");
         ui.label(format!("Application: {}", o.application));
-        ui.label(format!(
-            "Window: {}×{} px, captured at {}, {} elements{}",
+        ui.label(words::window_line(
             o.width,
             o.height,
-            o.captured_at.time(),
+            &words::local_time(o.captured_at, self.offset),
             o.elements.len(),
-            if o.automation_complete {
-                ""
-            } else {
-                " (walk cut short)"
-            }
+            o.automation_complete,
         ));
-        egui::ScrollArea::vertical()
+        egui::ScrollArea::both()
+            .id_salt("elements")
             .max_height(160.0)
             .show(ui, |ui| {
                 for e in &o.elements {
-                    let [x, y, w, h] = e.bounds.to_array();
-                    ui.monospace(format!(
-                        "{:<10} {:<40} [{x:.3}, {y:.3}, {w:.3}, {h:.3}]",
-                        e.role, e.label
-                    ));
+                    // One line each, however long: the area scrolls sideways instead.
+                    ui.add(
+                        egui::Label::new(
+                            egui::RichText::new(words::element_line(e, o.width, o.height))
+                                .monospace(),
+                        )
+                        .wrap_mode(egui::TextWrapMode::Extend),
+                    );
                 }
             });
         match &self.preview {
@@ -314,12 +474,13 @@ impl Client {
             .add_enabled(can_send, egui::Button::new("Send"))
             .clicked()
         {
-            self.consent = false;
+            // The tick stays until the upload has gone (Client::receive).
             self.answer = None;
             self.drawn = None;
             self.refusal = None;
-            self.outline = None;
+            self.step_taken = false;
             let capture = capture.clone();
+            self.remove_outline();
             let prompt = self.prompt.clone();
             let sent = self.task.progress(
                 &ObservationOut::from(&capture.observation),
@@ -336,7 +497,7 @@ impl Client {
                         plan: self.ask_plan,
                     });
                 }
-                Err(problem) => self.error = Some(problem),
+                Err(problem) => self.fail(problem),
             }
         }
     }
@@ -365,7 +526,16 @@ impl Client {
     fn answer(&mut self, ui: &mut egui::Ui) {
         let Some(answer) = &self.answer else { return };
         ui.separator();
-        ui.strong(format!("{} ({})", answer.instruction, answer.status));
+        // With a plan, what to do now is its first step; the plan's own instruction is the
+        // provider's note about the plan.
+        let now = answer
+            .plan
+            .as_ref()
+            .and_then(|plan| plan.steps.first())
+            .map_or(answer.instruction.as_str(), |step| {
+                step.instruction.as_str()
+            });
+        ui.strong(words::heading(&answer.status, now));
         if let Some(plan) = &answer.plan {
             plan_list(ui, plan, 0);
         } else if let Some((plan, cursor)) = self.task.plan() {
@@ -385,13 +555,36 @@ impl Client {
         if let Some(refusal) = &self.refusal {
             ui.colored_label(Color32::YELLOW, format!("Not outlined: {refusal}"));
         }
+        if self.step_taken {
+            ui.strong(STEP_TAKEN);
+        }
         let title = self.capture.as_ref().map(|c| c.window.title.clone());
         if let Some(title) = title
             && ui
                 .add_enabled(!self.busy, egui::Button::new("Check next step"))
                 .clicked()
         {
-            self.capture_for_review(title);
+            self.capture_for_review(ui.ctx(), title);
+        }
+    }
+
+    /// What the outline saw: a click inside it takes the outline away at once and brings this
+    /// window back; a change of the target window runs the checks at once.
+    fn follow_outline(&mut self, ctx: &egui::Context) {
+        let seen = match self.outliner.as_mut() {
+            Ok(outliner) => outliner.poll(ctx),
+            Err(_) => Vec::new(),
+        };
+        if self.outline.is_none() {
+            return;
+        }
+        if seen.contains(&Seen::ClickedInside) {
+            self.remove_outline();
+            self.step_taken = true;
+            self.come_back(ctx);
+            ctx.request_repaint();
+        } else if seen.contains(&Seen::TargetChanged) {
+            self.recheck_now = true;
         }
     }
 
@@ -402,9 +595,10 @@ impl Client {
             return;
         }
         ctx.request_repaint_after(RECHECK);
-        if self.checked_at.elapsed() < RECHECK {
+        if !self.recheck_now && self.checked_at.elapsed() < RECHECK {
             return;
         }
+        self.recheck_now = false;
         self.checked_at = Instant::now();
         let (Some(capture), Some(answer)) = (&self.capture, &self.drawn) else {
             return;
@@ -413,11 +607,8 @@ impl Client {
             Ok(windows) => windows.into_iter().find(|w| w.id == capture.window.id),
             Err(e) => {
                 let problem = Problem::from(e);
-                if self.verbose {
-                    eprintln!("{}", problem.report(true));
-                }
-                self.outline = None;
-                self.refusal = Some(problem.message().to_owned());
+                self.remove_outline();
+                self.refuse(problem.message().to_owned());
                 return;
             }
         };
@@ -428,50 +619,27 @@ impl Client {
             OffsetDateTime::now_utc(),
         );
         if let Err(refusal) = checked {
-            self.outline = None;
-            self.refusal = Some(refusal.to_string());
+            self.remove_outline();
+            self.refuse(refusal.to_string());
         }
-    }
-
-    /// The always-on-top, click-through, undecorated outline around the target.
-    fn outline(&self, ctx: &egui::Context) {
-        let Some(rect) = self.outline else { return };
-        let points = ctx.pixels_per_point();
-        // Three pixels of margin so the border sits around the element, not on it.
-        let margin = 3.0;
-        let builder = ViewportBuilder::default()
-            .with_title("MSGuide outline")
-            .with_decorations(false)
-            .with_transparent(true)
-            .with_always_on_top()
-            .with_mouse_passthrough(true)
-            .with_taskbar(false)
-            .with_active(false)
-            .with_resizable(false)
-            // Unmanaged on X11: a window manager's frame would keep taking the clicks that the
-            // empty input shape lets through, and could move the outline off the target.
-            .with_override_redirect(true)
-            .with_window_type(egui::X11WindowType::Notification)
-            .with_position([
-                (rect.x as f32 - margin) / points,
-                (rect.y as f32 - margin) / points,
-            ])
-            .with_inner_size([
-                (rect.width as f32 + 2.0 * margin) / points,
-                (rect.height as f32 + 2.0 * margin) / points,
-            ]);
-        ctx.show_viewport_immediate(ViewportId::from_hash_of("outline"), builder, |ui, _| {
-            let area = ui.max_rect();
-            ui.painter()
-                .rect_stroke(area.shrink(1.5), 4.0, OUTLINE, StrokeKind::Inside);
-        });
     }
 }
 
 impl eframe::App for Client {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
+        self.place_at_start(&ctx);
         self.receive(&ctx);
+        self.follow_outline(&ctx);
+        // Errors in one place, below everything else, whatever is shown above.
+        if let Some(problem) = &self.error {
+            let message = problem.message().to_owned();
+            egui::Panel::bottom("problem").show(ui, |ui| {
+                ui.add_space(4.0);
+                ui.colored_label(Color32::RED, message);
+                ui.add_space(4.0);
+            });
+        }
         egui::CentralPanel::default().show(ui, |ui| {
             ui.horizontal(|ui| {
                 ui.label("Window:");
@@ -514,19 +682,19 @@ impl eframe::App for Client {
                 .clicked()
                 && let Some(title) = self.selected.clone()
             {
-                self.capture_for_review(title);
+                self.capture_for_review(ui.ctx(), title);
             }
             if self.busy {
                 ui.spinner();
             }
-            if let Some(problem) = &self.error {
-                ui.colored_label(Color32::RED, problem.message());
-            }
-            self.review(ui);
-            self.answer(ui);
+            egui::ScrollArea::vertical()
+                .id_salt("review")
+                .show(ui, |ui| {
+                    self.review(ui);
+                    self.answer(ui);
+                });
         });
         self.recheck(&ctx);
-        self.outline(&ctx);
     }
 }
 
@@ -545,22 +713,22 @@ fn plan_list(ui: &mut egui::Ui, plan: &PlanIn, cursor: u32) {
         }
     }
     let boundary = &plan.boundary;
-    let needed = if boundary.needed.is_empty() {
-        String::new()
-    } else {
-        format!(" Needed: {}", boundary.needed)
-    };
-    ui.label(format!("Then: {}{needed}", boundary.reason));
+    ui.label(words::boundary(
+        &boundary.kind,
+        &boundary.reason,
+        &boundary.needed,
+    ));
 }
 
 /// Opens the window, with a window preselected and the request prefilled when given, and
 /// runs until it is closed. Nothing is captured or sent until the user asks. With `verbose`,
-/// each failure's technical detail is printed to stderr too.
-pub fn run(selected: Option<String>, prompt: String, verbose: bool) -> ExitCode {
+/// each failure's technical detail is printed to stderr too. `offset` is the person's time
+/// zone, read before any thread starts.
+pub fn run(selected: Option<String>, prompt: String, verbose: bool, offset: UtcOffset) -> ExitCode {
     let options = eframe::NativeOptions {
         viewport: ViewportBuilder::default()
             .with_title(WINDOW_TITLE)
-            .with_inner_size([640.0, 720.0]),
+            .with_inner_size(SIZE),
         ..Default::default()
     };
     let result = eframe::run_native(
@@ -572,6 +740,7 @@ pub fn run(selected: Option<String>, prompt: String, verbose: bool) -> ExitCode 
                 selected,
                 prompt,
                 verbose,
+                offset,
             )))
         }),
     );

@@ -7,7 +7,10 @@
 //! - [`checks`]: what must hold before an outline is drawn.
 //! - [`cli`]: the scriptable `observe` and `guide` commands.
 //! - [`task`]: the task kept across rounds (id, step, history) and which element a plan step means.
-//! - [`gui`]: the guidance window and the outline.
+//! - [`gui`]: the guidance window.
+//! - [`outline`]: the hollow frame around the target on screen, one backend per window system.
+//! - [`place`]: where the guidance window goes, at start and while an outline is shown.
+//! - [`words`]: the status, time, boxes and plan boundaries in the words a person reads.
 //! - [`problem`]: the one sentence a person reads when something fails, and its detail.
 //!
 //! Capture itself (`local_core::guide::observe`, `local_core::a11y`) lives in `core`, so the
@@ -17,6 +20,9 @@ pub mod api;
 pub mod checks;
 pub mod cli;
 pub mod gui;
+pub mod outline;
+pub mod place;
 pub mod problem;
 pub mod task;
 pub mod wire;
+pub mod words;

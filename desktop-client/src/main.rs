@@ -73,6 +73,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The time zone is read while this is the only thread (the C library's local time is not
+    // safe to read while other threads may change the environment).
+    let offset = msguide_desktop::words::local_offset();
     let args = Args::parse();
     if local_core::lifetime::follow_launcher() == Some(local_core::lifetime::Tie::Orphaned) {
         eprintln!(
@@ -88,7 +91,12 @@ fn main() -> ExitCode {
         Command::Gui {
             window_title,
             prompt,
-        } => gui::run(window_title, prompt.unwrap_or_default(), args.verbose),
+        } => gui::run(
+            window_title,
+            prompt.unwrap_or_default(),
+            args.verbose,
+            offset,
+        ),
         Command::Observe {
             window_title,
             share_pixels,

@@ -91,7 +91,7 @@ impl Problem {
                 );
             }
             ObserveError::Accessibility(A11yError::Unavailable(_)) => {
-                "The accessibility bus cannot be reached, so the window's controls cannot be read: run msguide-desktop inside your desktop session, with its AT-SPI accessibility service running"
+                return Self::accessibility(session_bus_found(), detail);
             }
             ObserveError::Accessibility(A11yError::WindowNotFound) => {
                 "The window did not show up in the accessibility tree in time: check that the application supports accessibility (AT-SPI), then capture again"
@@ -105,6 +105,20 @@ impl Problem {
             ObserveError::Image(_) => {
                 "The window's image is too large to share even when shrunk: capture again without sharing pixels"
             }
+        };
+        Self::new(message, detail)
+    }
+
+    /// The accessibility service cannot be reached; on Linux `session_bus` says whether a
+    /// session bus is there (then the AT-SPI bus is what is missing).
+    #[must_use]
+    pub fn accessibility(session_bus: bool, detail: Option<String>) -> Self {
+        let message = if !cfg!(target_os = "linux") {
+            "The accessibility service cannot be reached, so the window's controls cannot be read: run msguide-desktop inside your desktop session"
+        } else if session_bus {
+            "The accessibility bus (AT-SPI) cannot be reached, so the window's controls cannot be read: install it with `sudo apt install at-spi2-core`, then start MSGuide again with `msguide start`"
+        } else {
+            "No session bus is running, so the window's controls cannot be read: start MSGuide with `msguide start`, which starts one (install it first with `sudo apt install dbus at-spi2-core` if it says dbus-daemon is missing)"
         };
         Self::new(message, detail)
     }
@@ -136,6 +150,17 @@ impl Problem {
     }
 }
 
+/// Why `msguide-demo`'s window could not open, in the words of [`Problem::window`].
+#[must_use]
+pub fn demo_window(err: &eframe::Error, display_set: bool) -> Problem {
+    let message = if display_set {
+        "The demo window could not be opened on this display: run msguide-demo inside your desktop session"
+    } else {
+        "No display: DISPLAY is not set, so the demo window cannot open; run msguide-demo inside your desktop session"
+    };
+    Problem::new(message, Some(err.to_string()))
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -152,6 +177,33 @@ impl From<ApiError> for Problem {
     fn from(err: ApiError) -> Self {
         Self::api(&err)
     }
+}
+
+/// Whether a session bus is there to reach: `DBUS_SESSION_BUS_ADDRESS` names one whose socket
+/// exists, or the usual socket `$XDG_RUNTIME_DIR/bus` exists.
+#[must_use]
+pub fn session_bus_found() -> bool {
+    let named = std::env::var("DBUS_SESSION_BUS_ADDRESS").is_ok_and(|a| bus_may_be_there(&a));
+    named
+        || std::env::var_os("XDG_RUNTIME_DIR")
+            .is_some_and(|dir| std::path::Path::new(&dir).join("bus").exists())
+}
+
+/// Whether the bus `address` names may be there: not empty, and when every place it lists is
+/// a socket file (`unix:path=…`), one of those files exists. Other transports (abstract
+/// sockets, TCP) cannot be judged without connecting, so they count as there.
+fn bus_may_be_there(address: &str) -> bool {
+    let mut paths = Vec::new();
+    for place in address.split(';').filter(|p| !p.trim().is_empty()) {
+        let Some(path) = place
+            .strip_prefix("unix:")
+            .and_then(|keys| keys.split(',').find_map(|kv| kv.strip_prefix("path=")))
+        else {
+            return true;
+        };
+        paths.push(path);
+    }
+    paths.iter().any(|path| std::path::Path::new(path).exists())
 }
 
 /// Whether this process was given a display (X11 or Wayland).
@@ -180,9 +232,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_bus_address_whose_socket_is_gone_is_no_bus() {
+        let dir = std::env::temp_dir();
+        let there = dir.display().to_string();
+        let gone = dir.join(format!("no-bus-{}", std::process::id()));
+        let gone = gone.display();
+        assert!(!bus_may_be_there(""));
+        assert!(!bus_may_be_there(&format!("unix:path={gone}")));
+        assert!(!bus_may_be_there(&format!("unix:path={gone},guid=0123")));
+        // A path that exists, an abstract socket or TCP may be a bus.
+        assert!(bus_may_be_there(&format!("unix:path={there}")));
+        assert!(bus_may_be_there(&format!(
+            "unix:path={gone};unix:path={there}"
+        )));
+        assert!(bus_may_be_there("unix:abstract=/tmp/dbus-x,guid=1"));
+        assert!(bus_may_be_there("tcp:host=127.0.0.1,port=1"));
+    }
+
     #[cfg(target_os = "linux")]
     #[tokio::test]
-    async fn no_accessibility_bus_says_to_run_inside_the_session_with_at_spi() {
+    async fn no_accessibility_bus_names_the_package_and_the_command_that_fix_it() {
         let missing = std::env::temp_dir().join(format!("no-bus-{}", std::process::id()));
         let address = format!("unix:path={}", missing.display());
         let Err(err) = zbus::connection::Builder::address(address.as_str())
@@ -195,11 +265,32 @@ mod tests {
         let err = ObserveError::Accessibility(A11yError::Unavailable(
             atspi::AtspiError::from(err).to_string(),
         ));
-        let problem = Problem::observe(&err, true);
-        assert_readable(&problem, "inside your desktop session");
+        let detail = Some(err.to_string());
+        // A session bus but no AT-SPI bus: the package and the command that fix it.
+        let problem = Problem::accessibility(true, detail.clone());
+        assert_readable(&problem, "install it with `sudo apt install at-spi2-core`");
         assert!(problem.message().contains("AT-SPI"));
         // The library's words are kept for --verbose.
         assert!(problem.detail().unwrap().contains("ZBus"), "{problem:?}");
+        // No session bus at all: `msguide start` starts one.
+        let problem = Problem::accessibility(false, detail);
+        assert_readable(
+            &problem,
+            "start MSGuide with `msguide start`, which starts one",
+        );
+        assert!(
+            problem
+                .message()
+                .contains("sudo apt install dbus at-spi2-core")
+        );
+        // Problem::observe picks one of the two.
+        let chosen = Problem::observe(&err, true);
+        assert!(
+            [true, false]
+                .map(|bus| Problem::accessibility(bus, chosen.detail().map(str::to_owned)))
+                .contains(&chosen),
+            "{chosen:?}"
+        );
     }
 
     #[cfg(target_os = "linux")]

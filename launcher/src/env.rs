@@ -120,9 +120,10 @@ pub fn api_env(inherited: ChildEnv, token: &LaunchToken, port: u16, state_dir: &
     env
 }
 
-/// The desktop child's environment: the API's without model credentials, plus its own log.
+/// The desktop child's environment: the API's without model credentials, plus its own log,
+/// and the session bus the launch started, when it started one.
 #[must_use]
-pub fn desktop_env(api: &ChildEnv, state_dir: &Path) -> ChildEnv {
+pub fn desktop_env(api: &ChildEnv, state_dir: &Path, bus_address: Option<&str>) -> ChildEnv {
     let mut env = api.clone();
     env.remove_where(|name| {
         name.to_str().is_some_and(|name| {
@@ -134,6 +135,9 @@ pub fn desktop_env(api: &ChildEnv, state_dir: &Path) -> ChildEnv {
         })
     });
     env.set(env_names::DESKTOP_LOG, state_dir.join(DESKTOP_LOG));
+    if let Some(address) = bus_address {
+        env.set(crate::bus::ADDRESS_VARIABLE, address);
+    }
     env
 }
 
@@ -206,7 +210,7 @@ mod tests {
         let token = LaunchToken::mint().unwrap();
         let state = Path::new("/state/msguide");
         let api = api_env(inherited(), &token, 8765, state);
-        let desktop = desktop_env(&api, state);
+        let desktop = desktop_env(&api, state, None);
         for gone in [
             "MSGUIDE_MODEL_API_KEY",
             "MSGUIDE_MODEL_URL",
@@ -230,6 +234,14 @@ mod tests {
         // The API's own environment is left whole.
         assert_eq!(get(&api, "MSGUIDE_MODEL_API_KEY"), Some("sk-SECRET"));
         assert_eq!(api.get(env_names::DESKTOP_LOG), None);
+        assert_eq!(desktop.get("DBUS_SESSION_BUS_ADDRESS"), None);
+        // The session bus the launch started goes to the client alone.
+        let desktop = desktop_env(&api, state, Some("unix:path=/run/user/1/bus,guid=0f"));
+        assert_eq!(
+            get(&desktop, "DBUS_SESSION_BUS_ADDRESS"),
+            Some("unix:path=/run/user/1/bus,guid=0f")
+        );
+        assert_eq!(api.get("DBUS_SESSION_BUS_ADDRESS"), None);
     }
 
     #[test]

@@ -14,11 +14,14 @@
 //!   size caps.
 //! - [`readiness`]: `/health`, then an authenticated `POST /v1/sessions`, within 60 s.
 //! - [`children`]: spawning, and stopping a child (SIGTERM, then SIGKILL).
+//! - [`bus`]: the session bus for the desktop client when none is running, and the one line
+//!   naming the package when dbus-daemon or the AT-SPI bus is missing.
 //! - [`start`]: the `start` sequence and its supervision loop.
 //!
 //! The launcher links nothing of ours: it talks to `msguide-api` only over HTTP, like the
 //! desktop client does.
 
+pub mod bus;
 pub mod children;
 pub mod cli;
 pub mod env;

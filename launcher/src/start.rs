@@ -1,7 +1,8 @@
 //! `msguide start`: every refusal first (missing binaries, busy port, no state directory),
-//! then the token, the API child and its readiness, then the desktop child (or, headless, the
-//! one message saying how to reach the API), and supervision until a child exits or a stop
-//! signal arrives. Every way out stops the children and drops the token.
+//! then the token, the API child and its readiness, then the session bus when none is running
+//! ([`crate::bus`]) and the desktop child (or, headless, the one message saying how to reach
+//! the API), and supervision until a child exits or a stop signal arrives. Every way out stops
+//! the children (the session bus it started among them) and drops the token.
 
 use std::{
     ffi::{OsStr, OsString},
@@ -14,6 +15,7 @@ use local_core::{env_names, signals::StopSignals};
 use tokio::process::Child;
 
 use crate::{
+    bus::{self, Plan, SessionBus},
     children,
     cli::StartArgs,
     env::{self, ChildEnv},
@@ -220,10 +222,19 @@ pub async fn run(args: &StartArgs, context: Context) -> Result<Ended, StartError
     }
     eprintln!("msguide: ready");
 
+    // The desktop client reads windows through the session bus: started here when missing.
+    let mut session_bus = match desktop_program {
+        Some(_) => session_bus(&api_env, &state_dir).await,
+        None => None,
+    };
+    let bus_address = session_bus.as_ref().map(|bus| bus.address.as_str());
     let mut desktop = match desktop_program {
-        Some(program) => match start_desktop(&program, &api_env, &state_dir) {
+        Some(program) => match start_desktop(&program, &api_env, &state_dir, bus_address) {
             Ok(child) => Some(child),
             Err(err) => {
+                if let Some(bus) = session_bus.as_mut() {
+                    shut(&mut bus.child, "the session bus").await;
+                }
                 shut(&mut api, API_BINARY).await;
                 return Err(err);
             }
@@ -257,6 +268,9 @@ pub async fn run(args: &StartArgs, context: Context) -> Result<Ended, StartError
     if let Some(desktop) = desktop.as_mut() {
         shut(desktop, DESKTOP_BINARY).await;
     }
+    if let Some(bus) = session_bus.as_mut() {
+        shut(&mut bus.child, "the session bus").await;
+    }
     shut(&mut api, API_BINARY).await;
     drop(api_env);
     drop(token);
@@ -264,15 +278,51 @@ pub async fn run(args: &StartArgs, context: Context) -> Result<Ended, StartError
     Ok(ended)
 }
 
+/// The session bus this launch starts for the desktop client, when none is running; each
+/// way it can be missing is said in one line naming the fix, and the launch goes on (the
+/// client then says the same when it cannot read a window).
+async fn session_bus(env: &ChildEnv, state_dir: &std::path::Path) -> Option<SessionBus> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let Plan::Start { address, shared } = bus::plan(env, state_dir) else {
+        return None;
+    };
+    let started = match bus::start(&address, env).await {
+        Ok(started) => started,
+        Err(err) => {
+            eprintln!("msguide: {err}");
+            return None;
+        }
+    };
+    if shared {
+        eprintln!(
+            "msguide: no session bus was running, so one was started at {}; applications started from now on find it, and it stops with msguide",
+            started.address
+        );
+    } else {
+        eprintln!(
+            "msguide: no session bus was running, so one was started for the desktop client; start the application to guide with DBUS_SESSION_BUS_ADDRESS={} so its controls can be read",
+            started.address
+        );
+    }
+    if !bus::at_spi_installed(env) {
+        eprintln!("msguide: {}", bus::AT_SPI_MISSING);
+    }
+    Some(started)
+}
+
 /// Starts the desktop client against the ready API: the API's environment without model
-/// credentials, no arguments (it reads `MSGUIDE_API_URL` and `MSGUIDE_LOCAL_TOKEN`).
+/// credentials, with the session bus this launch started (if it started one), and no
+/// arguments (it reads `MSGUIDE_API_URL` and `MSGUIDE_LOCAL_TOKEN`).
 fn start_desktop(
     program: &std::path::Path,
     api_env: &ChildEnv,
     state_dir: &std::path::Path,
+    bus_address: Option<&str>,
 ) -> Result<Child, StartError> {
     eprintln!("msguide: starting {DESKTOP_BINARY}");
-    let desktop_env = env::desktop_env(api_env, state_dir);
+    let desktop_env = env::desktop_env(api_env, state_dir, bus_address);
     children::spawn(program, &[], &desktop_env).map_err(|err| StartError::Spawn {
         name: DESKTOP_BINARY,
         kind: err.kind(),

@@ -4,8 +4,22 @@
 
 use std::process::ExitCode;
 
+use clap::Parser;
 use eframe::egui;
 use local_core::guide::guidance::demo::DEMO_APPLICATION;
+use msguide_desktop::problem::{demo_window, display_set};
+
+/// The "MSGuide Demo" window: a four-stage build troubleshooting workflow for trying MSGuide.
+///
+/// It opens at the top left of the screen (the guidance window opens at the top right), shows
+/// one stage and one button at a time, and prints `stage N` on stdout at each change.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about)]
+struct Args {
+    /// Also print the technical detail of a failure (the library's own error text).
+    #[arg(long)]
+    verbose: bool,
+}
 
 /// The stages: the text on screen and the button that moves on (none on the last).
 const STAGES: [(&str, Option<&str>); 4] = [
@@ -40,21 +54,32 @@ impl eframe::App for Demo {
 }
 
 fn main() -> ExitCode {
+    let args = Args::parse();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title(DEMO_APPLICATION)
+            .with_position([0.0, 0.0])
             .with_inner_size([480.0, 240.0]),
         ..Default::default()
     };
-    println!("stage 0");
     match eframe::run_native(
         DEMO_APPLICATION,
         options,
-        Box::new(|_| Ok(Box::new(Demo::default()))),
+        // Once the window exists: a demo that cannot open says only why.
+        Box::new(|_| {
+            println!("stage 0");
+            Ok(Box::new(Demo::default()))
+        }),
     ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("msguide-demo: {e}");
+            let problem = demo_window(&e, display_set());
+            eprintln!("msguide-demo: {}", problem.message());
+            if args.verbose
+                && let Some(detail) = problem.detail()
+            {
+                eprintln!("msguide-demo: detail: {detail}");
+            }
             ExitCode::FAILURE
         }
     }

@@ -43,6 +43,9 @@ mod contracts;
 mod desktop;
 #[cfg(unix)]
 mod desktop_client;
+// Xvfb, openbox, picom and the screen's pixels.
+#[cfg(unix)]
+mod desktop_outline;
 mod guidance;
 mod launcher;
 mod llm_client;
