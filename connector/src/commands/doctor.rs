@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use local_core::machine::audit_chain;
 use local_core::machine::own_files::{self, PrivateFileError};
+use local_core::machine::sandbox::{SandboxMode, Support};
 use tokio_tungstenite::tungstenite::http::Uri;
 
 use super::service::Os;
@@ -47,6 +48,10 @@ pub struct DoctorInputs {
     pub platform_url: String,
     /// `enable_shell`.
     pub enable_shell: bool,
+    /// `shell_sandbox`.
+    pub shell_sandbox: SandboxMode,
+    /// What the sandbox probe found on this machine (Linux only).
+    pub sandbox_support: Option<Support>,
     /// `enable_computer_use`.
     pub enable_computer_use: bool,
     /// `enable_recording`.
@@ -91,7 +96,8 @@ pub fn doctor(inputs: &DoctorInputs, out: &mut dyn Write) -> u8 {
         audit_key(&inputs.audit_key_path),
         token(inputs),
         platform_url(&inputs.platform_url),
-        shell(inputs.enable_shell),
+        shell(inputs.enable_shell, inputs.shell_sandbox),
+        shell_sandbox(inputs),
         session_type(inputs),
         computer_use(inputs.enable_computer_use),
         recording(inputs.enable_recording),
@@ -486,16 +492,64 @@ fn platform_url(url: &str) -> Check {
     })
 }
 
-fn shell(enabled: bool) -> Check {
-    Some(if enabled {
-        (
+fn shell(enabled: bool, sandbox: SandboxMode) -> Check {
+    Some(match (enabled, sandbox) {
+        (false, _) => (Level::Ok, "shell", "disabled".to_owned()),
+        (true, SandboxMode::Off) => (
             Level::Warn,
             "shell",
-            "enabled: shell gives the platform full user-level access to this machine".to_owned(),
-        )
-    } else {
-        (Level::Ok, "shell", "disabled".to_owned())
+            "enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, strict also from reading your other files and reaching the network".to_owned(),
+        ),
+        (true, mode) => (
+            Level::Ok,
+            "shell",
+            format!("enabled in the `{mode}` sandbox: {}", mode.protects()),
+        ),
     })
+}
+
+/// What the kernel offers the shell sandbox, and whether the configured mode can be enforced.
+fn shell_sandbox(inputs: &DoctorInputs) -> Check {
+    const LABEL: &str = "shell sandbox";
+    let mode = inputs.shell_sandbox;
+    let Some(support) = &inputs.sandbox_support else {
+        return (mode != SandboxMode::Off).then(|| {
+            (
+                Level::Fail,
+                LABEL,
+                format!("`{mode}` is configured, but the shell sandbox is Linux-only for now: set shell_sandbox to off"),
+            )
+        });
+    };
+    let found = support.summary();
+    if let Some(missing) = support.missing(mode) {
+        return Some((
+            Level::Fail,
+            LABEL,
+            format!(
+                "`{mode}` cannot be enforced here: {missing}; start would refuse it (found: {found})"
+            ),
+        ));
+    }
+    let usable: Vec<&str> = [SandboxMode::Workspace, SandboxMode::Strict]
+        .into_iter()
+        .filter(|mode| support.missing(*mode).is_none())
+        .map(SandboxMode::as_str)
+        .collect();
+    let offered = if usable.is_empty() {
+        "no mode can be enforced here".to_owned()
+    } else {
+        format!("{} can be enforced", usable.join(" and "))
+    };
+    Some((
+        if mode == SandboxMode::Off {
+            Level::Info
+        } else {
+            Level::Ok
+        },
+        LABEL,
+        format!("`{mode}`; {found}: {offered}"),
+    ))
 }
 
 /// Which graphical session this is, as computer use will need to know; Linux only.

@@ -16,6 +16,7 @@ use std::time::SystemTime;
 use crate::cli::{AuditCommand, Cli, Command, EXIT_PREFLIGHT, Env, load_config};
 use crate::config::{self, ShimConfig};
 use local_core::machine::own_files;
+use local_core::machine::sandbox;
 
 /// Runs a subcommand other than `start`, printing to `out`, and returns its exit code.
 /// `stop` ends `audit tail`'s following (set it from a Ctrl-C handler).
@@ -308,6 +309,10 @@ fn doctor_inputs(cli: &Cli, config: &ShimConfig, env: &impl Env) -> doctor::Doct
         token_file: cli.token_file.clone().or_else(|| config.token_file.clone()),
         platform_url: config.platform_url.clone(),
         enable_shell: config.enable_shell,
+        shell_sandbox: config.shell_sandbox,
+        // A throwaway process tries each part; nothing of this one is confined.
+        sandbox_support: cfg!(target_os = "linux")
+            .then(|| sandbox::probe(std::path::Path::new(crate::daemon::SANDBOX_LAUNCHER))),
         enable_computer_use: config.enable_computer_use,
         enable_recording: config.enable_recording,
         xdg_session_type: env.var("XDG_SESSION_TYPE"),

@@ -47,6 +47,7 @@ use std::time::Duration;
 use local_core::limits;
 use local_core::llm::BackendKind as LlmBackend;
 use local_core::machine::own_files::{self, PrivateFileError};
+use local_core::machine::sandbox::SandboxMode;
 
 use crate::protocol::{
     DEFAULT_COMMAND_TIMEOUT_SECONDS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_FILE_SIZE_BYTES,
@@ -191,6 +192,9 @@ pub struct ShimConfig {
     /// Control mode: a child runtime without a data request for this long is stopped
     /// (its binding stays for RESTORE_SESSION). The reference's 10 minutes by default.
     pub idle_session_timeout: Duration,
+    /// The kernel sandbox every command runs in (`off`, the contract's default, `workspace`
+    /// or `strict`; see `local_core::machine::sandbox`).
+    pub shell_sandbox: SandboxMode,
 }
 
 impl ShimConfig {
@@ -235,6 +239,7 @@ impl ShimConfig {
             token: None,
             config_file: None,
             idle_session_timeout: DEFAULT_IDLE_SESSION_TIMEOUT,
+            shell_sandbox: SandboxMode::Off,
         }
     }
 
@@ -314,6 +319,8 @@ pub struct Overrides {
     pub enable_clipboard_read_foreign: Option<bool>,
     /// `start --enable-recording`.
     pub enable_recording: Option<bool>,
+    /// `start --shell-sandbox MODE` (and `mcp`'s), as given: checked like every layer.
+    pub shell_sandbox: Option<String>,
 }
 
 /// Where a refused value came from.
@@ -538,6 +545,11 @@ pub fn explicit_settings(
             Field::EnableRecording,
             "--enable-recording",
         ),
+        (
+            overrides.shell_sandbox.is_some(),
+            Field::ShellSandbox,
+            "--shell-sandbox",
+        ),
     ];
     for (set_by_flag, field, flag) in flags {
         if set_by_flag {
@@ -651,6 +663,9 @@ fn apply_overrides(
     }
     if let Some(root) = &overrides.allowed_root {
         config.allowed_root = Some(non_empty_path(root).map_err(flag("--allowed-root"))?);
+    }
+    if let Some(mode) = &overrides.shell_sandbox {
+        set(config, Field::ShellSandbox, Raw::Text(mode)).map_err(flag("--shell-sandbox"))?;
     }
     if let Some(path) = &overrides.token_file {
         let path = non_empty_path(path).map_err(flag("--token-file"))?;

@@ -16,6 +16,8 @@ fn inputs(dir: &TempDir) -> DoctorInputs {
         token_file: Some(dir.join("token")),
         platform_url: "https://user:pw@platform.example/".to_owned(),
         enable_shell: false,
+        shell_sandbox: SandboxMode::Off,
+        sandbox_support: None,
         enable_computer_use: false,
         enable_recording: false,
         xdg_session_type: None,
@@ -276,5 +278,55 @@ fn a_key_file_open_to_others_blocks_and_a_bad_key_warns() {
             .unwrap()
             .unwrap(),
         b"not a key"
+    );
+}
+
+#[test]
+fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce() {
+    let dir = TempDir::new("doctor-sandbox");
+    let mut inputs = inputs(&dir);
+    own_files::ensure_dir(&inputs.allowed_root).unwrap();
+    inputs.enable_shell = true;
+    let full = Support {
+        landlock: Ok(7),
+        namespaces: Ok(()),
+        seccomp: Ok(()),
+    };
+    inputs.sandbox_support = Some(full.clone());
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[WARN] shell  enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[INFO] shell sandbox  `off`; Landlock ABI 7, user namespaces available, seccomp available: workspace and strict can be enforced\n"),
+        "{out}"
+    );
+
+    inputs.shell_sandbox = SandboxMode::Strict;
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[OK  ] shell  enabled in the `strict` sandbox: commands change nothing outside the allowed root"),
+        "{out}"
+    );
+    assert!(out.contains("[OK  ] shell sandbox  `strict`; "), "{out}");
+
+    inputs.sandbox_support = Some(Support {
+        namespaces: Err("unshare: ENOSPC: No space left on device".to_owned()),
+        ..full
+    });
+    let (code, out) = run(&inputs);
+    assert_eq!(code, EXIT_BLOCKED, "{out}");
+    assert!(
+        out.contains("[FAIL] shell sandbox  `strict` cannot be enforced here: user and mount namespaces are not available (unshare: ENOSPC: No space left on device); start would refuse it"),
+        "{out}"
+    );
+
+    inputs.sandbox_support = None;
+    let (code, out) = run(&inputs);
+    assert_eq!(code, EXIT_BLOCKED, "{out}");
+    assert!(
+        out.contains("[FAIL] shell sandbox  `strict` is configured, but the shell sandbox is Linux-only for now"),
+        "{out}"
     );
 }
