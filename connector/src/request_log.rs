@@ -40,7 +40,7 @@ impl RequestLog {
             outcome = %outcome(reply),
             duration_ms,
             // Only on command lines: an absent value adds no field.
-            sandbox = self.sandbox.map(SandboxMode::as_str),
+            sandbox = self.sandbox.map(|mode| tracing::field::display(mode.as_str())),
             // Debug-quoted: an id is the platform's text and must not break the line.
             id = ?id,
             "request"

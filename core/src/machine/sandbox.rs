@@ -16,7 +16,8 @@
 //!   mount namespace in which every mount is read-only except those two (so no `chmod`,
 //!   `chown`, `utimes` or xattr change outside, which Landlock does not cover), Landlock
 //!   rules allowing writes only beneath them (and to `/dev/null` and its kind), no
-//!   capabilities left, `no_new_privs`.
+//!   capabilities left, `no_new_privs`, and a seccomp filter refusing the `ioctl`s that type
+//!   into a terminal and io_uring.
 //! - `strict`: `workspace`, plus no reads outside the system folders, the root and `TMPDIR`
 //!   (Landlock read rules, and empty read-only folders over everything else so no Unix socket
 //!   outside the root can be reached by its path), and no network: a network namespace with no
@@ -255,9 +256,7 @@ impl Support {
                 "user and mount namespaces are not available ({why})"
             ));
         }
-        if mode == SandboxMode::Strict
-            && let Err(why) = &self.seccomp
-        {
+        if let Err(why) = &self.seccomp {
             missing.push(format!("seccomp filters are not available ({why})"));
         }
         (!missing.is_empty()).then(|| missing.join(", and "))

@@ -47,7 +47,12 @@ pub(super) fn landlock(policy: &Policy) -> Result<String, Failure> {
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V3))
-        .map_err(failure)?
+        .map_err(|_| {
+            Failure::new(
+                "Landlock",
+                "the kernel has none, or one older than ABI 3 (Linux 6.2)".to_owned(),
+            )
+        })?
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
         .map_err(failure)?;
@@ -142,8 +147,18 @@ pub(super) fn seccomp(strict: bool) -> Result<(), Failure> {
         programs.push(program(socket_rules()?, libc::EACCES, arch)?);
     }
     for program in &programs {
-        seccompiler::apply_filter(program)
-            .map_err(|err| Failure::new("seccomp", err.to_string()))?;
+        seccompiler::apply_filter(program).map_err(|err| {
+            let why = match &err {
+                seccompiler::Error::Seccomp(err) | seccompiler::Error::Prctl(err) => {
+                    err.raw_os_error().map_or_else(
+                        || err.kind().to_string(),
+                        |code| nix::errno::Errno::from_raw(code).to_string(),
+                    )
+                }
+                other => other.to_string(),
+            };
+            Failure::new("seccomp", format!("installing a filter: {why}"))
+        })?;
     }
     Ok(())
 }
