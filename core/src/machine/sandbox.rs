@@ -367,6 +367,9 @@ impl PrivateTmp {
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        // Elsewhere the folder keeps the temporary folder's own access rules.
+        #[cfg(not(unix))]
+        let _ = &mut builder;
         builder.create(&path)?;
         // The mounts name it by its real path: the temporary folder may be reached through a
         // symbolic link.
