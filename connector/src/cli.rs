@@ -190,6 +190,11 @@ pub struct StartArgs {
     /// Design-preview workflow recording; start-up always refuses it.
     #[arg(long)]
     pub enable_recording: bool,
+    /// Run every command in a kernel sandbox (Linux): `off` (default), `workspace` (nothing
+    /// changed outside the allowed root) or `strict` (also no reads of your files outside it
+    /// and no network).
+    #[arg(long, value_name = "MODE")]
+    pub shell_sandbox: Option<String>,
 }
 
 /// `try` flags.
@@ -220,11 +225,14 @@ pub struct McpArgs {
     /// With --enable-clipboard, also read clipboard content from other programs.
     #[arg(long)]
     pub enable_clipboard_read_foreign: bool,
+    /// Run every command in a kernel sandbox (Linux): `off` (default), `workspace` or `strict`.
+    #[arg(long, value_name = "MODE")]
+    pub shell_sandbox: Option<String>,
 }
 
 impl McpArgs {
     /// The same switches as `start` flags, so both go through one configuration layer.
-    const fn as_start(&self) -> StartArgs {
+    fn as_start(&self) -> StartArgs {
         StartArgs {
             enable_shell: self.enable_shell,
             enable_computer_use: self.enable_computer_use,
@@ -233,6 +241,7 @@ impl McpArgs {
             enable_clipboard: self.enable_clipboard,
             enable_clipboard_read_foreign: self.enable_clipboard_read_foreign,
             enable_recording: false,
+            shell_sandbox: self.shell_sandbox.clone(),
         }
     }
 }
@@ -342,6 +351,7 @@ pub fn overrides(cli: &Cli) -> Overrides {
         enable_clipboard: switch(|start| start.enable_clipboard),
         enable_clipboard_read_foreign: switch(|start| start.enable_clipboard_read_foreign),
         enable_recording: switch(|start| start.enable_recording),
+        shell_sandbox: start.and_then(|start| start.shell_sandbox.clone()),
     }
 }
 

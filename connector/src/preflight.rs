@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use local_core::machine::audit_chain;
 use local_core::machine::jail::Jail;
 use local_core::machine::own_files;
+use local_core::machine::sandbox::{self, SandboxMode, Support};
 use tokio_tungstenite::tungstenite::http::Uri;
 
 use crate::cli::tracing_level;
@@ -106,6 +107,9 @@ pub struct Inputs {
     pub wayland_display: Option<String>,
     /// `DISPLAY`.
     pub display: Option<String>,
+    /// What the shell sandbox's probe found on this machine (Linux only; probed when a mode is
+    /// configured, and always by `doctor`).
+    pub sandbox_support: Option<Support>,
 }
 
 impl Inputs {
@@ -121,7 +125,23 @@ impl Inputs {
             xdg_session_type: env.var("XDG_SESSION_TYPE"),
             wayland_display: env.var("WAYLAND_DISPLAY"),
             display: env.var("DISPLAY"),
+            sandbox_support: None,
         }
+        .probed(false)
+    }
+
+    /// These inputs with the sandbox probed: when a mode is configured, or `always` (`doctor`
+    /// reports what the kernel offers even when the sandbox is off). A throwaway process tries
+    /// each part; nothing of this one is confined.
+    #[must_use]
+    pub fn probed(mut self, always: bool) -> Self {
+        if cfg!(target_os = "linux")
+            && self.sandbox_support.is_none()
+            && (always || self.config.shell_sandbox != SandboxMode::Off)
+        {
+            self.sandbox_support = Some(sandbox::probe(Path::new(crate::daemon::SANDBOX_LAUNCHER)));
+        }
+        self
     }
 }
 
@@ -136,6 +156,7 @@ const AUDIT_KEY: &str = "audit key";
 const TOKEN: &str = "token";
 const PLATFORM_URL: &str = "platform URL";
 const SHELL: &str = "shell";
+const SHELL_SANDBOX: &str = "shell sandbox";
 const COMPUTER_USE: &str = "computer use";
 const LOCAL_LLM: &str = "local LLM";
 const RECORDING: &str = "recording";
@@ -159,6 +180,7 @@ fn label_of(problem: &ConfigError) -> &'static str {
         "audit_log_path" => AUDIT_LOG,
         "token" | "token_file" => TOKEN,
         "enable_shell" => SHELL,
+        "shell_sandbox" => SHELL_SANDBOX,
         "enable_computer_use" | "enable_clipboard" | "enable_clipboard_read_foreign" => {
             COMPUTER_USE
         }
@@ -205,7 +227,13 @@ pub fn checks(inputs: &Inputs) -> Vec<Finding> {
     });
     add(TOKEN, &|| Some(token(&inputs.config)));
     add(PLATFORM_URL, &|| Some(platform_url(&inputs.config)));
-    add(SHELL, &|| Some(shell(inputs.config.enable_shell)));
+    add(SHELL, &|| {
+        Some(shell(
+            inputs.config.enable_shell,
+            inputs.config.shell_sandbox,
+        ))
+    });
+    add(SHELL_SANDBOX, &|| shell_sandbox(inputs));
     add(COMPUTER_USE, &|| computer_use(inputs));
     add(LOCAL_LLM, &|| local_llm(&inputs.config));
     add(SESSION_TYPE, &|| {
@@ -588,16 +616,64 @@ fn platform_url(config: &ShimConfig) -> Finding {
     }
 }
 
-fn shell(enabled: bool) -> Finding {
-    if enabled {
-        Finding::new(
+fn shell(enabled: bool, sandbox: SandboxMode) -> Finding {
+    match (enabled, sandbox) {
+        (false, _) => Finding::new(Level::Ok, SHELL, "disabled"),
+        (true, SandboxMode::Off) => Finding::new(
             Level::Warn,
             SHELL,
-            "enabled: shell gives the platform full user-level access to this machine",
-        )
-    } else {
-        Finding::new(Level::Ok, SHELL, "disabled")
+            "enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, strict also from reading your files outside it and from the network",
+        ),
+        (true, mode) => Finding::new(
+            Level::Ok,
+            SHELL,
+            format!("enabled in the `{mode}` sandbox: {}", mode.protects()),
+        ),
     }
+}
+
+/// What the kernel offers the shell sandbox, and whether the configured mode can be enforced.
+fn shell_sandbox(inputs: &Inputs) -> Option<Finding> {
+    let mode = inputs.config.shell_sandbox;
+    let Some(support) = &inputs.sandbox_support else {
+        return (mode != SandboxMode::Off).then(|| {
+            Finding::new(
+                Level::Fail,
+                SHELL_SANDBOX,
+                format!("`{mode}` is configured, but the shell sandbox is Linux-only for now: set shell_sandbox to off"),
+            )
+        });
+    };
+    let found = support.summary();
+    if let Some(missing) = support.missing(mode) {
+        return Some(Finding::new(
+            Level::Fail,
+            SHELL_SANDBOX,
+            format!(
+                "`{mode}` cannot be enforced here: {missing}; start would refuse it (found: {found})"
+            ),
+        ));
+    }
+    let usable: Vec<&str> = [SandboxMode::Workspace, SandboxMode::Strict]
+        .into_iter()
+        .filter(|mode| support.missing(*mode).is_none())
+        .map(SandboxMode::as_str)
+        .collect();
+    let offered = if usable.is_empty() {
+        "no mode can be enforced here".to_owned()
+    } else {
+        format!("{} can be enforced", usable.join(" and "))
+    };
+    let level = if mode == SandboxMode::Off {
+        Level::Info
+    } else {
+        Level::Ok
+    };
+    Some(Finding::new(
+        level,
+        SHELL_SANDBOX,
+        format!("`{mode}`; {found}: {offered}"),
+    ))
 }
 
 /// Computer use starts anywhere; HELLO offers only what works in this session.

@@ -1,10 +1,12 @@
 //! One INFO line per platform request, when its reply goes out: the operation, the outcome
 //! (`ok` or the error code), how long it took and the request id. Metadata only: never a path,
 //! content, command line or output, whatever the log level; those stay in the audit log, which
-//! has its own access rules. The session loop starts a [`RequestLog`] when a request arrives
+//! has its own access rules. An EXECUTE_COMMAND line also names the sandbox mode it ran in. The session loop starts a [`RequestLog`] when a request arrives
 //! and finishes it with the reply, in one place for every capability.
 
 use std::time::Instant;
+
+use local_core::machine::sandbox::SandboxMode;
 
 use crate::protocol::{ErrorCode, Message, MessageType, OrUnknown};
 
@@ -13,15 +15,18 @@ use crate::protocol::{ErrorCode, Message, MessageType, OrUnknown};
 pub struct RequestLog {
     op: MessageType,
     started: Instant,
+    sandbox: Option<SandboxMode>,
 }
 
 impl RequestLog {
-    /// Starts timing a request of this type.
+    /// Starts timing a request of this type, on a host whose commands run in `sandbox` (named
+    /// on the line of a command only).
     #[must_use]
-    pub fn start(op: MessageType) -> Self {
+    pub fn start(op: MessageType, sandbox: SandboxMode) -> Self {
         Self {
             op,
             started: Instant::now(),
+            sandbox: (op == MessageType::ExecuteCommand).then_some(sandbox),
         }
     }
 
@@ -34,6 +39,8 @@ impl RequestLog {
             op = %self.op.as_str(),
             outcome = %outcome(reply),
             duration_ms,
+            // Only on command lines: an absent value adds no field.
+            sandbox = self.sandbox.map(|mode| tracing::field::display(mode.as_str())),
             // Debug-quoted: an id is the platform's text and must not break the line.
             id = ?id,
             "request"

@@ -3,6 +3,7 @@
 //! - [`jail`]: the one way to reach the filesystem, an open root handle no path can leave.
 //! - [`files`]: the FILE_* operations over the jail (reads, atomic writes, listings, moves).
 //! - [`exec`]: commands with a safe environment, output budgets and process-tree kills.
+//! - [`sandbox`]: the kernel sandbox a command may run in (`--shell-sandbox`).
 //! - [`audit_chain`]: the HMAC-chained audit log, its verification and tooling.
 //! - [`own_files`]: the connector's own configuration, credential and state files.
 //! - [`browse`]: folder browsing for control mode.
@@ -34,3 +35,10 @@ pub mod jail;
 #[allow(clippy::disallowed_methods, reason = "owns the connector's own files")]
 pub mod own_files;
 pub mod root_grant;
+// The sandbox's launcher builds its own view of the filesystem (mount table, uid map, the
+// reduced /dev) and executes the program; its parent makes and removes the private TMPDIR.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "owns the sandbox's mounts, its launcher's exec and each command's TMPDIR"
+)]
+pub mod sandbox;

@@ -4,7 +4,8 @@
 //! bare spawn; plus first starts with no session bus, a missing bus and a bus that never
 //! answers), FILE_STAT with 4 in flight (shim CPU a request, and the rate against a minimal
 //! durable loop doing the same stat, record and group commit), RssAnon after twenty 8 MiB
-//! reads, FILE_READ and EXECUTE_COMMAND. Every memory row has PSS and VmRSS rows beside it.
+//! reads, FILE_READ and EXECUTE_COMMAND, and EXECUTE_COMMAND in each `--shell-sandbox` mode beside
+//! `off` (interleaved, one shim a mode). Every memory row has PSS and VmRSS rows beside it.
 //!
 //! The shim runs as a platform runs it: the default log level (one INFO line a request to
 //! stderr, here a file) and its audit log in `$HOME/.local/state`.
@@ -13,7 +14,8 @@
 //! binary measured is `AUTOGPT_SHIM_BENCH_BIN` (default: the one next to the bench); with
 //! `AUTOGPT_SHIM_BENCH_BEFORE` set to another build, both are measured, interleaved, and
 //! printed side by side. Build both the same way: `-p autogpt-shim` alone unifies other
-//! dependency features than `--workspace` and makes another binary.
+//! dependency features than `--workspace` and makes another binary. A section's name after `--`
+//! (`starts`, `first-starts`, `sessions`, `sandbox`) runs that section alone.
 
 // Bench support: a failed unwrap aborts the run, which is what it should do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -70,7 +72,9 @@ fn main() -> ExitCode {
         );
         println!("{}: {}", build.label, build.program.display());
     }
-    let table = runtime.block_on(run(&builds));
+    // cargo passes `--bench` to a bench without the harness; a bare word names a section.
+    let only = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let table = runtime.block_on(run(&builds, only.as_deref()));
     print_table(&builds, &table);
     ExitCode::SUCCESS
 }
@@ -127,12 +131,22 @@ fn print_table(builds: &[Build], rows: &[Row]) {
     println!("  ! = target missed");
 }
 
-async fn run(builds: &[Build]) -> Vec<Row> {
+async fn run(builds: &[Build], only: Option<&str>) -> Vec<Row> {
     let scratch = fresh_dir("connector-bench");
     let mut rows = Vec::new();
-    starts(builds, &scratch, &mut rows).await;
-    first_starts(builds, &scratch, &mut rows).await;
-    sessions(builds, &scratch, &mut rows).await;
+    let section = |name: &str| only.is_none_or(|only| only == name);
+    if section("starts") {
+        starts(builds, &scratch, &mut rows).await;
+    }
+    if section("first-starts") {
+        first_starts(builds, &scratch, &mut rows).await;
+    }
+    if section("sessions") {
+        sessions(builds, &scratch, &mut rows).await;
+    }
+    if section("sandbox") {
+        sandboxed_commands(builds, &scratch, &mut rows).await;
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     rows
 }
@@ -291,6 +305,89 @@ fn silent_bus(path: &Path) {
 #[cfg(not(unix))]
 fn silent_bus(_path: &Path) {
     panic!("the connector bench runs on Linux only");
+}
+
+/// EXECUTE_COMMAND `["true"]` round trips with `--shell-sandbox` off, workspace and strict,
+/// one shim a mode and build, the rounds interleaved so that the machine's load falls on every
+/// mode alike: the median of each, and each sandbox's median over `off`'s of the same build.
+async fn sandboxed_commands(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>) {
+    const MODES: [&str; 3] = ["off", "workspace", "strict"];
+    let mut live = Vec::new();
+    for build in builds {
+        for mode in MODES {
+            let (home, root) = home_in(scratch, &format!("{}-{mode}", build.label));
+            let platform = Platform::bind().await;
+            let shim = start_shim(
+                build,
+                &home,
+                &root,
+                &platform,
+                &[("AUTOGPT_SHIM_SHELL_SANDBOX", mode)],
+            );
+            let (conn, hello) = platform.session(&["files", "shell"], |_| {}).await;
+            assert_eq!(hello["type"], "HELLO", "{mode}: {}", shim.stderr());
+            live.push((platform, shim, conn));
+        }
+    }
+    let mut samples = vec![Vec::new(); live.len()];
+    for round in 0..EXEC_ROUNDS {
+        for (i, (_, _, conn)) in live.iter_mut().enumerate() {
+            let started = Instant::now();
+            let reply = conn
+                .call(
+                    "EXECUTE_COMMAND",
+                    &format!("sandbox-{round}"),
+                    json!({"argv": ["true"]}),
+                )
+                .await;
+            samples[i].push(started.elapsed());
+            assert_eq!(reply["payload"]["exit_code"], 0, "{reply}");
+        }
+    }
+    let mut direct = Vec::new();
+    for _ in 0..EXEC_ROUNDS {
+        let started = Instant::now();
+        Command::new("true").status().unwrap();
+        direct.push(started.elapsed());
+    }
+    let spawn_true = median(&mut direct).as_secs_f64() * 1000.0;
+    // medians[build][mode], in ms.
+    let medians: Vec<Vec<f64>> = samples
+        .chunks_mut(MODES.len())
+        .map(|modes| {
+            modes
+                .iter_mut()
+                .map(|mode| median(mode).as_secs_f64() * 1000.0)
+                .collect()
+        })
+        .collect();
+    for (m, mode) in MODES.iter().enumerate() {
+        rows.push(Row {
+            name: format!("EXECUTE_COMMAND [true] median, sandbox {mode}"),
+            unit: "ms",
+            target: "-",
+            baseline_name: "spawn `true` median",
+            baseline: spawn_true,
+            values: medians.iter().map(|build| build[m]).collect(),
+            met: |_, _| true,
+        });
+    }
+    for (m, mode) in MODES.iter().enumerate().skip(1) {
+        rows.push(Row {
+            name: format!("EXECUTE_COMMAND [true], {mode} / off"),
+            unit: "x",
+            target: if *mode == "workspace" { "<= 1.5" } else { "-" },
+            baseline_name: "(same run, same build)",
+            baseline: 1.0,
+            values: medians.iter().map(|build| build[m] / build[0]).collect(),
+            met: if *mode == "workspace" {
+                |v, _| v <= 1.5
+            } else {
+                |_, _| true
+            },
+        });
+    }
+    drop(live);
 }
 
 /// One connected shim with its platform side.

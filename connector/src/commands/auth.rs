@@ -196,6 +196,8 @@ async fn open_browser(url: &str, mut env: BTreeMap<String, String>) -> Result<()
         env,
         timeout: OPENER_TIMEOUT,
         output_budget: 4096,
+        // The browser is the user's own program, started on the user's behalf.
+        sandbox: None,
     };
     let outcome = local_core::machine::exec::run(request)
         .await

@@ -39,7 +39,7 @@ pub fn run(cli: &Cli, env: &impl Env, out: &mut dyn Write, stop: &Arc<AtomicBool
         // Every problem, the configuration's included: no early stop at the first.
         Command::Doctor => {
             let loaded = config::load_all(&crate::cli::overrides(cli), env);
-            let inputs = crate::preflight::Inputs::gather(loaded, &cli.log_level, env);
+            let inputs = crate::preflight::Inputs::gather(loaded, &cli.log_level, env).probed(true);
             doctor::doctor(&inputs, out)
         }
         Command::Status { json } => status_command(cli, env, out, *json),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use local_core::llm::BackendKind as LlmBackend;
+use local_core::machine::sandbox::SandboxMode;
 
 use super::{
     ConfigError, ENV_PREFIX, MAX_DISPLAY_NAME_CHARS, MAX_MACHINE_ID_CHARS, Origin, ShimConfig,
@@ -47,10 +48,11 @@ pub(super) enum Field {
     EnableRecording,
     TokenFile,
     IdleSessionTimeout,
+    ShellSandbox,
 }
 
 impl Field {
-    pub(super) const ALL: [Self; 30] = [
+    pub(super) const ALL: [Self; 31] = [
         Self::PlatformUrl,
         Self::PlatformWsUrl,
         Self::PlatformOauthUrl,
@@ -81,6 +83,7 @@ impl Field {
         Self::EnableRecording,
         Self::TokenFile,
         Self::IdleSessionTimeout,
+        Self::ShellSandbox,
     ];
 
     pub(super) const fn name(self) -> &'static str {
@@ -115,6 +118,7 @@ impl Field {
             Self::EnableRecording => "enable_recording",
             Self::TokenFile => "token_file",
             Self::IdleSessionTimeout => "idle_session_timeout",
+            Self::ShellSandbox => "shell_sandbox",
         }
     }
 
@@ -277,6 +281,10 @@ pub(super) fn set(config: &mut ShimConfig, field: Field, raw: Raw<'_>) -> Result
         Field::ReconnectJitterSeconds => config.reconnect_jitter_seconds = seconds(raw)?,
         Field::IdleSessionTimeout => config.idle_session_timeout = seconds(raw)?,
         Field::OllamaUrl => config.ollama_url = http_url(raw)?,
+        Field::ShellSandbox => {
+            config.shell_sandbox = SandboxMode::from_name(text(raw, EXPECT_SHELL_SANDBOX)?)
+                .ok_or(EXPECT_SHELL_SANDBOX)?;
+        }
         Field::LocalLlmBackend => {
             config.local_llm_backend = match text(raw, EXPECT_LLM_BACKEND)?.trim() {
                 "ollama" => LlmBackend::Ollama,
@@ -292,6 +300,7 @@ const EXPECT_CLIENT_ID: &str = "1-256 printable ASCII characters without spaces"
 const EXPECT_REDIRECT_PORT: &str =
     "a port from 1 to 65524 (the login tries it and the 11 after it)";
 const EXPECT_LLM_BACKEND: &str = "`ollama` or `openai-compatible`";
+const EXPECT_SHELL_SANDBOX: &str = "`off`, `workspace` or `strict`";
 
 fn text<'a>(raw: Raw<'a>, expected: &'static str) -> Result<&'a str, &'static str> {
     match raw {
@@ -451,6 +460,7 @@ pub(super) fn file_value(
         Field::ReconnectJitterSeconds => seconds(config.reconnect_jitter_seconds),
         Field::IdleSessionTimeout => seconds(config.idle_session_timeout),
         Field::OllamaUrl => text(Some(&config.ollama_url)),
+        Field::ShellSandbox => text(Some(config.shell_sandbox.as_str())),
         Field::LocalLlmBackend => text(Some(match config.local_llm_backend {
             LlmBackend::Ollama => "ollama",
             LlmBackend::OpenAiCompatible => "openai-compatible",

@@ -47,6 +47,7 @@ use std::time::Duration;
 use local_core::limits;
 use local_core::llm::BackendKind as LlmBackend;
 use local_core::machine::own_files::{self, PrivateFileError};
+use local_core::machine::sandbox::SandboxMode;
 
 use crate::link::{
     Backoff, ConnectError, DEFAULT_CLIENT_ID, DEFAULT_PLATFORM_URL, DEFAULT_REDIRECT_PORT, Token,
@@ -195,6 +196,9 @@ pub struct ShimConfig {
     /// Control mode: a child runtime without a data request for this long is stopped
     /// (its binding stays for RESTORE_SESSION). The reference's 10 minutes by default.
     pub idle_session_timeout: Duration,
+    /// The kernel sandbox every command runs in (`off`, the contract's default, `workspace`
+    /// or `strict`; see `local_core::machine::sandbox`).
+    pub shell_sandbox: SandboxMode,
 }
 
 impl ShimConfig {
@@ -239,6 +243,7 @@ impl ShimConfig {
             token: None,
             config_file: None,
             idle_session_timeout: DEFAULT_IDLE_SESSION_TIMEOUT,
+            shell_sandbox: SandboxMode::Off,
         }
     }
 
@@ -318,6 +323,8 @@ pub struct Overrides {
     pub enable_clipboard_read_foreign: Option<bool>,
     /// `start --enable-recording`.
     pub enable_recording: Option<bool>,
+    /// `start --shell-sandbox MODE` (and `mcp`'s), as given: checked like every layer.
+    pub shell_sandbox: Option<String>,
 }
 
 /// Where a refused value came from.
@@ -628,6 +635,11 @@ pub fn explicit_settings(
             Field::EnableRecording,
             "--enable-recording",
         ),
+        (
+            overrides.shell_sandbox.is_some(),
+            Field::ShellSandbox,
+            "--shell-sandbox",
+        ),
     ];
     for (set_by_flag, field, flag) in flags {
         if set_by_flag {
@@ -760,6 +772,11 @@ fn apply_overrides(
                 expected,
             }),
         }
+    }
+    if let Some(mode) = &overrides.shell_sandbox
+        && let Err(expected) = set(config, Field::ShellSandbox, Raw::Text(mode))
+    {
+        problems.push(flag(Field::ShellSandbox, "--shell-sandbox", mode, expected));
     }
     if let Some(path) = &overrides.token_file {
         match non_empty_path(path) {

@@ -157,6 +157,7 @@ fn defaults_follow_the_reference_table() {
         token: None,
         config_file: None,
         idle_session_timeout: Duration::from_secs(600),
+        shell_sandbox: SandboxMode::Off,
     };
     if cfg!(target_os = "linux") {
         assert_eq!(config, expected);
@@ -420,7 +421,52 @@ const EVERY_FIELD: &[(&str, &str, &str, Check)] = &[
     ("idle_session_timeout", "1.5", "1.5", |c| {
         c.idle_session_timeout == Duration::from_millis(1500)
     }),
+    ("shell_sandbox", "strict", "\"strict\"", |c| {
+        c.shell_sandbox == SandboxMode::Strict
+    }),
 ];
+
+#[test]
+fn the_shell_sandbox_follows_the_usual_precedence_and_refuses_other_names() {
+    let dir = TempDir::new("sandbox");
+    let path = dir.write("config.toml", "shell_sandbox = \"workspace\"\n", 0o644);
+    let (config, _) = load(&explicit(&path), &env(&[])).unwrap();
+    assert_eq!(config.shell_sandbox, SandboxMode::Workspace);
+    let vars = env(&[("AUTOGPT_SHIM_SHELL_SANDBOX", "strict")]);
+    let (config, _) = load(&explicit(&path), &vars).unwrap();
+    assert_eq!(config.shell_sandbox, SandboxMode::Strict);
+    let flag = Overrides {
+        shell_sandbox: Some("off".to_owned()),
+        ..explicit(&path)
+    };
+    assert_eq!(
+        load(&flag, &vars).unwrap().0.shell_sandbox,
+        SandboxMode::Off
+    );
+
+    let bad = Overrides {
+        shell_sandbox: Some("on".to_owned()),
+        ..Overrides::default()
+    };
+    assert_eq!(
+        load(&bad, &env(&[])).unwrap_err().to_string(),
+        "--shell-sandbox must be `off`, `workspace` or `strict`"
+    );
+    let bad_env = env(&[("AUTOGPT_SHIM_SHELL_SANDBOX", "Strict")]);
+    assert_eq!(
+        load(&Overrides::default(), &bad_env)
+            .unwrap_err()
+            .to_string(),
+        "AUTOGPT_SHIM_SHELL_SANDBOX must be `off`, `workspace` or `strict`"
+    );
+    let (result, _dir) = load_file("shell_sandbox = true\n");
+    assert!(
+        result
+            .unwrap_err()
+            .to_string()
+            .ends_with("must be `off`, `workspace` or `strict`")
+    );
+}
 
 #[test]
 fn every_field_has_a_file_key_and_an_environment_variable() {

@@ -76,6 +76,8 @@ impl Child {
             llm: machine.llm.clone(),
             computer: machine.computer.clone(),
             hardware: machine.hardware,
+            // The machine's mode, over this child's own root.
+            sandbox: machine.sandbox.clone(),
             role: Role::Child {
                 activity: activity.clone(),
                 work,

@@ -128,6 +128,11 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             root.display()
         ))
     })?;
+    let sandbox = daemon::shell_sandbox(&settings)?;
+    let mut warnings = warnings;
+    if settings.enable_shell {
+        warnings.push(daemon::shell_warning(settings.shell_sandbox));
+    }
     let machine_id = settings
         .machine_id
         .clone()
@@ -139,7 +144,8 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         .with_commands(CommandLimiter::new(
             usize::try_from(settings.max_concurrent_commands.get()).unwrap_or(usize::MAX),
             usize::try_from(settings.max_commands_per_minute.get()).unwrap_or(usize::MAX),
-        ));
+        ))
+        .with_sandbox(sandbox);
     let clipboard = settings.enable_computer_use && settings.enable_clipboard;
     if settings.enable_computer_use {
         let policy = clipboard.then_some(ClipboardPolicy {
@@ -312,7 +318,7 @@ impl ServerHandler for Server {
         // the connector, the refusal is logged and not audited: nothing was attempted.
         let Ok(_slot) = inner.in_flight.try_acquire() else {
             let refusal = error::overloaded(inner.max_concurrent);
-            RequestLog::start(kind).finish(&request_id, &refusal);
+            RequestLog::start(kind, inner.host.sandbox_mode()).finish(&request_id, &refusal);
             return Ok(results::result(refusal).into());
         };
         let _running = inner.calls.clone();

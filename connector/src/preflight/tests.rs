@@ -27,6 +27,7 @@ fn inputs(dir: &TempDir) -> Inputs {
         xdg_session_type: None,
         wayland_display: Some("wayland-0".to_owned()),
         display: Some(":0".to_owned()),
+        sandbox_support: None,
     }
 }
 
@@ -351,4 +352,54 @@ fn every_problem_is_reported_not_the_first() {
     let sentences: Vec<String> = blocking(&findings).map(Finding::sentence).collect();
     assert_eq!(sentences.len(), 3);
     assert!(sentences[2].starts_with("platform URL: --platform-url has no scheme"));
+}
+
+#[test]
+fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce() {
+    let dir = TempDir::new("doctor-sandbox");
+    let mut inputs = inputs(&dir);
+    own_files::ensure_dir(inputs.config.allowed_root.as_ref().unwrap()).unwrap();
+    inputs.config.enable_shell = true;
+    let full = Support {
+        landlock: Ok(7),
+        namespaces: Ok(()),
+        seccomp: Ok(()),
+    };
+    inputs.sandbox_support = Some(full.clone());
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[WARN] shell  enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[INFO] shell sandbox  `off`; Landlock ABI 7, user namespaces available, seccomp available: workspace and strict can be enforced\n"),
+        "{out}"
+    );
+
+    inputs.config.shell_sandbox = SandboxMode::Strict;
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[OK  ] shell  enabled in the `strict` sandbox: commands change nothing outside the allowed root"),
+        "{out}"
+    );
+    assert!(out.contains("[OK  ] shell sandbox  `strict`; "), "{out}");
+
+    inputs.sandbox_support = Some(Support {
+        namespaces: Err("unshare: ENOSPC: No space left on device".to_owned()),
+        ..full
+    });
+    let (code, out) = run(&inputs);
+    assert_eq!(code, EXIT_BLOCKED, "{out}");
+    assert!(
+        out.contains("[FAIL] shell sandbox  `strict` cannot be enforced here: user and mount namespaces are not available (unshare: ENOSPC: No space left on device); start would refuse it"),
+        "{out}"
+    );
+
+    inputs.sandbox_support = None;
+    let (code, out) = run(&inputs);
+    assert_eq!(code, EXIT_BLOCKED, "{out}");
+    assert!(
+        out.contains("[FAIL] shell sandbox  `strict` is configured, but the shell sandbox is Linux-only for now"),
+        "{out}"
+    );
 }

@@ -145,7 +145,7 @@ impl Dispatch {
             // A repeated ACK changes nothing once the session is established.
             Message::HelloAck(_) => Inbound::Nothing,
             request => {
-                let log = RequestLog::start(request.message_type());
+                let log = RequestLog::start(request.message_type(), self.host.sandbox_mode());
                 let inbound = self.request(id, request, log);
                 if let Inbound::Reply(reply) = &inbound {
                     log.finish(&reply.id, &reply.message);

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use local_core::limits;
 use local_core::machine::exec::CommandLimiter;
 use local_core::machine::jail::Jail;
+use local_core::machine::sandbox::{Sandbox, SandboxMode};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{Computer, LocalLlm};
@@ -173,6 +174,9 @@ pub struct Host {
     pub computer: Option<Computer>,
     /// Whether HELLO lists serial ports, USB devices and GPIO chips (`enable_hardware`).
     pub hardware: bool,
+    /// The kernel sandbox every command runs in (`shell_sandbox`), checked at start-up; `None`
+    /// is `off`.
+    pub sandbox: Option<Sandbox>,
     /// What this connection is for.
     pub role: Role,
 }
@@ -191,6 +195,7 @@ impl Host {
             llm: None,
             computer: None,
             hardware: false,
+            sandbox: None,
             role: Role::Data,
         }
     }
@@ -214,6 +219,20 @@ impl Host {
     pub fn with_commands(mut self, commands: CommandLimiter) -> Self {
         self.commands = commands;
         self
+    }
+
+    /// The same host, running every command in `sandbox` (`None`: `off`).
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The sandbox mode commands run in.
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        self.sandbox
+            .as_ref()
+            .map_or(SandboxMode::Off, Sandbox::mode)
     }
 
     /// The same host, auditing to `audit`.

@@ -9,6 +9,7 @@ use local_core::machine::exec::{
 };
 use local_core::machine::files::{FileError, TEXT_READ_BUDGET_BYTES};
 use local_core::machine::jail::Jail;
+use local_core::machine::sandbox::SandboxMode;
 use serde_json::{Map, Value, json};
 
 use super::Host;
@@ -32,12 +33,12 @@ impl Handler for ShellRequest {
     }
 
     fn admit(self, host: &Host) -> Result<ShellOp, Box<Refusal>> {
-        ShellOp::admit(self.0, &host.commands)
+        ShellOp::admit(self.0, &host.commands, host.sandbox_mode())
     }
 
     /// Aborting the future drops the command's, which kills its process group.
     async fn run(op: ShellOp, ctx: Run) -> Done {
-        let (message, entry) = op.execute(&ctx.host.jail, ctx.shell_limits).await;
+        let (message, entry) = op.execute(&ctx.host, ctx.shell_limits).await;
         Done(message, vec![entry])
     }
 }
@@ -64,6 +65,7 @@ impl ShellOp {
     fn admit(
         payload: ExecuteCommandPayload,
         limiter: &exec::CommandLimiter,
+        sandbox: SandboxMode,
     ) -> Result<Self, Box<Refusal>> {
         match limiter.try_acquire() {
             Ok(permit) => Ok(Self {
@@ -82,11 +84,9 @@ impl ShellOp {
                     ),
                 };
                 let code = limit.error_code();
-                let entry = Entry::failed(
-                    "EXECUTE_COMMAND",
-                    request_details(&payload, None),
-                    code.as_str(),
-                );
+                let mut details = request_details(&payload, None);
+                details.insert("sandbox".to_owned(), json!(sandbox.as_str()));
+                let entry = Entry::failed("EXECUTE_COMMAND", details, code.as_str());
                 Err(Refusal::audited(
                     reply(code, message, Some(details_value)),
                     entry,
@@ -96,20 +96,21 @@ impl ShellOp {
     }
 
     /// Runs the command and returns COMMAND_RESULT (or ERROR) and the audit record.
-    async fn execute(self, jail: &Jail, limits: ShellLimits) -> (Message, Entry) {
+    async fn execute(self, host: &Host, limits: ShellLimits) -> (Message, Entry) {
         let started = Instant::now();
+        let jail: &Jail = &host.jail;
         let payload = &self.payload;
+        let sandbox = host.sandbox_mode();
         let cwd = match payload.cwd.as_deref() {
             None => jail.root().to_path_buf(),
             Some(wire) => match jail.resolve(wire) {
                 Ok(path) => path.absolute().to_path_buf(),
                 Err(err) => {
                     let err = FileError::Jail(err);
-                    let entry = Entry::failed(
-                        "EXECUTE_COMMAND",
-                        request_details(payload, None),
-                        err.error_code().as_str(),
-                    );
+                    let mut details = request_details(payload, None);
+                    details.insert("sandbox".to_owned(), json!(sandbox.as_str()));
+                    let entry =
+                        Entry::failed("EXECUTE_COMMAND", details, err.error_code().as_str());
                     return (failure(&err), entry.with_duration(started.elapsed()));
                 }
             },
@@ -133,9 +134,16 @@ impl ShellOp {
             env: payload.env.clone(),
             timeout,
             output_budget: usize::try_from(budget).unwrap_or(usize::MAX),
+            // The root the command may change is this connection's, so control mode's
+            // children each confine theirs.
+            sandbox: host
+                .sandbox
+                .as_ref()
+                .map(|sandbox| sandbox.confine(jail.root())),
         };
         let mut details = request_details(payload, Some(timeout));
         details.insert("cwd".to_owned(), json!(cwd.to_string_lossy()));
+        details.insert("sandbox".to_owned(), json!(sandbox.as_str()));
         match exec::run(request).await {
             Ok(outcome) => {
                 details.insert("env_keys".to_owned(), json!(outcome.env_keys));

@@ -50,6 +50,7 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::time::Instant;
 
+use super::sandbox::{Confinement, PrivateTmp};
 use env::env_lookup;
 use group::GroupGuard;
 use output::{Capture, fit_output};
@@ -159,6 +160,9 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// Bytes of stdout plus stderr kept, marker included.
     pub output_budget: usize,
+    /// The kernel sandbox to run it in (`--shell-sandbox`); `None` runs it with all of the
+    /// user's permissions.
+    pub sandbox: Option<Confinement>,
 }
 
 // Env values may hold secrets, so debug output lists only the names.
@@ -170,6 +174,7 @@ impl fmt::Debug for ExecRequest {
             .field("env_keys", &self.env.keys().collect::<Vec<_>>())
             .field("timeout", &self.timeout)
             .field("output_budget", &self.output_budget)
+            .field("sandbox", &self.sandbox.as_ref().map(Confinement::mode))
             .finish()
     }
 }
@@ -277,6 +282,7 @@ async fn run_with_parent_env(
         env: wire_env,
         timeout,
         output_budget,
+        sandbox,
     } = request;
 
     // One stat; not worth a blocking-pool round trip.
@@ -288,32 +294,65 @@ async fn run_with_parent_env(
     }
 
     let daemon_path = env_lookup(&parent_env, "PATH").map(OsStr::to_owned);
-    let env = safe_env(parent_env, &wire_env);
+    let mut env = safe_env(parent_env, &wire_env);
     let path_env = env_lookup(&env, "PATH").or(daemon_path.as_deref());
 
-    let mut command = match &program {
-        Program::Shell { shell, command } => {
-            let argv = resolve_shell(*shell, command, path_env)?;
-            let mut argv = argv.into_iter();
-            let Some(program) = argv.next() else {
-                return Err(ExecError::ShellNotAvailable {
-                    shell: shell.as_str().to_owned(),
-                });
-            };
-            let mut cmd = Command::new(program);
-            cmd.args(argv);
+    // What to execute, the argv[0] it sees, its arguments, and the name it was asked by.
+    let (executable, arg0, args, name): (OsString, OsString, Vec<OsString>, OsString) =
+        match &program {
+            Program::Shell { shell, command } => {
+                let mut argv = resolve_shell(*shell, command, path_env)?.into_iter();
+                let Some(executable) = argv.next() else {
+                    return Err(ExecError::ShellNotAvailable {
+                        shell: shell.as_str().to_owned(),
+                    });
+                };
+                let name = std::path::Path::new(&executable)
+                    .file_name()
+                    .map(OsStr::to_owned)
+                    .unwrap_or_default();
+                (executable.clone(), executable, argv.collect(), name)
+            }
+            Program::Argv(argv) => {
+                let Some((first, rest)) = argv.split_first() else {
+                    return Err(ExecError::EmptyArgv);
+                };
+                let resolved = resolve_program(first, &cwd, path_env)?;
+                // The child sees argv[0] as the caller wrote it, as with execvp.
+                (
+                    resolved.into_os_string(),
+                    first.into(),
+                    rest.iter().map(OsString::from).collect(),
+                    first.into(),
+                )
+            }
+        };
+    // A confined command gets a private TMPDIR, the one folder besides the root it may
+    // change; it is removed once the command has ended (or its run was dropped).
+    let private_tmp = match &sandbox {
+        Some(_) => Some(PrivateTmp::create().map_err(ExecError::Spawn)?),
+        None => None,
+    };
+    if let Some(tmp) = &private_tmp {
+        env.retain(|(name, _)| name != "TMPDIR");
+        env.push(("TMPDIR".into(), tmp.path().as_os_str().to_owned()));
+        env.sort();
+    }
+    let mut command = match (&sandbox, &private_tmp) {
+        (Some(confinement), Some(tmp)) => {
+            let (launcher, launcher_args) =
+                confinement.launcher_command(tmp.path(), &cwd, &name, &executable, &arg0, &args);
+            let mut cmd = Command::new(launcher);
+            cmd.args(launcher_args);
             cmd
         }
-        Program::Argv(argv) => {
-            let Some((first, rest)) = argv.split_first() else {
-                return Err(ExecError::EmptyArgv);
-            };
-            let resolved = resolve_program(first, &cwd, path_env)?;
-            let mut cmd = Command::new(resolved);
-            // The child sees argv[0] as the caller wrote it, as with execvp.
+        _ => {
+            let mut cmd = Command::new(&executable);
             #[cfg(unix)]
-            cmd.arg0(first);
-            cmd.args(rest);
+            cmd.arg0(&arg0);
+            #[cfg(windows)]
+            let _ = &arg0;
+            cmd.args(&args);
             cmd
         }
     };
@@ -362,6 +401,9 @@ async fn run_with_parent_env(
         Some(status) if !timed_out => exit_code_of(status),
         _ => -1,
     };
+    if let Some(tmp) = private_tmp {
+        tmp.remove_async().await;
+    }
     let (stdout, stderr, output_truncated) = fit_output(stdout, stderr, output_budget);
     Ok(ExecOutcome {
         stdout: String::from_utf8_lossy(&stdout).into_owned(),

@@ -674,6 +674,48 @@ fn calls_beyond_max_concurrent_are_refused_with_shim_overloaded() {
     assert_eq!(of("4").count(), 0);
 }
 
+/// `run_command` runs in the sandbox `--shell-sandbox` names, as EXECUTE_COMMAND does: here
+/// `strict`, so nothing outside the root is written or read, and `no_new_privs` is set.
+#[test]
+fn run_command_runs_in_the_shell_sandbox() {
+    let place = Place::new();
+    let root = place.dir.join("root");
+    let outside = place.dir.join("outside");
+    let mut server = Raw::spawn(
+        &place,
+        &["--enable-shell", "--shell-sandbox", "strict"],
+        &[],
+    );
+    server.initialize();
+    let result = server.call(
+        2,
+        "run_command",
+        json!({
+            "command": format!(
+                "echo in > inside.txt; echo out > {0}/escape.txt; cat {0}/secret.txt; grep NoNewPrivs /proc/self/status",
+                outside.display()
+            ),
+            "shell": "sh"
+        }),
+    );
+    let stdout = result["structuredContent"]["stdout"].as_str().unwrap();
+    assert!(stdout.contains("NoNewPrivs:\t1"), "{result}");
+    assert!(!stdout.contains("secret"), "{result}");
+    assert!(root.join("inside.txt").is_file());
+    assert!(!outside.join("escape.txt").exists());
+    let stderr = server.close();
+    assert!(
+        stderr.contains("shell is enabled in the `strict` sandbox"),
+        "{stderr}"
+    );
+    let records = place.audit();
+    let command = records
+        .iter()
+        .find(|r| r["op"] == "EXECUTE_COMMAND")
+        .unwrap();
+    assert_eq!(command["details"]["sandbox"], "strict", "{command}");
+}
+
 /// Whether `pid` has ended: gone, or a zombie nobody has reaped yet.
 fn ended(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {

@@ -30,6 +30,9 @@ mod connector_hostile;
 #[cfg(unix)]
 mod connector_files;
 mod connector_llm;
+// Namespaces, Landlock, seccomp and /proc: Linux only.
+#[cfg(target_os = "linux")]
+mod connector_sandbox;
 mod connector_shell;
 // /proc's descriptors, VmRSS and process table: Linux only.
 #[cfg(target_os = "linux")]

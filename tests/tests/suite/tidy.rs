@@ -662,9 +662,15 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     // The session writes the request log, which names the session's requests.
     ("connector", &["request_log", "session"]),
     // The command line's subcommands and what they run; to be split by subcommand.
-    ("connector", &["cli", "commands", "control", "daemon", "preflight", "ws"]),
+    (
+        "connector",
+        &["cli", "commands", "control", "daemon", "preflight", "ws"],
+    ),
     // The capabilities and the table that lists them; issue 32's one result-to-reply place.
-    ("connector::session", &["capability", "computer", "files", "llm", "shell"]),
+    (
+        "connector::session",
+        &["capability", "computer", "files", "llm", "shell"],
+    ),
     // Guidance points at desktop elements, and the desktop reports in guidance's terms.
     ("core", &["desktop", "guide"]),
     ("core::desktop", &["probe", "screen"]),

@@ -27,6 +27,7 @@ fn request(program: Program) -> ExecRequest {
         env: BTreeMap::new(),
         timeout: Duration::from_secs(60),
         output_budget: 1024 * 1024,
+        sandbox: None,
     }
 }
 

@@ -1,0 +1,170 @@
+//! The sandbox's pure parts: mode names, the launcher's command line, the probe's report and
+//! what a mode misses, `mountinfo` parsing and the flags a read-only remount keeps. The
+//! confinement itself is tested through the real connector binary (`tests/tests/suite/connector_sandbox.rs`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+#[test]
+fn modes_are_named_as_the_setting_spells_them() {
+    for mode in SandboxMode::ALL {
+        assert_eq!(SandboxMode::from_name(mode.as_str()), Some(mode));
+    }
+    assert_eq!(
+        SandboxMode::from_name(" strict "),
+        Some(SandboxMode::Strict)
+    );
+    assert_eq!(SandboxMode::from_name("Strict"), None);
+    assert_eq!(SandboxMode::from_name("on"), None);
+    assert_eq!(SandboxMode::default(), SandboxMode::Off);
+    assert!(Sandbox::new(SandboxMode::Off, PathBuf::from("/bin/x")).is_none());
+}
+
+#[test]
+fn the_launcher_gets_the_policy_then_the_program() {
+    let sandbox = Sandbox::new(SandboxMode::Strict, PathBuf::from("/proc/self/exe")).unwrap();
+    let confinement = sandbox.confine(Path::new("/home/a/root"));
+    assert_eq!(confinement.mode(), SandboxMode::Strict);
+    let (launcher, argv) = confinement.launcher_command(
+        Path::new("/tmp/t"),
+        Path::new("/home/a/root/sub"),
+        "ls".as_ref(),
+        "/usr/bin/ls".as_ref(),
+        "ls".as_ref(),
+        &[OsString::from("-l"), OsString::from("a b")],
+    );
+    assert_eq!(launcher, Path::new("/proc/self/exe"));
+    let argv: Vec<&str> = argv.iter().map(|a| a.to_str().unwrap()).collect();
+    assert_eq!(
+        argv,
+        [
+            LAUNCH_ARG,
+            "run",
+            "strict",
+            "/home/a/root",
+            "/tmp/t",
+            "/home/a/root/sub",
+            "ls",
+            "/usr/bin/ls",
+            "ls",
+            "-l",
+            "a b"
+        ]
+    );
+}
+
+#[test]
+fn the_probe_report_says_what_each_mode_misses() {
+    let all = Support::from_report("namespaces ok\nseccomp ok\nlandlock 7\n");
+    assert_eq!(all.landlock, Ok(7));
+    assert_eq!(all.missing(SandboxMode::Off), None);
+    if cfg!(target_os = "linux") {
+        assert_eq!(all.missing(SandboxMode::Workspace), None);
+        assert_eq!(all.missing(SandboxMode::Strict), None);
+    }
+    assert_eq!(
+        all.summary(),
+        "Landlock ABI 7, user namespaces available, seccomp available"
+    );
+
+    let no_userns = Support::from_report(
+        "namespaces error unshare: ENOSPC: No space left on device; user.max_user_namespaces is 0\nseccomp ok\nlandlock 2\n",
+    );
+    let missing = no_userns.missing(SandboxMode::Workspace).unwrap();
+    if cfg!(target_os = "linux") {
+        assert!(missing.contains("Landlock ABI 2 is too old"), "{missing}");
+        assert!(
+            missing.contains("user and mount namespaces are not available (unshare"),
+            "{missing}"
+        );
+        assert!(missing.contains("max_user_namespaces is 0"), "{missing}");
+    } else {
+        assert_eq!(missing, "the shell sandbox is Linux-only for now");
+    }
+
+    let no_seccomp = Support::from_report("namespaces ok\nseccomp error EINVAL\nlandlock 6\n");
+    if cfg!(target_os = "linux") {
+        for mode in [SandboxMode::Workspace, SandboxMode::Strict] {
+            let missing = no_seccomp.missing(mode).unwrap();
+            assert_eq!(missing, "seccomp filters are not available (EINVAL)");
+        }
+    }
+
+    // A probe that died before reporting misses everything, never nothing.
+    let silent = Support::from_report("");
+    assert!(silent.missing(SandboxMode::Workspace).is_some());
+    let garbled = Support::from_report("namespaces ok\nseccomp ok\nlandlock seven\n");
+    assert!(garbled.missing(SandboxMode::Workspace).is_some());
+}
+
+#[test]
+fn a_private_tmp_is_owner_only_and_removed_with_what_the_command_left() {
+    let tmp = PrivateTmp::create().unwrap();
+    let path = tmp.path().to_path_buf();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // A folder the command locked itself out of is removed all the same.
+        let locked = path.join("locked");
+        std::fs::create_dir_all(locked.join("deep")).unwrap();
+        std::fs::write(locked.join("deep/file"), "x").unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    tmp.remove();
+    assert!(!path.exists());
+    let dropped = PrivateTmp::create().unwrap();
+    let path = dropped.path().to_path_buf();
+    drop(dropped);
+    assert!(!path.exists());
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use rustix::mount::MountFlags;
+
+    use super::super::mounts::{MountEntry, parse_mountinfo};
+    use std::path::PathBuf;
+
+    #[test]
+    fn mountinfo_gives_each_point_with_the_flags_a_remount_must_keep() {
+        let text = "\
+22 27 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
+27 1 254:0 / / rw,noatime - ext4 /dev/vda rw
+28 27 0:25 / /mnt/with\\040space\\134x ro,nosuid,nodev,nodiratime,relatime shared:1 - tmpfs t ro
+29 27 0:26 / /strict rw - tmpfs t rw
+";
+        let entries = parse_mountinfo(text);
+        assert_eq!(
+            entries,
+            [
+                MountEntry {
+                    point: PathBuf::from("/proc"),
+                    flags: MountFlags::NOSUID
+                        | MountFlags::NODEV
+                        | MountFlags::NOEXEC
+                        | MountFlags::RELATIME,
+                },
+                MountEntry {
+                    point: PathBuf::from("/"),
+                    flags: MountFlags::NOATIME,
+                },
+                MountEntry {
+                    point: PathBuf::from("/mnt/with space\\x"),
+                    flags: MountFlags::NOSUID
+                        | MountFlags::NODEV
+                        | MountFlags::NODIRATIME
+                        | MountFlags::RELATIME,
+                },
+                MountEntry {
+                    point: PathBuf::from("/strict"),
+                    flags: MountFlags::STRICTATIME,
+                },
+            ]
+        );
+        assert!(parse_mountinfo("garbage\n\n").is_empty());
+    }
+}
