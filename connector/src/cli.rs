@@ -209,7 +209,11 @@ pub struct TryArgs {
     pub send: Vec<String>,
 }
 
-/// `mcp` flags: the switches of `start` that have an MCP tool.
+/// `mcp` flags: the switches of `start` that have an MCP tool, and which tools to offer.
+///
+/// These switches (or the config file's `[mcp]` section) alone give the MCP face its powers:
+/// the daemon's settings (`enable_shell` at the file's top level, `AUTOGPT_SHIM_ENABLE_*`) are
+/// meant for `start` and never turn on a tool here.
 #[derive(Debug, Default, clap::Args)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct McpArgs {
@@ -228,22 +232,12 @@ pub struct McpArgs {
     /// Run every command in a kernel sandbox (Linux): `off` (default), `workspace` or `strict`.
     #[arg(long, value_name = "MODE")]
     pub shell_sandbox: Option<String>,
-}
-
-impl McpArgs {
-    /// The same switches as `start` flags, so both go through one configuration layer.
-    fn as_start(&self) -> StartArgs {
-        StartArgs {
-            enable_shell: self.enable_shell,
-            enable_computer_use: self.enable_computer_use,
-            enable_local_llm: false,
-            enable_hardware: false,
-            enable_clipboard: self.enable_clipboard,
-            enable_clipboard_read_foreign: self.enable_clipboard_read_foreign,
-            enable_recording: false,
-            shell_sandbox: self.shell_sandbox.clone(),
-        }
-    }
+    /// Offer only these tools (comma-separated names), among those the switches enable.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Never offer these tools (comma-separated names).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub exclude_tools: Vec<String>,
 }
 
 /// A resolved `start`. `Debug` never shows the token.
@@ -323,19 +317,16 @@ pub fn tracing_level(level: &str) -> Option<&'static str> {
 }
 
 /// The command-line layer of the configuration: global flags, and `start`'s switches when
-/// the command is `start`. A switch that is absent leaves the lower layers alone.
+/// the command is `start`. A switch that is absent leaves the lower layers alone. `mcp`'s
+/// switches are not in it: they are the MCP face's own (`crate::mcp`), not the daemon's.
 pub fn overrides(cli: &Cli) -> Overrides {
-    // `install` takes `start`'s switches so the service starts with them; `mcp` a subset.
-    let mcp = match &cli.command {
-        Command::Mcp(mcp) => Some(mcp.as_start()),
-        _ => None,
-    };
+    // `install` takes `start`'s switches so the service starts with them.
     let start = match &cli.command {
         Command::Start(start)
         | Command::Install {
             switches: start, ..
         } => Some(start),
-        _ => mcp.as_ref(),
+        _ => None,
     };
     let switch = |on: fn(&StartArgs) -> bool| start.filter(|start| on(start)).map(|_| true);
     Overrides {
@@ -351,7 +342,11 @@ pub fn overrides(cli: &Cli) -> Overrides {
         enable_clipboard: switch(|start| start.enable_clipboard),
         enable_clipboard_read_foreign: switch(|start| start.enable_clipboard_read_foreign),
         enable_recording: switch(|start| start.enable_recording),
-        shell_sandbox: start.and_then(|start| start.shell_sandbox.clone()),
+        // A confinement, not a power: `mcp` takes it as `start` does.
+        shell_sandbox: match &cli.command {
+            Command::Mcp(mcp) => mcp.shell_sandbox.clone(),
+            _ => start.and_then(|start| start.shell_sandbox.clone()),
+        },
     }
 }
 

@@ -171,7 +171,8 @@ fn label_of(problem: &ConfigError) -> &'static str {
         ConfigError::MissingFile { .. }
         | ConfigError::ReadFile { .. }
         | ConfigError::NotUtf8 { .. }
-        | ConfigError::Syntax { .. } => return CONFIG_FILE,
+        | ConfigError::Syntax { .. }
+        | ConfigError::McpSection { .. } => return CONFIG_FILE,
     };
     match key.as_str() {
         "session_id" => MODE,

@@ -224,6 +224,49 @@ async def files():
         ok("bad_input")
 
 
+SHELL_WARNING = "shell is enabled: the MCP client can run any command with this user's permissions"
+
+
+async def listing_with(config, *switches):
+    """The tool names a server lists with this config file and these switches, and its stderr."""
+    config_dir = HOME / ".config/autogpt-local-executor"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "config.toml").write_text(config)
+    errlog_path = HOME / "powers.stderr"
+    with open(errlog_path, "w") as errlog:
+        async with stdio_client(params(*switches), errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            if "run_command" not in names:
+                message = await protocol_error(session, "run_command", {"command": "echo hi; pwd"})
+                assert message.startswith('unknown tool "run_command"'), message
+    return names, errlog_path.read_text()
+
+
+async def powers():
+    # `install --enable-shell` writes the daemon's switch; `mcp` without its own offers no shell.
+    names, stderr = await listing_with("enable_shell = true\nenable_computer_use = true\n")
+    assert names == FILE_TOOLS, names
+    assert SHELL_WARNING not in stderr, stderr
+    assert "enable_shell is set for the daemon (`start`) and does not apply here" in stderr, stderr
+    ok("daemon_shell_not_offered")
+
+    names, stderr = await listing_with("", "--enable-shell")
+    assert names == FILE_TOOLS + ["run_command"], names
+    assert stderr.count(SHELL_WARNING) == 1, stderr
+    names, stderr = await listing_with("[mcp]\nenable_shell = true\n")
+    assert names == FILE_TOOLS + ["run_command"], names
+    assert stderr.count(SHELL_WARNING) == 1, stderr
+    ok("shell_offered_when_asked_and_said_once")
+
+    names, _ = await listing_with("[mcp]\nenable_shell = true\nexclude_tools = [\"delete\"]\n", "--tools", "run_command,stat,delete")
+    assert names == ["stat", "run_command"], names
+    names, stderr = await listing_with("", "--exclude-tools", "delete,move,write_file")
+    assert names == ["read_file", "stat", "list_directory"], names
+    assert SHELL_WARNING not in stderr, stderr
+    ok("tools_and_exclude_tools")
+
+
 async def shell():
     async with stdio_client(params("--enable-shell")) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -486,6 +529,7 @@ async def desktop():
 SCENARIOS = {
     "files": lambda: asyncio.run(files()),
     "shell": lambda: asyncio.run(shell()),
+    "powers": lambda: asyncio.run(powers()),
     "stdin": stdin_close,
     "computer": lambda: asyncio.run(computer()),
     "desktop": lambda: asyncio.run(desktop()),

@@ -379,19 +379,30 @@ fn every_subcommand_parses() {
 }
 
 #[test]
-fn mcp_takes_starts_switches_that_have_a_tool_and_nothing_else() {
-    let cli = parse(&["mcp", "--enable-shell", "--enable-clipboard"]);
+fn mcp_takes_starts_switches_that_have_a_tool_and_keeps_them_its_own() {
+    let cli = parse(&[
+        "mcp",
+        "--enable-shell",
+        "--enable-clipboard",
+        "--tools",
+        "read_file,run_command",
+        "--exclude-tools",
+        "stat",
+    ]);
     assert_eq!(cli.command.name(), "mcp");
+    let Command::Mcp(args) = &cli.command else {
+        panic!("not mcp");
+    };
+    assert!(args.enable_shell && args.enable_clipboard && !args.enable_computer_use);
+    assert_eq!(
+        args.tools.as_deref(),
+        Some(&["read_file".to_owned(), "run_command".to_owned()][..])
+    );
+    assert_eq!(args.exclude_tools, ["stat"]);
+    // The MCP face's switches are not the daemon's configuration.
     let layer = overrides(&cli);
-    assert_eq!(layer.enable_shell, Some(true));
-    assert_eq!(layer.enable_clipboard, Some(true));
-    // Absent switches leave the environment and the file to decide.
-    assert_eq!(layer.enable_computer_use, None);
-    assert_eq!(layer.enable_local_llm, None);
-    assert_eq!(layer.enable_recording, None);
-    let vars = env(&[("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "true")]);
-    let (config, _) = load_config(&cli, &vars).unwrap();
-    assert!(config.enable_shell && config.enable_computer_use && config.enable_clipboard);
+    assert_eq!(layer.enable_shell, None);
+    assert_eq!(layer.enable_clipboard, None);
     // Switches without a tool are not flags of `mcp`.
     let refused = Cli::try_parse_from(["autogpt-shim", "mcp", "--enable-local-llm"]);
     assert!(refused.is_err());

@@ -7,7 +7,7 @@ use std::path::Path;
 use local_core::machine::own_files;
 
 use super::fields::{Field, Raw, refusal, set};
-use super::{ConfigError, MAX_CONFIG_FILE_BYTES, Origin, ShimConfig};
+use super::{ConfigError, MAX_CONFIG_FILE_BYTES, McpSection, Origin, ShimConfig};
 
 /// Keys of the reference's file that this build accepts and does not use; they get their own
 /// warning, so a drop-in file does not look wrong.
@@ -62,6 +62,14 @@ pub(super) fn apply_file(
                     key: field.name(),
                 };
                 problems.push(refusal(field, Raw::Toml(value), origin, expected));
+            }
+        } else if key == "mcp" {
+            // The MCP face's own section; serde names no value in its refusal here.
+            match value.clone().try_into::<McpSection>() {
+                Ok(section) => config.mcp = section,
+                Err(_) => problems.push(ConfigError::McpSection {
+                    path: path.to_path_buf(),
+                }),
             }
         } else if key == "token" {
             warnings.push(format!(

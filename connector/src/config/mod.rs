@@ -199,6 +199,28 @@ pub struct ShimConfig {
     /// The kernel sandbox every command runs in (`off`, the contract's default, `workspace`
     /// or `strict`; see `local_core::machine::sandbox`).
     pub shell_sandbox: SandboxMode,
+    /// The file's `[mcp]` section: the MCP face's own switches and tool lists.
+    pub mcp: McpSection,
+}
+
+/// The config file's `[mcp]` section: what `autogpt-shim mcp` offers, apart from the daemon's
+/// switches (which never turn on a tool there). `mcp`'s flags add to it; `--tools` replaces
+/// `tools`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpSection {
+    /// Offer `run_command`.
+    pub enable_shell: bool,
+    /// Offer the desktop tools.
+    pub enable_computer_use: bool,
+    /// With `enable_computer_use`, offer the clipboard.
+    pub enable_clipboard: bool,
+    /// With `enable_clipboard`, also read what other programs copied.
+    pub enable_clipboard_read_foreign: bool,
+    /// Offer only these tools (among those enabled); `None` offers every enabled tool.
+    pub tools: Option<Vec<String>>,
+    /// Never offer these tools.
+    pub exclude_tools: Vec<String>,
 }
 
 impl ShimConfig {
@@ -244,6 +266,7 @@ impl ShimConfig {
             config_file: None,
             idle_session_timeout: DEFAULT_IDLE_SESSION_TIMEOUT,
             shell_sandbox: SandboxMode::Off,
+            mcp: McpSection::default(),
         }
     }
 
@@ -416,6 +439,12 @@ pub enum ConfigError {
         column: usize,
         /// The parser's description, which quotes the grammar and never the input.
         message: String,
+    },
+    /// The `[mcp]` section is not a table of its known keys.
+    #[error("the [mcp] section of the config file {} must hold only enable_shell, enable_computer_use, enable_clipboard and enable_clipboard_read_foreign (true or false) and tools and exclude_tools (lists of tool names): fix it as docs/mcp.md shows", path.display())]
+    McpSection {
+        /// The file.
+        path: PathBuf,
     },
     /// A value has the wrong type or is out of range.
     #[error("{origin} must be {expected}")]

@@ -158,6 +158,7 @@ fn defaults_follow_the_reference_table() {
         config_file: None,
         idle_session_timeout: Duration::from_secs(600),
         shell_sandbox: SandboxMode::Off,
+        mcp: McpSection::default(),
     };
     if cfg!(target_os = "linux") {
         assert_eq!(config, expected);
@@ -525,6 +526,32 @@ fn booleans_accept_the_usual_spellings_only() {
     let (result, _dir) = load_file("enable_shell = \"yes\"\n");
     let message = result.unwrap_err().to_string();
     assert!(message.contains("`enable_shell`"), "{message}");
+}
+
+#[test]
+fn the_mcp_section_is_read_apart_from_the_daemons_switches() {
+    let (result, _dir) = load_file(
+        "enable_shell = true\n[mcp]\nenable_computer_use = true\nexclude_tools = [\"delete\"]\n",
+    );
+    let (config, warnings) = result.unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(config.enable_shell && !config.mcp.enable_shell);
+    assert!(config.mcp.enable_computer_use);
+    assert_eq!(config.mcp.exclude_tools, ["delete"]);
+    assert_eq!(config.mcp.tools, None);
+    for bad in [
+        "[mcp]\nenable_shell = \"yes\"\n",
+        "[mcp]\nshell = true\n",
+        "mcp = 1\n",
+    ] {
+        let (result, _dir) = load_file(bad);
+        let message = result.unwrap_err().to_string();
+        assert!(
+            message.starts_with("the [mcp] section of the config file"),
+            "{message}"
+        );
+        assert!(!message.contains("yes"), "{message}");
+    }
 }
 
 #[test]

@@ -38,7 +38,8 @@ use serde_json::json;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::audit::{Entry, details};
-use crate::cli::{Cli, EXIT_PREFLIGHT, Env, Refusal, load_config, tracing_level};
+use crate::cli::{Cli, Command, EXIT_PREFLIGHT, Env, McpArgs, Refusal, load_config, tracing_level};
+use crate::config::ShimConfig;
 use crate::daemon;
 use crate::error;
 use crate::request_log::RequestLog;
@@ -100,6 +101,8 @@ struct Prepared {
     log_level: &'static str,
     /// For the operator (unknown config keys, shadowed sources), logged once tracing runs.
     warnings: Vec<String>,
+    /// For the operator at INFO: daemon switches that do not apply here.
+    notices: Vec<String>,
 }
 
 /// The configuration (as `start` loads it), the jail, the audit chain (SHIM_START written)
@@ -129,10 +132,6 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         ))
     })?;
     let sandbox = daemon::shell_sandbox(&settings)?;
-    let mut warnings = warnings;
-    if settings.enable_shell {
-        warnings.push(daemon::shell_warning(settings.shell_sandbox));
-    }
     let machine_id = settings
         .machine_id
         .clone()
@@ -146,19 +145,30 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             usize::try_from(settings.max_commands_per_minute.get()).unwrap_or(usize::MAX),
         ))
         .with_sandbox(sandbox);
-    let clipboard = settings.enable_computer_use && settings.enable_clipboard;
-    if settings.enable_computer_use {
-        let policy = clipboard.then_some(ClipboardPolicy {
-            read_foreign: settings.enable_clipboard_read_foreign,
+    let powers = Powers::of(cli, &settings);
+    let tools = select(tools::catalogue(), &powers).map_err(preflight)?;
+    if powers.computer_use {
+        let policy = powers.clipboard.then_some(ClipboardPolicy {
+            read_foreign: powers.read_foreign,
         });
         host = host.with_computer(Computer::new(policy));
     }
-    let offered = |needs: Needs| match needs {
-        Needs::Files => true,
-        Needs::Shell => settings.enable_shell,
-        Needs::ComputerUse => settings.enable_computer_use,
-        Needs::Clipboard => clipboard,
-    };
+    let mut notices = Vec::new();
+    for (daemon, offered, switch) in [
+        (settings.enable_shell, powers.shell, "enable_shell"),
+        (
+            settings.enable_computer_use,
+            powers.computer_use,
+            "enable_computer_use",
+        ),
+    ] {
+        if daemon && !offered {
+            notices.push(format!(
+                "{switch} is set for the daemon (`start`) and does not apply here: `mcp` offers it only with --{} or {switch} = true in the config file's [mcp] section",
+                switch.replace('_', "-")
+            ));
+        }
+    }
     let max_file_size_bytes = settings.max_file_size_bytes.get();
     Ok(Prepared {
         host,
@@ -167,10 +177,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             ceiling: Duration::from_secs(settings.command_timeout_seconds.get()),
             max_output_bytes: max_file_size_bytes,
         },
-        tools: tools::catalogue()
-            .into_iter()
-            .filter(|tool| offered(tool.needs))
-            .collect(),
+        tools,
         described: Limits {
             max_file_size_bytes,
             command_timeout_seconds: settings.command_timeout_seconds.get(),
@@ -178,7 +185,105 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         max_concurrent: settings.max_concurrent,
         log_level,
         warnings,
+        notices,
     })
+}
+
+/// What `mcp` may offer: its own switches or the config file's `[mcp]` section, never the
+/// daemon's settings (a shell enabled for `start` must not reach an MCP client unasked).
+#[derive(Debug, Default)]
+#[allow(clippy::struct_excessive_bools)]
+struct Powers {
+    shell: bool,
+    computer_use: bool,
+    /// Computer use and the clipboard switch.
+    clipboard: bool,
+    read_foreign: bool,
+    /// `--tools`, else the section's `tools`.
+    tools: Option<Vec<String>>,
+    /// `--exclude-tools` and the section's `exclude_tools`.
+    exclude: Vec<String>,
+}
+
+impl Powers {
+    fn of(cli: &Cli, settings: &ShimConfig) -> Self {
+        let section = &settings.mcp;
+        let flags = match &cli.command {
+            Command::Mcp(args) => Some(args),
+            _ => None,
+        };
+        let flag = |on: fn(&McpArgs) -> bool| flags.is_some_and(on);
+        let computer_use = flag(|a| a.enable_computer_use) || section.enable_computer_use;
+        Self {
+            shell: flag(|a| a.enable_shell) || section.enable_shell,
+            computer_use,
+            clipboard: computer_use && (flag(|a| a.enable_clipboard) || section.enable_clipboard),
+            read_foreign: flag(|a| a.enable_clipboard_read_foreign)
+                || section.enable_clipboard_read_foreign,
+            tools: flags
+                .and_then(|args| args.tools.clone())
+                .or_else(|| section.tools.clone()),
+            exclude: flags
+                .map(|args| args.exclude_tools.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .chain(section.exclude_tools.iter().cloned())
+                .collect(),
+        }
+    }
+
+    const fn offers(&self, needs: Needs) -> bool {
+        match needs {
+            Needs::Files => true,
+            Needs::Shell => self.shell,
+            Needs::ComputerUse => self.computer_use,
+            Needs::Clipboard => self.clipboard,
+        }
+    }
+}
+
+/// The tools offered: those the powers enable, narrowed by the allow list and the exclude
+/// list. A name no tool has, or an allowed tool whose switch is off, is refused (a list that
+/// silently offers less than it says would hide a typo).
+fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
+    let names: Vec<&str> = catalogue.iter().map(|tool| tool.name).collect();
+    let lists = powers
+        .tools
+        .iter()
+        .flatten()
+        .map(|name| (name, "--tools"))
+        .chain(powers.exclude.iter().map(|name| (name, "--exclude-tools")));
+    for (name, list) in lists {
+        if !names.contains(&name.trim()) {
+            return Err(format!(
+                "{list} names {name:?}, which is no tool of this server: use names from {}",
+                names.join(", ")
+            ));
+        }
+    }
+    if let Some(allowed) = &powers.tools {
+        for tool in &catalogue {
+            if allowed.iter().any(|name| name.trim() == tool.name) && !powers.offers(tool.needs) {
+                return Err(format!(
+                    "--tools names {}, which needs {}: add that switch (or set it in the config file's [mcp] section), or leave the name out",
+                    tool.name,
+                    tool.needs.switch()
+                ));
+            }
+        }
+    }
+    let listed = |list: &[String], name: &str| list.iter().any(|entry| entry.trim() == name);
+    Ok(catalogue
+        .into_iter()
+        .filter(|tool| powers.offers(tool.needs))
+        .filter(|tool| {
+            powers
+                .tools
+                .as_ref()
+                .is_none_or(|allowed| listed(allowed, tool.name))
+        })
+        .filter(|tool| !listed(&powers.exclude, tool.name))
+        .collect())
 }
 
 /// Serves stdio until stdin closes or a stop signal, stops every running call, writes
@@ -192,10 +297,28 @@ async fn run(prepared: Prepared) -> u8 {
         described,
         max_concurrent,
         warnings,
+        notices,
         ..
     } = prepared;
     for warning in &warnings {
         tracing::warn!("{warning}");
+    }
+    for notice in &notices {
+        tracing::info!("{notice}");
+    }
+    // Said once, as `start` says it: these tools act as the user, far beyond the root.
+    if tools.iter().any(|tool| tool.needs == Needs::Shell) {
+        match host.sandbox_mode() {
+            local_core::machine::sandbox::SandboxMode::Off => tracing::warn!(
+                "shell is enabled: the MCP client can run any command with this user's permissions; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, and strict also from reading your other files and reaching the network"
+            ),
+            mode => tracing::warn!("{}", daemon::shell_warning(mode)),
+        }
+    }
+    if tools.iter().any(|tool| tool.needs == Needs::ComputerUse) {
+        tracing::warn!(
+            "computer use is enabled: the MCP client can see the screen and drive the mouse and keyboard"
+        );
     }
     if let Some(computer) = host.computer.clone() {
         // The probe decides which computer-use features are served, as HELLO does.
@@ -356,5 +479,74 @@ impl ServerHandler for Server {
                 None,
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn names(tools: &[Spec]) -> Vec<&'static str> {
+        tools.iter().map(|tool| tool.name).collect()
+    }
+
+    fn powers(args: &[&str], file: &str) -> Result<Vec<&'static str>, String> {
+        let cli = Cli::try_parse_from(["autogpt-shim"].iter().chain(args)).unwrap();
+        let env = |_: &str| -> Option<String> { None };
+        let mut settings = ShimConfig::defaults(&env);
+        let table: toml::Table = file.parse().unwrap();
+        for (key, value) in table {
+            match key.as_str() {
+                "enable_shell" => settings.enable_shell = value.as_bool().unwrap(),
+                "mcp" => settings.mcp = value.try_into().unwrap(),
+                other => panic!("{other}"),
+            }
+        }
+        select(tools::catalogue(), &Powers::of(&cli, &settings)).map(|tools| names(&tools))
+    }
+
+    const FILES: [&str; 6] = [
+        "read_file",
+        "write_file",
+        "stat",
+        "list_directory",
+        "delete",
+        "move",
+    ];
+
+    #[test]
+    fn the_daemons_shell_never_reaches_mcp() {
+        assert_eq!(powers(&["mcp"], "enable_shell = true").unwrap(), FILES);
+        let with_switch = powers(&["mcp", "--enable-shell"], "").unwrap();
+        assert!(with_switch.contains(&"run_command"));
+        let with_section = powers(&["mcp"], "[mcp]\nenable_shell = true").unwrap();
+        assert!(with_section.contains(&"run_command"));
+        // The clipboard needs computer use.
+        let clipboard = powers(&["mcp", "--enable-clipboard"], "").unwrap();
+        assert_eq!(clipboard, FILES);
+    }
+
+    #[test]
+    fn tools_and_exclude_tools_narrow_and_refuse_what_they_cannot_mean() {
+        assert_eq!(
+            powers(&["mcp", "--tools", "stat,read_file"], "").unwrap(),
+            ["read_file", "stat"]
+        );
+        assert_eq!(
+            powers(&["mcp", "--exclude-tools", "delete,move"], "").unwrap(),
+            ["read_file", "write_file", "stat", "list_directory"]
+        );
+        // The flag replaces the section's allow list; exclusions add up.
+        let both = powers(
+            &["mcp", "--tools", "stat,delete", "--exclude-tools", "delete"],
+            "[mcp]\ntools = [\"read_file\"]\nexclude_tools = [\"stat\"]",
+        )
+        .unwrap();
+        assert!(both.is_empty(), "{both:?}");
+        let unknown = powers(&["mcp", "--tools", "rm_rf"], "").unwrap_err();
+        assert!(unknown.starts_with("--tools names \"rm_rf\""), "{unknown}");
+        let off = powers(&["mcp", "--tools", "run_command"], "").unwrap_err();
+        assert!(off.contains("needs --enable-shell"), "{off}");
     }
 }

@@ -30,6 +30,18 @@ pub(super) enum Needs {
     Clipboard,
 }
 
+impl Needs {
+    /// The `mcp` switch that offers it, for messages.
+    pub(super) const fn switch(self) -> &'static str {
+        match self {
+            Self::Files => "nothing",
+            Self::Shell => "--enable-shell",
+            Self::ComputerUse => "--enable-computer-use",
+            Self::Clipboard => "--enable-computer-use and --enable-clipboard",
+        }
+    }
+}
+
 /// The limits the descriptions state, as configured.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {

@@ -163,6 +163,40 @@ fn file_tools_through_the_python_sdk_are_jailed_limited_and_audited() {
     assert!(!log.contains("pwned"), "content in the audit log");
 }
 
+/// The shell leak of issue 36: `install --enable-shell` writes `enable_shell = true` into the
+/// shared config file, and `mcp` without its own switch must still offer no `run_command`.
+/// Only `mcp`'s switches or the file's `[mcp]` section offer it (said once on stderr), and
+/// `--tools`/`--exclude-tools` narrow the listing; a refused list is exit 78 with one line.
+#[test]
+fn only_mcps_own_switches_offer_the_shell_and_tool_lists_narrow() {
+    let place = Place::new();
+    let passed = place.drive("powers", &[]);
+    assert_eq!(
+        passed,
+        [
+            "daemon_shell_not_offered",
+            "shell_offered_when_asked_and_said_once",
+            "tools_and_exclude_tools"
+        ]
+    );
+    let root = place.dir.join("root");
+    let (code, out, err) = run_shim(
+        &place.home(),
+        &[
+            "--allowed-root",
+            root.to_str().unwrap(),
+            "mcp",
+            "--tools",
+            "run_command",
+        ],
+    );
+    assert_eq!(code, Some(78), "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        "autogpt-shim: --tools names run_command, which needs --enable-shell: add that switch (or set it in the config file's [mcp] section), or leave the name out"
+    );
+}
+
 #[test]
 fn run_command_times_out_and_cancels_with_its_tree() {
     let place = Place::new();
