@@ -10,7 +10,7 @@ use std::{
     net::SocketAddr,
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -56,6 +56,9 @@ struct Slot {
     /// Requests being answered on it, from their headers to their response's last byte; at 0
     /// it is only waiting for a request (still sending headers, or idle between requests).
     answering: AtomicUsize,
+    /// Whether a request on it has been answered in full: a kept-alive client's connection,
+    /// which goes after every one that never got that far (a slowloris client's).
+    served: AtomicBool,
     /// Closes it (dropped, not drained) when a newer client needs its place.
     evict: Notify,
 }
@@ -72,6 +75,7 @@ impl Answering {
 
 impl Drop for Answering {
     fn drop(&mut self) {
+        self.0.served.store(true, Ordering::SeqCst);
         self.0.answering.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -92,12 +96,18 @@ impl Open {
         (id, slot)
     }
 
-    /// Closes the oldest connection that is not answering a request, if there is one.
+    /// Closes the oldest connection that is not answering a request, if there is one,
+    /// preferring one that was never served: a client holding many connections open in their
+    /// headers (slowloris) then churns through its own connections, and a kept-alive client
+    /// idle between two requests keeps its place instead of queueing behind the attacker's
+    /// connects for a new one.
     fn evict_oldest_waiting(&mut self) {
+        let waiting = |slot: &Slot| slot.answering.load(Ordering::SeqCst) == 0;
         let waiting = self
             .slots
             .iter()
-            .find(|(_, slot)| slot.answering.load(Ordering::SeqCst) == 0)
+            .find(|(_, slot)| waiting(slot) && !slot.served.load(Ordering::SeqCst))
+            .or_else(|| self.slots.iter().find(|(_, slot)| waiting(slot)))
             .map(|(id, _)| *id);
         if let Some(slot) = waiting.and_then(|id| self.slots.remove(&id)) {
             slot.evict.notify_one();
@@ -384,5 +394,42 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(alive(), 0, "connection threads still running: {tasks:?}");
+    }
+    /// At the cap, a newcomer takes the place of a connection that was never served (here one
+    /// stuck in its headers) before that of an older kept-alive one idle between requests.
+    #[tokio::test]
+    async fn at_the_cap_a_never_served_connection_goes_before_a_kept_alive_one() {
+        let app = Router::new().route("/", get(|| async { "ok|" }));
+        let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let address = listener.local_addr().unwrap();
+        let limits = ConnectionLimits {
+            max_connections: 2,
+            ..ConnectionLimits::default()
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, app, limits, async {
+            let _ = stopped.await;
+        }));
+
+        let mut kept = TcpStream::connect(address).await.unwrap();
+        assert_eq!(served_by(&mut kept).await, "ok");
+        let mut stuck = TcpStream::connect(address).await.unwrap();
+        stuck
+            .write_all(b"GET / HTTP/1.1\r\nHost: loc")
+            .await
+            .unwrap();
+        // The server has taken both connections before the newcomer arrives.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut newcomer = TcpStream::connect(address).await.unwrap();
+        assert_eq!(served_by(&mut newcomer).await, "ok");
+        // The stuck one was closed; the kept-alive one, older, is still served.
+        let mut rest = [0_u8; 64];
+        let closed = tokio::time::timeout(Duration::from_secs(5), stuck.read(&mut rest)).await;
+        assert!(matches!(closed, Ok(Ok(0) | Err(_))), "{closed:?}");
+        assert_eq!(served_by(&mut kept).await, "ok");
+
+        drop((kept, newcomer));
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
     }
 }

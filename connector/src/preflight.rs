@@ -641,7 +641,7 @@ fn shell_sandbox(inputs: &Inputs) -> Option<Finding> {
             Finding::new(
                 Level::Fail,
                 SHELL_SANDBOX,
-                format!("`{mode}` is configured, but the shell sandbox is Linux-only for now: set shell_sandbox to off"),
+                format!("`{mode}` is configured, but the shell sandbox is Linux-only for now: start with --shell-sandbox off, or set shell_sandbox to off"),
             )
         });
     };
@@ -651,7 +651,7 @@ fn shell_sandbox(inputs: &Inputs) -> Option<Finding> {
             Level::Fail,
             SHELL_SANDBOX,
             format!(
-                "`{mode}` cannot be enforced here: {missing}; start would refuse it (found: {found})"
+                "`{mode}` cannot be enforced here: {missing}; fix that, or start with --shell-sandbox off to run commands unconfined (found: {found})"
             ),
         ));
     }

@@ -18,10 +18,8 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::env::ChildEnv;
+use crate::env::{ADDRESS_VARIABLE, ChildEnv};
 
-/// The variable that names the session bus (D-Bus's own name for it).
-pub const ADDRESS_VARIABLE: &str = "DBUS_SESSION_BUS_ADDRESS";
 /// How long `dbus-daemon` may take to print its address on a loaded machine.
 const START_BUDGET: Duration = Duration::from_secs(10);
 /// The session bus's activation file for the AT-SPI bus, which at-spi2-core installs.

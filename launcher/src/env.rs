@@ -95,6 +95,9 @@ impl Drop for ChildEnv {
     }
 }
 
+/// The variable that names the session bus (D-Bus's own name for it).
+pub const ADDRESS_VARIABLE: &str = "DBUS_SESSION_BUS_ADDRESS";
+
 /// The API's base URL on `port`.
 #[must_use]
 pub fn api_url(port: u16) -> String {
@@ -136,7 +139,7 @@ pub fn desktop_env(api: &ChildEnv, state_dir: &Path, bus_address: Option<&str>) 
     });
     env.set(env_names::DESKTOP_LOG, state_dir.join(DESKTOP_LOG));
     if let Some(address) = bus_address {
-        env.set(crate::bus::ADDRESS_VARIABLE, address);
+        env.set(ADDRESS_VARIABLE, address);
     }
     env
 }

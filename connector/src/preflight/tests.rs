@@ -391,7 +391,7 @@ fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce
     let (code, out) = run(&inputs);
     assert_eq!(code, EXIT_BLOCKED, "{out}");
     assert!(
-        out.contains("[FAIL] shell sandbox  `strict` cannot be enforced here: user and mount namespaces are not available (unshare: ENOSPC: No space left on device); start would refuse it"),
+        out.contains("[FAIL] shell sandbox  `strict` cannot be enforced here: user and mount namespaces are not available (unshare: ENOSPC: No space left on device); fix that, or start with --shell-sandbox off"),
         "{out}"
     );
 

@@ -604,7 +604,7 @@ async fn a_kernel_without_a_part_refuses_the_mode_with_exit_78() {
         assert_eq!(stderr.lines().count(), 1, "one sentence: {stderr}");
         assert!(
             stderr.starts_with(&format!(
-                "autogpt-shim: the shell sandbox `{mode}` cannot be enforced on this machine: "
+                "autogpt-shim: shell sandbox: `{mode}` cannot be enforced here: "
             )),
             "{stderr}"
         );

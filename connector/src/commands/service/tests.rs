@@ -345,7 +345,9 @@ fn a_new_config_file_holds_the_given_settings() {
     // What `doctor` would warn about, passed on as notes.
     assert_eq!(
         notes,
-        ["shell: enabled: shell gives the platform full user-level access to this machine"]
+        [
+            "shell: enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, strict also from reading your files outside it and from the network"
+        ]
     );
     let (config, warnings) = config::parse_file(&path, text, &env).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
