@@ -460,6 +460,8 @@ fn doctor_reports_a_missing_root_with_mkdir_and_creates_nothing() {
 /// `install` where no systemd user manager runs (the suite's environment has no
 /// `XDG_RUNTIME_DIR`): the unit runs a copy of the binary in ~/.local/bin, and instead of a
 /// `systemctl --user` command that would fail, it says how to start the daemon by hand.
+// A systemd user unit and Unix file modes.
+#[cfg(target_os = "linux")]
 #[test]
 fn install_without_a_user_manager_says_what_to_do_and_runs_a_stable_copy() {
     let (home, _) = home_and_root("shim-install");
