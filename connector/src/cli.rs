@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{self, ConfigError, Overrides, ShimConfig};
 use crate::link::{Backoff, Token};
 use crate::preflight;
+use local_core::machine::sandbox::Support;
 
 pub use crate::config::{Env, ProcessEnv};
 
@@ -261,6 +262,8 @@ pub struct StartConfig {
     pub config: ShimConfig,
     /// Warnings for the operator (unknown config keys, shadowed token sources).
     pub warnings: Vec<String>,
+    /// What the checks' probe found the kernel offers the shell sandbox, so `start` probes once.
+    pub sandbox_support: Option<Support>,
 }
 
 /// A start-up refusal: one line for stderr, and the exit code.
@@ -409,6 +412,7 @@ pub fn resolve(cli: &Cli, env: &impl Env) -> Result<StartConfig, Refusal> {
         backoff: config.backoff(),
         log_level,
         machine_id: config.machine_id.clone(),
+        sandbox_support: inputs.sandbox_support,
         config,
         warnings,
     })

@@ -33,7 +33,7 @@ use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_conne
 use local_core::desktop::clipboard::Policy as ClipboardPolicy;
 use local_core::machine::own_files::FileLock;
 use local_core::machine::root_grant::GrantKey;
-use local_core::machine::sandbox::{self, Sandbox, SandboxMode};
+use local_core::machine::sandbox::{self, Sandbox, SandboxMode, Support};
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
 const LLM_LIST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -118,7 +118,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     })?;
     let machine_id = config.machine_id.clone().unwrap_or_else(machine_id);
 
-    let sandbox = shell_sandbox(settings)?;
+    let sandbox = shell_sandbox(settings, config.sandbox_support.clone())?;
     let places = Places::from_env(env);
     let (audit, key) = open_audit(settings, env, config.session_id.clone(), &machine_id)?;
     let grant_key = GrantKey::derive(&key);
@@ -195,37 +195,33 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
 pub(crate) const SANDBOX_LAUNCHER: &str = "/proc/self/exe";
 
 /// The sandbox `settings` ask for (`shell_sandbox`), once a probe has shown this kernel
-/// enforces it in full; `None` for `off`. `start` and `mcp` both start here, before anything
-/// is opened that a refusal would leave behind.
+/// enforces it in full; `None` for `off`. `start` passes what its checks already probed;
+/// `mcp` has it probed here. Both start here, before anything is opened that a refusal would
+/// leave behind.
 ///
 /// # Errors
 /// A [`Refusal`] (exit 78) naming what the kernel is missing, or that the sandbox is
-/// Linux-only.
-pub(crate) fn shell_sandbox(settings: &config::ShimConfig) -> Result<Option<Sandbox>, Refusal> {
+/// Linux-only: the checks' own sentence.
+pub(crate) fn shell_sandbox(
+    settings: &config::ShimConfig,
+    probed: Option<Support>,
+) -> Result<Option<Sandbox>, Refusal> {
     let mode = settings.shell_sandbox;
     if mode == SandboxMode::Off {
         return Ok(None);
     }
-    if !cfg!(target_os = "linux") {
-        return Err(preflight(format!(
-            "the shell sandbox (`{mode}`) is Linux-only for now: start with --shell-sandbox off, or remove shell_sandbox from the config file and AUTOGPT_SHIM_SHELL_SANDBOX"
-        )));
-    }
     let launcher = PathBuf::from(SANDBOX_LAUNCHER);
-    if let Some(missing) = sandbox::probe(&launcher).missing(mode) {
-        return Err(preflight(format!(
-            "the shell sandbox `{mode}` cannot be enforced on this machine: {missing}; fix that, or start with --shell-sandbox off to run commands unconfined"
-        )));
+    let support = probed.or_else(|| cfg!(target_os = "linux").then(|| sandbox::probe(&launcher)));
+    if let Some(refusal) = crate::preflight::sandbox_refusal(mode, support.as_ref()) {
+        return Err(preflight(refusal.sentence()));
     }
     Ok(Sandbox::new(mode, launcher))
 }
 
-/// The start-up line about commands: what they may do, and what the sandbox protects.
-pub(crate) fn shell_warning(mode: SandboxMode) -> String {
-    match mode {
-        SandboxMode::Off => "shell is enabled: the platform can run any command with this user's permissions; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, and strict also from reading your other files and reaching the network".to_owned(),
-        mode => format!("shell is enabled in the `{mode}` sandbox: {}", mode.protects()),
-    }
+/// The start-up line about commands `who` may run: what they may do, and what the sandbox
+/// protects.
+pub(crate) fn shell_warning(who: &str, mode: SandboxMode) -> String {
+    format!("shell is {}", crate::preflight::shell_enabled(who, mode))
 }
 
 /// Opens the machine's one audit chain (creating its key on first use) with records written
@@ -295,7 +291,7 @@ pub async fn run(prepared: Prepared) -> u8 {
         tracing::warn!("{warning}");
     }
     if config.config.enable_shell {
-        tracing::warn!("{}", shell_warning(host.sandbox_mode()));
+        tracing::warn!("{}", shell_warning("the platform", host.sandbox_mode()));
     }
     // A configured token wins; otherwise the tokens `auth` stored, refreshable on a 401.
     let oauth = if config.token.is_none() {

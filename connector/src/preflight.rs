@@ -620,41 +620,57 @@ fn platform_url(config: &ShimConfig) -> Finding {
 fn shell(enabled: bool, sandbox: SandboxMode) -> Finding {
     match (enabled, sandbox) {
         (false, _) => Finding::new(Level::Ok, SHELL, "disabled"),
-        (true, SandboxMode::Off) => Finding::new(
-            Level::Warn,
-            SHELL,
-            "enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, strict also from reading your files outside it and from the network",
-        ),
         (true, mode) => Finding::new(
-            Level::Ok,
+            if mode == SandboxMode::Off {
+                Level::Warn
+            } else {
+                Level::Ok
+            },
             SHELL,
-            format!("enabled in the `{mode}` sandbox: {}", mode.protects()),
+            shell_enabled("the platform", mode),
         ),
     }
+}
+
+/// What an enabled shell lets `who` (the platform, an MCP client) do in `mode`: `doctor`'s
+/// line, and after "shell is " the warning `start` and `mcp` give once.
+pub(crate) fn shell_enabled(who: &str, mode: SandboxMode) -> String {
+    match mode {
+        SandboxMode::Off => format!(
+            "enabled: {who} can run any command with this user's permissions; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, and strict also from reading your other files and reaching the network"
+        ),
+        mode => format!("enabled in the `{mode}` sandbox: {}", mode.protects()),
+    }
+}
+
+/// Why `mode` cannot be used with what the probe found (`None`: not on Linux), or `None` when
+/// it can: the refusal `start` (through the checks) and `mcp` give, in the same words.
+pub(crate) fn sandbox_refusal(mode: SandboxMode, support: Option<&Support>) -> Option<Finding> {
+    if mode == SandboxMode::Off {
+        return None;
+    }
+    let refusal = |detail: String| Finding::new(Level::Fail, SHELL_SANDBOX, detail);
+    let Some(support) = support else {
+        return Some(refusal(format!(
+            "`{mode}` is configured, but the shell sandbox is Linux-only for now: start with --shell-sandbox off, or set shell_sandbox to off"
+        )));
+    };
+    support.missing(mode).map(|missing| {
+        refusal(format!(
+            "`{mode}` cannot be enforced here: {missing}; fix that, or start with --shell-sandbox off to run commands unconfined (found: {})",
+            support.summary()
+        ))
+    })
 }
 
 /// What the kernel offers the shell sandbox, and whether the configured mode can be enforced.
 fn shell_sandbox(inputs: &Inputs) -> Option<Finding> {
     let mode = inputs.config.shell_sandbox;
-    let Some(support) = &inputs.sandbox_support else {
-        return (mode != SandboxMode::Off).then(|| {
-            Finding::new(
-                Level::Fail,
-                SHELL_SANDBOX,
-                format!("`{mode}` is configured, but the shell sandbox is Linux-only for now: start with --shell-sandbox off, or set shell_sandbox to off"),
-            )
-        });
-    };
-    let found = support.summary();
-    if let Some(missing) = support.missing(mode) {
-        return Some(Finding::new(
-            Level::Fail,
-            SHELL_SANDBOX,
-            format!(
-                "`{mode}` cannot be enforced here: {missing}; fix that, or start with --shell-sandbox off to run commands unconfined (found: {found})"
-            ),
-        ));
+    if let Some(refusal) = sandbox_refusal(mode, inputs.sandbox_support.as_ref()) {
+        return Some(refusal);
     }
+    let support = inputs.sandbox_support.as_ref()?;
+    let found = support.summary();
     let usable: Vec<&str> = [SandboxMode::Workspace, SandboxMode::Strict]
         .into_iter()
         .filter(|mode| support.missing(*mode).is_none())

@@ -216,6 +216,27 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_live_socket_is_used_and_a_stale_one_is_left_alone() {
+        use std::os::unix::net::UnixListener;
+        let runtime = temp("stale");
+        let with_runtime = env(&[("XDG_RUNTIME_DIR", runtime.as_os_str())]);
+        let listener = UnixListener::bind(runtime.join("bus")).unwrap();
+        assert_eq!(plan(&with_runtime, Path::new("/private")), Plan::Running);
+        // The listener is gone but its socket file stays, as after a bus that was killed.
+        drop(listener);
+        assert!(runtime.join("bus").exists());
+        assert_eq!(
+            plan(&with_runtime, Path::new("/private")),
+            Plan::Start {
+                address: "unix:dir=/private".to_owned(),
+                shared: false,
+            }
+        );
+        std::fs::remove_dir_all(&runtime).unwrap();
+    }
+
     #[test]
     fn at_spi_is_found_by_its_activation_file() {
         let data = temp("data");

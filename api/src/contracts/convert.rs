@@ -5,7 +5,7 @@ use local_core::guide::{
     assist::{AssistAnswer, AssistContext, Sensitivity},
     audit_ring,
     guidance::{
-        GuidanceResponse,
+        GuidanceResponse, UploadError,
         camera::{
             CameraRecovery, CameraReport, Profile, Reinitialization, TeamsCameraSession,
             Verification,
@@ -346,10 +346,19 @@ fn plan_out(plan: model::PlanSegment) -> responses::GuidancePlan {
     }
 }
 
+impl From<UploadError> for ApiError {
+    fn from(err: UploadError) -> Self {
+        match err {
+            UploadError::Refused(refusal) => refused(refusal),
+            UploadError::Guidance(err) => Self::from(err),
+        }
+    }
+}
+
 /// The 422 of a refused upload: a validation item at the part of the body it concerns, or, for
 /// the camera branch's cross-field rules, the sentence the reference gives.
 #[must_use]
-pub fn refused(refusal: ObservationRefusal) -> ApiError {
+fn refused(refusal: ObservationRefusal) -> ApiError {
     let loc: &[&str] = match refusal {
         ObservationRefusal::Camera(camera) => {
             return ApiError::Core(local_core::Error::CameraRecovery(camera));

@@ -16,7 +16,7 @@ use axum::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use self::convert::{assist_answer, audit_tail, guidance_upload, job, refused};
+pub use self::convert::{assist_answer, audit_tail, guidance_upload, job};
 use self::responses::ValidationItem;
 use crate::error::ApiError;
 

@@ -1,13 +1,12 @@
 //! `POST /v1/guidance`: one consented, fresh observation to one validated next step.
 
 use axum::{Extension, Json, extract::State};
-use local_core::guide::guidance::upload;
 
 use crate::{
     AppState,
     boundary::{BodySize, LOCAL_OWNER},
     contracts::{
-        StrictJson, examples, guidance_upload, refused,
+        StrictJson, examples, guidance_upload,
         requests::GuidanceRequest,
         responses::{ErrorDetail, Guidance, Unprocessable},
     },
@@ -61,7 +60,6 @@ pub async fn guidance(
 ) -> Result<Json<Guidance>, ApiError> {
     let body_bytes = body_size.map_or(0, |Extension(BodySize(n))| n);
     let upload = guidance_upload(body, body_bytes);
-    let request = upload::admit(upload).await.map_err(refused)?;
-    let response = app.local.guidance(LOCAL_OWNER, request).await?;
+    let response = app.local.guidance_upload(LOCAL_OWNER, upload).await?;
     Ok(Json(response.into()))
 }

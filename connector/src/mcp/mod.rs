@@ -131,7 +131,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             root.display()
         ))
     })?;
-    let sandbox = daemon::shell_sandbox(&settings)?;
+    let sandbox = daemon::shell_sandbox(&settings, None)?;
     let machine_id = settings
         .machine_id
         .clone()
@@ -308,12 +308,10 @@ async fn run(prepared: Prepared) -> u8 {
     }
     // Said once, as `start` says it: these tools act as the user, far beyond the root.
     if tools.iter().any(|tool| tool.needs == Needs::Shell) {
-        match host.sandbox_mode() {
-            local_core::machine::sandbox::SandboxMode::Off => tracing::warn!(
-                "shell is enabled: the MCP client can run any command with this user's permissions; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, and strict also from reading your other files and reaching the network"
-            ),
-            mode => tracing::warn!("{}", daemon::shell_warning(mode)),
-        }
+        tracing::warn!(
+            "{}",
+            daemon::shell_warning("the MCP client", host.sandbox_mode())
+        );
     }
     if tools.iter().any(|tool| tool.needs == Needs::ComputerUse) {
         tracing::warn!(

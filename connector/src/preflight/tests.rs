@@ -235,7 +235,9 @@ fn features_urls_and_sessions() {
         "{out}"
     );
     assert!(
-        out.contains("[WARN] shell  enabled: shell gives the platform full user-level access"),
+        out.contains(
+            "[WARN] shell  enabled: the platform can run any command with this user's permissions"
+        ),
         "{out}"
     );
     assert!(
@@ -368,7 +370,7 @@ fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce
     inputs.sandbox_support = Some(full.clone());
     let (_, out) = run(&inputs);
     assert!(
-        out.contains("[WARN] shell  enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps"),
+        out.contains("[WARN] shell  enabled: the platform can run any command with this user's permissions; --shell-sandbox workspace keeps"),
         "{out}"
     );
     assert!(

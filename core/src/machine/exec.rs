@@ -267,14 +267,22 @@ impl ExecError {
 /// [`ExecError`] when the command could not be started; everything after a successful spawn
 /// is an [`ExecOutcome`].
 pub async fn run(request: ExecRequest) -> Result<ExecOutcome, ExecError> {
-    run_with_parent_env(request, std::env::vars_os().collect()).await
+    run_with_parent_env(
+        request,
+        std::env::vars_os().collect(),
+        supervise::TERM_GRACE,
+    )
+    .await
 }
 
-/// [`run`] with an explicit daemon environment, so tests need not touch the real one. A `Vec`
-/// rather than an iterator: `VarsOs` is not `Send`, and the connector spawns this future.
+/// [`run`] with an explicit daemon environment, so tests need not touch the real one, and
+/// SIGTERM's grace, so tests can tell "returned early" from "waited the grace" by a margin no
+/// loaded machine reaches. A `Vec` rather than an iterator: `VarsOs` is not `Send`, and the
+/// connector spawns this future.
 async fn run_with_parent_env(
     request: ExecRequest,
     parent_env: Vec<(OsString, OsString)>,
+    term_grace: Duration,
 ) -> Result<ExecOutcome, ExecError> {
     let ExecRequest {
         program,
@@ -391,6 +399,7 @@ async fn run_with_parent_env(
         &mut child,
         &mut group,
         deadline,
+        term_grace,
         output_budget,
         &mut stdout,
         &mut stderr,

@@ -270,13 +270,39 @@ async fn well_behaved(addr: SocketAddr, period: Duration) -> Latencies {
     seen
 }
 
+/// Why a request on the kept-alive connection got no answer there.
+#[derive(Debug)]
+enum KeptAlive {
+    /// The server had closed the connection before the request: a new one answered it.
+    Reconnected,
+    /// The server closed the connection during the exchange.
+    Closed,
+    /// A new connection could not be made or written.
+    Io(std::io::Error),
+    /// Nothing within the client's deadline.
+    NoAnswer,
+}
+
+impl std::fmt::Display for KeptAlive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Reconnected => {
+                f.write_str("had to reconnect: the kept-alive connection was closed")
+            }
+            Self::Closed => f.write_str("the server closed the kept-alive connection"),
+            Self::Io(err) => write!(f, "no connection: {err}"),
+            Self::NoAnswer => write!(f, "no answer within {CLIENT_DEADLINE:?}"),
+        }
+    }
+}
+
 /// One request on the kept-alive `stream` (opened again if the server closed it, which counts
 /// as a failure): the time to its whole answer.
 async fn on_kept_alive(
     stream: &mut Option<TcpStream>,
     addr: SocketAddr,
     req: &Req,
-) -> (Duration, Result<Resp, String>) {
+) -> (Duration, Result<Resp, KeptAlive>) {
     let started = Instant::now();
     let bytes = req.to_bytes();
     // The support client asks the server to close; this one keeps its connection.
@@ -286,10 +312,10 @@ async fn on_kept_alive(
     let exchange = async {
         let reopened = stream.is_none();
         if reopened {
-            *stream = Some(TcpStream::connect(addr).await.map_err(|e| e.to_string())?);
+            *stream = Some(TcpStream::connect(addr).await.map_err(KeptAlive::Io)?);
         }
         let conn = stream.as_mut().unwrap();
-        conn.write_all(&bytes).await.map_err(|e| e.to_string())?;
+        conn.write_all(&bytes).await.map_err(KeptAlive::Io)?;
         let mut raw = Vec::new();
         let mut chunk = [0_u8; 8192];
         loop {
@@ -297,25 +323,21 @@ async fn on_kept_alive(
                 return Ok((resp, reopened));
             }
             match conn.read(&mut chunk).await {
-                Ok(0) | Err(_) => {
-                    return Err("the server closed the kept-alive connection".to_owned());
-                }
+                Ok(0) | Err(_) => return Err(KeptAlive::Closed),
                 Ok(n) => raw.extend_from_slice(&chunk[..n]),
             }
         }
     };
     let answer = match tokio::time::timeout(CLIENT_DEADLINE, exchange).await {
         Ok(Ok((resp, false))) => Ok(resp),
-        Ok(Ok((_, true))) => {
-            Err("had to reconnect: the kept-alive connection was closed".to_owned())
-        }
+        Ok(Ok((_, true))) => Err(KeptAlive::Reconnected),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(format!("no answer within {CLIENT_DEADLINE:?}")),
+        Err(_) => Err(KeptAlive::NoAnswer),
     };
     // A reconnection leaves a good connection to keep; any other failure leaves none.
     if answer
         .as_ref()
-        .is_err_and(|e| !e.starts_with("had to reconnect"))
+        .is_err_and(|e| !matches!(e, KeptAlive::Reconnected))
     {
         *stream = None;
     }
@@ -335,7 +357,8 @@ async fn kept_alive(addr: SocketAddr, period: Duration, session: String) -> Late
             on_kept_alive(&mut stream, addr, &Req::new(addr, "GET", "/health")).await;
         match health {
             Ok(resp) if resp.status == 200 => seen.health.push(took),
-            other => seen.failures.push(format!("/health: {other:?}")),
+            Ok(resp) => seen.failures.push(format!("/health: {}", resp.status)),
+            Err(e) => seen.failures.push(format!("/health: {e}")),
         }
         let body = guidance_body(&session, "What should I do next?", None);
         let req = Req::new(addr, "POST", "/v1/guidance")
@@ -344,7 +367,10 @@ async fn kept_alive(addr: SocketAddr, period: Duration, session: String) -> Late
         let (took, guidance) = on_kept_alive(&mut stream, addr, &req).await;
         match guidance {
             Ok(resp) if resp.status == 200 => seen.guidance.push(took),
-            other => seen.failures.push(format!("guidance: {other:?}")),
+            Ok(resp) => seen
+                .failures
+                .push(format!("guidance: {} {}", resp.status, resp.text())),
+            Err(e) => seen.failures.push(format!("guidance: {e}")),
         }
         tokio::time::sleep(CLIENT_PACE).await;
     }

@@ -346,7 +346,7 @@ fn a_new_config_file_holds_the_given_settings() {
     assert_eq!(
         notes,
         [
-            "shell: enabled: shell gives the platform full user-level access to this machine; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, strict also from reading your files outside it and from the network"
+            "shell: enabled: the platform can run any command with this user's permissions; --shell-sandbox workspace keeps commands from changing anything outside the allowed root, and strict also from reading your other files and reaching the network"
         ]
     );
     let (config, warnings) = config::parse_file(&path, text, &env).unwrap();

@@ -1,8 +1,9 @@
 //! Guidance: a consented, fresh observation in, one validated next step out.
 //!
-//! [`upload::admit`] first turns what a client uploaded into a [`GuidanceRequest`] (image
-//! sanitised under a bound on concurrent image work, element ids unique); then
-//! [`LocalState::guidance`] runs the reference's order: session, consent, freshness, provider
+//! [`LocalState::guidance_upload`] is the one entry for what a client uploaded:
+//! [`upload::admit`] first turns it into a [`GuidanceRequest`] (image sanitised under a bound on
+//! concurrent image work, element ids unique); then [`LocalState::guidance`] runs the
+//! reference's order: session, consent, freshness, provider
 //! under a deadline, result and target validation, freshness again, session again; or, with
 //! `cameraRecovery`, the camera engine (`guide::guidance::camera`) in the provider's place.
 
@@ -141,7 +142,33 @@ fn elapsed_ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Why an uploaded guidance request got no guidance: refused on admission (the upload itself),
+/// or by the run (session, consent, freshness, provider).
+#[derive(Debug)]
+pub enum UploadError {
+    /// The upload broke an observation, task or camera rule.
+    Refused(upload::ObservationRefusal),
+    /// The admitted request failed.
+    Guidance(Error),
+}
+
 impl LocalState {
+    /// Admits what a client uploaded, then runs it for `owner`: the one call a face makes.
+    ///
+    /// # Errors
+    /// [`UploadError::Refused`] for an upload [`upload::admit`] refuses, then
+    /// [`UploadError::Guidance`] for whatever [`Self::guidance`] answers.
+    pub async fn guidance_upload(
+        &self,
+        owner: &str,
+        upload: upload::GuidanceUpload,
+    ) -> Result<GuidanceResponse, UploadError> {
+        let request = upload::admit(upload).await.map_err(UploadError::Refused)?;
+        self.guidance(owner, request)
+            .await
+            .map_err(UploadError::Guidance)
+    }
+
     /// Runs one guidance request for `owner`.
     pub async fn guidance(
         &self,

@@ -16,7 +16,7 @@ use super::{
 };
 
 /// How long a timed-out child gets between SIGTERM and SIGKILL.
-const TERM_GRACE: Duration = Duration::from_secs(2);
+pub(super) const TERM_GRACE: Duration = Duration::from_secs(2);
 
 /// How long we wait for the direct child to be reaped after SIGKILL.
 const KILL_WAIT: Duration = Duration::from_secs(2);
@@ -38,6 +38,7 @@ pub(super) async fn supervise(
     child: &mut Child,
     group: &mut GroupGuard,
     deadline: Instant,
+    term_grace: Duration,
     budget: usize,
     stdout: &mut Capture,
     stderr: &mut Capture,
@@ -89,7 +90,7 @@ pub(super) async fn supervise(
                 drains.as_mut(),
                 &mut drained,
                 child.wait(),
-                Instant::now() + TERM_GRACE,
+                Instant::now() + term_grace,
             )
             .await;
             // Also when the child obeyed: a grandchild may have ignored SIGTERM.
