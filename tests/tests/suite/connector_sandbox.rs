@@ -698,3 +698,68 @@ async fn a_kernel_without_a_part_refuses_the_mode_with_exit_78() {
     drop(shim);
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The launcher itself fails closed: when a part of the confinement cannot be set up, or its
+/// policy is unusable, it exits 125 with one line on stderr and the program never runs.
+#[test]
+fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
+    let (home, root) = home_and_root("shim-sandbox-launcher");
+    let tmp = home.join("command-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let marker = root.join("ran");
+    let deny = binary("examples/deny-syscalls");
+    let shim = binary("autogpt-shim");
+    let (root_arg, tmp_arg) = (root.to_str().unwrap(), tmp.to_str().unwrap());
+    let script = format!("echo ran > {}", marker.display());
+    let launch = |wrapper: &[&str], mode: &str, root: &str| {
+        let mut command = Command::new(wrapper.first().map_or(shim.as_path(), Path::new));
+        if !wrapper.is_empty() {
+            command.args(&wrapper[1..]).arg(&shim);
+        }
+        let output = command
+            .args(["__sandbox-exec", "run", mode, root, tmp_arg, root_arg])
+            .args(["sh", "/bin/sh", "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let deny = deny.to_str().unwrap();
+    let cases: [(&[&str], &str, &str, &str); 5] = [
+        (
+            &[deny, "unshare", "--"],
+            "workspace",
+            root_arg,
+            "namespaces: unshare: EPERM",
+        ),
+        (&[deny, "landlock", "--"], "workspace", root_arg, "landlock"),
+        (&[deny, "seccomp", "--"], "strict", root_arg, "seccomp"),
+        (&[], "workspace", "/", "the allowed root is /"),
+        (&[], "lenient", root_arg, "unknown mode"),
+    ];
+    for (wrapper, mode, root, named) in cases {
+        let (code, stderr) = launch(wrapper, mode, root);
+        assert_eq!(code, Some(125), "{wrapper:?} {mode} {root}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.starts_with("autogpt-shim: the command was not run: "),
+            "{stderr}"
+        );
+        assert!(
+            stderr.to_lowercase().contains(&named.to_lowercase()),
+            "{named:?} not named: {stderr}"
+        );
+        assert!(
+            !marker.exists(),
+            "the program ran under {wrapper:?}: {stderr}"
+        );
+    }
+    // The same launcher with nothing denied runs the program, confined.
+    let (code, stderr) = launch(&[], "workspace", root_arg);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(marker.exists());
+    let _ = std::fs::remove_dir_all(&home);
+}
