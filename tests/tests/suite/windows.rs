@@ -3,6 +3,7 @@
 //! `scripts/windows-env` cross-builds them, builds the `ProcessPrng` forwarder Wine 8.0 lacks
 //! and boots a Wine prefix once; every test here takes a private hard-linked copy of it.
 
+mod connector;
 mod launcher;
 
 use std::{
