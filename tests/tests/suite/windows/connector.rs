@@ -250,3 +250,102 @@ async fn the_jail_keeps_windows_paths_inside_the_root_and_linux_verifies_the_aud
     );
     assert!(records.contains("FILE_WRITE"), "{records}");
 }
+
+#[tokio::test]
+async fn commands_run_through_cmd_and_a_timeout_kills_the_tree() {
+    let wine = Wine::new("connector-shell");
+    let jail = wine.drive_c().join("jail");
+    std::fs::create_dir_all(jail.join("work")).unwrap();
+    let platform = Platform::bind().await;
+    let shim = WindowsShim::start(&wine, &platform, &["--enable-shell"]);
+    let (mut conn, hello) = platform
+        .session(&["shell", "files"], |ack| {
+            ack["payload"]["command_timeout_seconds"] = json!(2);
+        })
+        .await;
+    assert_eq!(
+        hello["payload"]["capabilities"],
+        json!(["shell", "files"]),
+        "{hello}\n{}",
+        shim.stderr()
+    );
+
+    // cmd.exe runs the command in the working folder, with the wire's variables.
+    let reply = conn
+        .call(
+            "EXECUTE_COMMAND",
+            "cmd",
+            json!({"command": "echo hello %FROM_WIRE%& cd& exit /b 3", "cwd": "work", "env": {"FROM_WIRE": "wire"}}),
+        )
+        .await;
+    assert_eq!(reply["type"], "COMMAND_RESULT", "{reply}");
+    let stdout = reply["payload"]["stdout"].as_str().unwrap();
+    assert!(stdout.contains("hello wire"), "{reply}");
+    assert!(
+        stdout.to_ascii_lowercase().contains(r"c:\jail\work"),
+        "{reply}"
+    );
+    assert_eq!(reply["payload"]["exit_code"], 3, "{reply}");
+    let argv = conn
+        .call(
+            "EXECUTE_COMMAND",
+            "argv",
+            json!({"argv": ["cmd.exe", "/c", "echo", "from argv"]}),
+        )
+        .await;
+    assert!(
+        argv["payload"]["stdout"]
+            .as_str()
+            .is_some_and(|s| s.contains("from argv")),
+        "{argv}"
+    );
+    let outside = conn
+        .call(
+            "EXECUTE_COMMAND",
+            "out",
+            json!({"command": "cd", "cwd": r"C:\windows"}),
+        )
+        .await;
+    assert_eq!(
+        error_code(&outside),
+        "PATH_OUTSIDE_ALLOWED_ROOT",
+        "{outside}"
+    );
+
+    // A command with a child of its own outlives its deadline: both are killed.
+    let slow = conn
+        .call(
+            "EXECUTE_COMMAND",
+            "slow",
+            json!({"command": "start /b ping -n 120 127.0.0.1 >NUL & ping -n 120 127.0.0.1 >NUL"}),
+        )
+        .await;
+    assert_eq!(slow["payload"]["timed_out"], true, "{slow}");
+    assert_eq!(slow["payload"]["exit_code"], -1, "{slow}");
+    assert!(
+        wine.until_none("ping").await,
+        "ping outlived the timeout: {:?}",
+        wine.pids_of("ping")
+    );
+    drop(conn);
+    drop(shim);
+    let log = std::fs::read_to_string(state_dir(&wine).join("logs").join("audit.log")).unwrap();
+    assert!(log.contains("COMMAND_TIMEOUT"), "{log}");
+
+    // Without an audit.key file the key lives in the Credential Manager (CredWrite), where
+    // the Windows build's `audit verify` finds it again (CredRead).
+    assert!(
+        !state_dir(&wine).join("audit.key").exists(),
+        "the key went to a file, not the Credential Manager"
+    );
+    let verify = wine
+        .command("autogpt-shim.exe", &["audit", "verify"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
