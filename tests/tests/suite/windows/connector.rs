@@ -6,6 +6,7 @@ use std::{
     fs::File,
     path::{Path, PathBuf},
     process::{Child, Stdio},
+    time::SystemTime,
 };
 
 use e2e::platform::{Platform, SESSION, TOKEN, error_code};
@@ -70,8 +71,9 @@ fn state_dir(wine: &Wine) -> PathBuf {
     wine.local_app_data().join("autogpt-local-executor")
 }
 
-/// Every file under `dir` whose content holds the marker, but those under `except`.
-fn marked_files(dir: &Path, except: &Path, found: &mut Vec<PathBuf>) {
+/// Every file under `dir` changed since `since` whose content holds the marker, but those
+/// under `except` (only changed files are read: the drive holds 700 MB of Wine's DLLs).
+fn marked_files(dir: &Path, except: &Path, since: SystemTime, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -81,8 +83,12 @@ fn marked_files(dir: &Path, except: &Path, found: &mut Vec<PathBuf>) {
             continue;
         };
         if kind.is_dir() && path != except {
-            marked_files(&path, except, found);
+            marked_files(&path, except, since, found);
         } else if kind.is_file()
+            && entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .is_ok_and(|modified| modified >= since)
             && std::fs::read(&path)
                 .is_ok_and(|bytes| bytes.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()))
         {
@@ -98,6 +104,7 @@ fn write(path: &str) -> Value {
 #[tokio::test]
 async fn the_jail_keeps_windows_paths_inside_the_root_and_linux_verifies_the_audit_chain() {
     let wine = Wine::new("connector-jail");
+    let since = SystemTime::now();
     let jail = wine.drive_c().join("jail");
     std::fs::create_dir_all(jail.join("sub")).unwrap();
     std::fs::write(jail.join("Inside.txt"), "inside").unwrap();
@@ -198,7 +205,7 @@ async fn the_jail_keeps_windows_paths_inside_the_root_and_linux_verifies_the_aud
 
     // Nothing the connector wrote is outside C:\jail, and the secret is untouched.
     let mut outside = Vec::new();
-    marked_files(&wine.drive_c(), &jail, &mut outside);
+    marked_files(&wine.drive_c(), &jail, since, &mut outside);
     assert_eq!(outside, Vec::<PathBuf>::new(), "trailing: {trailing:#?}");
     assert_eq!(
         std::fs::read_to_string(wine.drive_c().join("secret.txt")).unwrap(),
