@@ -69,6 +69,19 @@ impl Drop for Launcher {
     }
 }
 
+/// Waits until nothing accepts on `addr`: wineserver holds a socket's descriptor too, and
+/// closes it a moment after the process that owned it is gone.
+async fn refused(addr: SocketAddr) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    true
+}
+
 #[tokio::test]
 async fn the_launcher_serves_the_api_with_its_token_and_takes_it_down_when_killed() {
     let port = free_port();
@@ -160,5 +173,38 @@ async fn the_launcher_serves_the_api_with_its_token_and_takes_it_down_when_kille
         launcher.wine.until_none("msguide-api.exe").await,
         "msguide-api.exe outlived the launcher"
     );
-    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    assert!(refused(addr).await, "the API's port still accepts");
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_the_launcher_and_the_api_cleanly() {
+    let port = free_port();
+    let (mut launcher, _, _) = Launcher::headless("launcher-ctrl-c", port);
+    assert_eq!(launcher.wine.pids_of("msguide-api.exe").len(), 1);
+    // Wine turns SIGINT into the console's Ctrl-C event, which the launcher waits for.
+    let pid = launcher.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = launcher.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the launcher did not stop");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let stderr = std::fs::read_to_string(launcher.wine.scratch().join("launcher.stderr")).unwrap();
+    assert!(status.success(), "{status}\n{stderr}");
+    assert!(stderr.contains("msguide: stopped"), "{stderr}");
+    assert!(
+        launcher.wine.until_none("msguide-api.exe").await,
+        "msguide-api.exe outlived the launcher"
+    );
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(refused(addr).await, "the API's port still accepts");
 }
