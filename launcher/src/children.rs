@@ -4,8 +4,9 @@
 //! Children share the launcher's process group, so a Ctrl-C in the terminal reaches them too;
 //! the launcher still stops each one itself, which also covers SIGTERM and SIGHUP sent to the
 //! launcher alone. If the launcher is killed with SIGKILL, each child on Linux gets SIGTERM
-//! from the kernel, having asked for it at its own start (`local_core::lifetime`);
-//! elsewhere they keep running. `kill_on_drop` is the backstop for every other way out (a
+//! from the kernel, having asked for it at its own start (`local_core::lifetime`); on
+//! Windows the launcher's Job Object ends them ([`crate::job`]); elsewhere they keep running.
+//! `kill_on_drop` is the backstop for every other way out (a
 //! panic, an early return).
 
 use std::{

@@ -16,6 +16,7 @@
 //! - [`children`]: spawning, and stopping a child (SIGTERM, then SIGKILL).
 //! - [`bus`]: the session bus for the desktop client when none is running, and the one line
 //!   naming the package when dbus-daemon or the AT-SPI bus is missing.
+//! - [`job`]: on Windows, the Job Object that ends the children with a launcher killed outright.
 //! - [`start`]: the `start` sequence and its supervision loop.
 //!
 //! The launcher links nothing of ours: it talks to `msguide-api` only over HTTP, like the
@@ -26,6 +27,7 @@ pub mod children;
 pub mod cli;
 pub mod env;
 pub mod http;
+pub mod job;
 pub mod paths;
 pub mod probe;
 pub mod readiness;

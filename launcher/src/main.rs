@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use msguide_launcher::{
     cli::{Cli, Command},
+    job,
     paths::Os,
     start::{self, Context},
 };
@@ -12,6 +13,14 @@ use msguide_launcher::{
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let Command::Start(args) = cli.command;
+    // Held until the launcher exits: the children die with the job, and so with the launcher.
+    let _job = match job::contain() {
+        Ok(job) => Some(job),
+        Err(warning) => {
+            eprintln!("msguide: {warning}");
+            None
+        }
+    };
     // The siblings are looked for next to the real executable (a symlink to it is resolved).
     let own_dir = match std::env::current_exe() {
         Ok(exe) => exe.parent().map(std::path::Path::to_path_buf),

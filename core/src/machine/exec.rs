@@ -392,7 +392,7 @@ async fn run_with_parent_env(
         .checked_add(timeout)
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     let mut child = command.spawn().map_err(ExecError::Spawn)?;
-    let mut group = GroupGuard::new(child.id());
+    let mut group = GroupGuard::new(&child);
     let mut stdout = Capture::default();
     let mut stderr = Capture::default();
     let (status, timed_out) = supervise(

@@ -63,3 +63,6 @@ mod schemathesis;
 mod support;
 mod task_plans;
 mod tidy;
+// The Windows builds under Wine (scripts/windows-env), seen through /proc and the Wine drive.
+#[cfg(target_os = "linux")]
+mod windows;

@@ -1,8 +1,6 @@
 //! The guard of a child's process group: it signals the whole group, and kills it when dropped
-//! while armed.
-
-#[cfg(windows)]
-use std::process::Stdio;
+//! while armed. On Windows the group is a Job Object the child is put in as soon as it is
+//! spawned, so its descendants are in it too.
 
 /// Kills the child's process group when dropped while armed, so an aborted request leaves
 /// nothing running.
@@ -11,21 +9,34 @@ use std::process::Stdio;
 /// it names a live group, and an empty group just yields ESRCH, which is ignored.
 pub(super) struct GroupGuard {
     pid: Option<u32>,
+    /// A kill-on-close job holding the child and everything it starts; `None` when the
+    /// system refused one, and then `taskkill /T` walks the tree instead.
+    #[cfg(windows)]
+    job: Option<win32job::Job>,
 }
 
 impl GroupGuard {
-    pub(super) const fn new(pid: Option<u32>) -> Self {
-        Self { pid }
+    pub(super) fn new(child: &tokio::process::Child) -> Self {
+        Self {
+            pid: child.id(),
+            #[cfg(windows)]
+            job: job_of(child),
+        }
     }
 
     /// Leaves the group alone from now on.
-    pub(super) const fn disarm(&mut self) {
+    pub(super) fn disarm(&mut self) {
         self.pid = None;
+        #[cfg(windows)]
+        if let Some(job) = self.job.take() {
+            // Closing a kill-on-close job kills what is still in it: lift the limit first.
+            let _ = job.set_extended_limit_info(&win32job::ExtendedLimitInfo::new());
+        }
     }
 
     /// Asks the group to exit (POSIX SIGTERM); on Windows there is no such request, so this
     /// kills the tree.
-    pub(super) fn terminate(&self) {
+    pub(super) fn terminate(&mut self) {
         #[cfg(unix)]
         self.signal(rustix::process::Signal::TERM);
         #[cfg(windows)]
@@ -33,18 +44,24 @@ impl GroupGuard {
     }
 
     /// Kills the whole group.
-    pub(super) fn kill(&self) {
+    pub(super) fn kill(&mut self) {
         #[cfg(unix)]
         self.signal(rustix::process::Signal::KILL);
         #[cfg(windows)]
-        if let Some(pid) = self.pid {
-            // Without unsafe code there is no job object; taskkill walks the tree for us.
-            let _ = std::process::Command::new("taskkill")
-                .args(["/T", "/F", "/PID", &pid.to_string()])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
+        {
+            // Closing the job's only handle ends every process in it. taskkill stays as the
+            // fallback: Wine 8.0's taskkill, for one, has no /T.
+            if self.job.take().is_some() {
+                return;
+            }
+            if let Some(pid) = self.pid {
+                let _ = std::process::Command::new("taskkill")
+                    .args(["/T", "/F", "/PID", &pid.to_string()])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn();
+            }
         }
     }
 
@@ -59,6 +76,18 @@ impl GroupGuard {
             let _ = rustix::process::kill_process_group(pgid, signal);
         }
     }
+}
+
+/// A new kill-on-close job with `child` in it. The child has only just been spawned; what it
+/// starts from now on is born in the job.
+#[cfg(windows)]
+fn job_of(child: &tokio::process::Child) -> Option<win32job::Job> {
+    let handle = child.raw_handle()?;
+    let mut limits = win32job::ExtendedLimitInfo::new();
+    limits.limit_kill_on_job_close();
+    let job = win32job::Job::create_with_limit_info(&limits).ok()?;
+    job.assign_process(handle as isize).ok()?;
+    Some(job)
 }
 
 impl Drop for GroupGuard {

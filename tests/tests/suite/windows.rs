@@ -1,0 +1,200 @@
+//! Windows at run time: the `x86_64-pc-windows-gnu` builds run under Wine, as black boxes
+//! seen from the Linux side (loopback sockets, and the files on the Wine drive).
+//! `scripts/windows-env` cross-builds them, builds the `ProcessPrng` forwarder Wine 8.0 lacks
+//! and boots a Wine prefix once; every test here takes a private hard-linked copy of it.
+
+mod connector;
+mod launcher;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use e2e::platform::WAIT;
+
+use super::support::temp_dir;
+
+/// The three variables `scripts/windows-env` prints.
+fn prepared(name: &str) -> PathBuf {
+    let value = std::env::var_os(name).unwrap_or_else(|| {
+        panic!(
+            "{name} is not set: the Windows suite needs Wine and the Windows build, so run `eval \"$(scripts/windows-env)\"` first (scripts/test does)"
+        )
+    });
+    let path = PathBuf::from(value);
+    assert!(
+        path.exists(),
+        "{} ({name}) is missing: run `eval \"$(scripts/windows-env)\"` again",
+        path.display()
+    );
+    path
+}
+
+/// The executables a test copies beside the forwarder.
+const EXECUTABLES: [&str; 3] = ["msguide.exe", "msguide-api.exe", "autogpt-shim.exe"];
+
+/// A private Wine prefix: a hard-linked copy of the one `scripts/windows-env` booted, with the
+/// Windows executables and `bcryptprimitives.dll` in `C:\msguide`. Dropping it kills its
+/// wineserver (and with it every Windows process of the prefix) and removes the folder.
+pub(crate) struct Wine {
+    root: PathBuf,
+    prefix: PathBuf,
+}
+
+impl Wine {
+    pub(crate) fn new(name: &str) -> Self {
+        let cache = prepared("MSGUIDE_TEST_WINE_PREFIX");
+        let bin = prepared("MSGUIDE_TEST_WINDOWS_BIN");
+        let support = prepared("MSGUIDE_TEST_WINDOWS_SUPPORT");
+        let root = temp_dir(&format!("wine-{name}"));
+        let prefix = root.join("prefix");
+        // Hard links: the prefix is 700 MB of DLLs Wine only reads. Wine rewrites the registry
+        // files, so those are real copies.
+        let linked = Command::new("cp")
+            .arg("-al")
+            .arg(&cache)
+            .arg(&prefix)
+            .status()
+            .unwrap()
+            .success();
+        if !linked {
+            let _ = std::fs::remove_dir_all(&prefix);
+            assert!(
+                Command::new("cp")
+                    .arg("-a")
+                    .arg(&cache)
+                    .arg(&prefix)
+                    .status()
+                    .unwrap()
+                    .success(),
+                "copying the Wine prefix failed"
+            );
+        }
+        for entry in std::fs::read_dir(&prefix).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "reg") {
+                let bytes = std::fs::read(&path).unwrap();
+                std::fs::remove_file(&path).unwrap();
+                std::fs::write(&path, bytes).unwrap();
+            }
+        }
+        let wine = Self { root, prefix };
+        let dir = wine.bin_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = EXECUTABLES
+            .iter()
+            .map(|exe| bin.join(exe))
+            .chain([support.join("bcryptprimitives.dll")]);
+        for from in files {
+            let to = dir.join(from.file_name().unwrap());
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).unwrap();
+            }
+        }
+        wine
+    }
+
+    /// The Linux side of `C:\`.
+    pub(crate) fn drive_c(&self) -> PathBuf {
+        self.prefix.join("drive_c")
+    }
+
+    /// The Linux side of `C:\msguide`, where the executables are.
+    pub(crate) fn bin_dir(&self) -> PathBuf {
+        self.drive_c().join("msguide")
+    }
+
+    /// A folder of the test's own outside the prefix.
+    pub(crate) fn scratch(&self) -> &Path {
+        &self.root
+    }
+
+    /// The Windows per-user folder `%LOCALAPPDATA%` on the Linux side: the prefix has one user.
+    pub(crate) fn local_app_data(&self) -> PathBuf {
+        let users = self.drive_c().join("users");
+        let user = std::fs::read_dir(&users)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| path.file_name().is_some_and(|n| n != "Public"))
+            .unwrap_or_else(|| panic!("no user profile under {}", users.display()));
+        user.join("AppData/Local")
+    }
+
+    /// `wine C:\msguide\<exe> args…` with nothing of the runner's environment but `PATH` and
+    /// `HOME` (Wine passes the Unix environment on to the Windows program).
+    pub(crate) fn command(&self, exe: &str, args: &[&str]) -> Command {
+        let mut command = Command::new("wine");
+        command
+            .arg(format!("C:\\msguide\\{exe}"))
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.root)
+            .env("WINEPREFIX", &self.prefix)
+            .env("WINEDEBUG", "-all")
+            // Wine keeps its server's socket folder under TMPDIR: inside the test's folder.
+            .env("TMPDIR", &self.root)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// The Linux pids of this prefix's Windows processes whose command line names `exe`.
+    pub(crate) fn pids_of(&self, exe: &str) -> Vec<u32> {
+        let mine = format!("WINEPREFIX={}", self.prefix.display());
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let (Ok(cmdline), Ok(environ)) = (
+                std::fs::read(entry.path().join("cmdline")),
+                std::fs::read(entry.path().join("environ")),
+            ) else {
+                continue;
+            };
+            let named = String::from_utf8_lossy(&cmdline).contains(exe);
+            let ours = environ.split(|b| *b == 0).any(|v| v == mine.as_bytes());
+            if named && ours && super::support::running(&pid.to_string()) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Waits until no process of this prefix names `exe`.
+    pub(crate) async fn until_none(&self, exe: &str) -> bool {
+        let deadline = Instant::now() + WAIT;
+        while !self.pids_of(exe).is_empty() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        true
+    }
+}
+
+impl Drop for Wine {
+    fn drop(&mut self) {
+        // Kills every process of the prefix and waits for its wineserver to end.
+        let _ = Command::new("wineserver")
+            .arg("-k")
+            .env("WINEPREFIX", &self.prefix)
+            .env("TMPDIR", &self.root)
+            .stderr(Stdio::null())
+            .status();
+        let _ = Command::new("wineserver")
+            .arg("-w")
+            .env("WINEPREFIX", &self.prefix)
+            .env("TMPDIR", &self.root)
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
