@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error;
+use local_core::machine::exec::ShellKind;
+
 use crate::protocol::{Message, MessageType, Parsed};
 
 /// Which switch offers a tool; nothing is offered that the operator did not enable.
@@ -242,7 +244,7 @@ fn direction(_: &mut SchemaGenerator) -> Schema {
 
 // The wire's vocabularies, for the schemas; a unit test parses each into its wire type.
 const ENCODINGS: &[&str] = &["utf-8", "base64"];
-const SHELLS: &[&str] = &["auto", "bash", "sh", "zsh", "pwsh", "powershell", "cmd"];
+const SHELLS: &[&str] = &ShellKind::NAMES;
 const IMAGE_FORMATS: &[&str] = &["jpeg", "png"];
 const ACTIONS: &[&str] = &[
     "left_click",
@@ -608,7 +610,7 @@ impl Input for WriteClipboard {
 mod tests {
     use super::*;
     use crate::protocol::{
-        FileEncoding, ImageFormat, InputActionKind, Modifier, MouseButton, ScrollDirection, Shell,
+        FileEncoding, ImageFormat, InputActionKind, Modifier, MouseButton, ScrollDirection,
     };
 
     fn each<T: DeserializeOwned>(words: &[&str]) {
@@ -623,7 +625,6 @@ mod tests {
     #[test]
     fn every_schema_word_is_a_wire_word() {
         each::<FileEncoding>(ENCODINGS);
-        each::<Shell>(SHELLS);
         each::<ImageFormat>(IMAGE_FORMATS);
         each::<InputActionKind>(ACTIONS);
         each::<MouseButton>(BUTTONS);

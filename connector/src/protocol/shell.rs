@@ -2,29 +2,26 @@
 
 use std::collections::BTreeMap;
 
+use local_core::machine::exec::ShellKind;
 use serde::{Deserialize, Serialize};
 
 use super::messages::{Invalid, Payload};
 
-/// The `shell` selector; ignored when `argv` is set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Shell {
-    /// `bash` if on PATH else `sh`; `cmd.exe` on Windows.
-    #[default]
-    Auto,
-    /// bash.
-    Bash,
-    /// POSIX sh.
-    Sh,
-    /// zsh.
-    Zsh,
-    /// PowerShell Core.
-    Pwsh,
-    /// Windows PowerShell 5.1.
-    Powershell,
-    /// cmd.exe.
-    Cmd,
+/// The `shell` field as its wire name: core's [`ShellKind`] is the one shell enum, and its
+/// names are the contract's.
+mod shell_name {
+    use local_core::machine::exec::ShellKind;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub(super) fn serialize<S: Serializer>(shell: &ShellKind, out: S) -> Result<S::Ok, S::Error> {
+        out.serialize_str(shell.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<ShellKind, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(input)?;
+        ShellKind::from_name(&name)
+            .ok_or_else(|| D::Error::unknown_variant(&name, &ShellKind::NAMES))
+    }
 }
 
 /// `EXECUTE_COMMAND` (platform → shim): exactly one of `command` and `argv`.
@@ -36,9 +33,9 @@ pub struct ExecuteCommandPayload {
     /// Program and arguments, run without a shell.
     #[serde(default)]
     pub argv: Option<Vec<String>>,
-    /// Shell for `command`.
-    #[serde(default)]
-    pub shell: Shell,
+    /// Shell for `command`; ignored when `argv` is set.
+    #[serde(default, with = "shell_name")]
+    pub shell: ShellKind,
     /// Working directory (jail-checked); null means the allowed root.
     #[serde(default)]
     pub cwd: Option<String>,
@@ -108,7 +105,7 @@ mod tests {
     #[test]
     fn exactly_one_of_command_and_argv() {
         let argv = check(r#"{"argv": ["ls", "-la"]}"#).unwrap();
-        assert_eq!(argv.shell, Shell::Auto);
+        assert_eq!(argv.shell, ShellKind::Auto);
         assert!(check(r#"{"command": "ls", "argv": null}"#).is_ok());
         assert!(check(r#"{"command": "ls", "argv": ["ls"]}"#).is_err());
         assert!(check(r#"{"command": null, "argv": null}"#).is_err());

@@ -4,9 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use local_core::machine::exec::{
-    self, ExecOutcome, ExecRequest, LimitExceeded, Program, ShellKind,
-};
+use local_core::machine::exec::{self, ExecOutcome, ExecRequest, LimitExceeded, Program};
 use local_core::machine::files::{FileError, TEXT_READ_BUDGET_BYTES};
 use local_core::machine::jail::Jail;
 use local_core::machine::sandbox::SandboxMode;
@@ -16,7 +14,7 @@ use super::Host;
 use super::capability::{Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
 use crate::error::{WireError, failure, reply};
-use crate::protocol::{CommandResultPayload, ErrorCode, ExecuteCommandPayload, Message, Shell};
+use crate::protocol::{CommandResultPayload, ErrorCode, ExecuteCommandPayload, Message};
 
 /// An EXECUTE_COMMAND request.
 #[derive(Debug)]
@@ -124,7 +122,7 @@ impl ShellOp {
             program: match (&payload.command, &payload.argv) {
                 (_, Some(argv)) => Program::Argv(argv.clone()),
                 (Some(command), None) => Program::Shell {
-                    shell: shell_kind(payload.shell),
+                    shell: payload.shell,
                     command: command.clone(),
                 },
                 // The payload's validation refuses this before dispatch.
@@ -168,7 +166,7 @@ fn request_details(
     details([
         ("command", json!(payload.command)),
         ("argv", json!(payload.argv)),
-        ("shell", json!(payload.shell)),
+        ("shell", json!(payload.shell.as_str())),
         ("cwd", json!(payload.cwd)),
         ("env_keys", json!(env_keys)),
         (
@@ -213,16 +211,4 @@ fn result_message(outcome: ExecOutcome) -> Message {
         duration_seconds,
         output_truncated: outcome.output_truncated,
     })
-}
-
-const fn shell_kind(shell: Shell) -> ShellKind {
-    match shell {
-        Shell::Auto => ShellKind::Auto,
-        Shell::Bash => ShellKind::Bash,
-        Shell::Sh => ShellKind::Sh,
-        Shell::Zsh => ShellKind::Zsh,
-        Shell::Pwsh => ShellKind::Pwsh,
-        Shell::Powershell => ShellKind::Powershell,
-        Shell::Cmd => ShellKind::Cmd,
-    }
 }

@@ -81,6 +81,28 @@ pub enum ShellKind {
 }
 
 impl ShellKind {
+    /// Every shell, in the contract's order.
+    pub const ALL: [Self; 7] = [
+        Self::Auto,
+        Self::Bash,
+        Self::Sh,
+        Self::Zsh,
+        Self::Pwsh,
+        Self::Powershell,
+        Self::Cmd,
+    ];
+
+    /// Every shell's wire name, in the same order.
+    pub const NAMES: [&'static str; 7] = {
+        let mut names = [""; 7];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Self::ALL[i].as_str();
+            i += 1;
+        }
+        names
+    };
+
     /// The wire name (`"auto"`, `"bash"`, ...).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -98,17 +120,7 @@ impl ShellKind {
     /// Parses a wire name; `None` for anything else.
     #[must_use]
     pub fn from_name(name: &str) -> Option<Self> {
-        [
-            Self::Auto,
-            Self::Bash,
-            Self::Sh,
-            Self::Zsh,
-            Self::Pwsh,
-            Self::Powershell,
-            Self::Cmd,
-        ]
-        .into_iter()
-        .find(|kind| kind.as_str() == name)
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
     }
 }
 
