@@ -195,6 +195,15 @@ impl Drop for Wine {
             .env("TMPDIR", &self.root)
             .stderr(Stdio::null())
             .status();
+        // A process whose wineserver is already gone is not reached by `-k` (seen after a
+        // Ctrl-C test: explorer.exe and services.exe kept running), so kill any left by name
+        // of prefix.
+        for pid in self.pids_of("") {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
