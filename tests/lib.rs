@@ -28,3 +28,24 @@ pub fn sigterm(pid: u32) -> bool {
         .status()
         .is_ok_and(|status| status.success())
 }
+
+/// The file or folder a preparation script exported in `name` (a venv's interpreter, a cached
+/// build); panics with the command to run when it is unset or gone, so a test never skips.
+/// `needs` says in a few words what the test needs it for.
+#[must_use]
+pub fn prepared(name: &str, needs: &str, script: &str) -> std::path::PathBuf {
+    let value = std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} is not set: {needs}. Run `scripts/test`, or `eval \"$({script})\"` before cargo."
+            )
+        });
+    let path = std::path::PathBuf::from(value);
+    assert!(
+        path.exists(),
+        "{name}={} does not exist: run `{script}` again",
+        path.display()
+    );
+    path
+}

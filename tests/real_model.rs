@@ -61,20 +61,11 @@ impl Default for Options {
 /// they are missing.
 pub fn environment() -> (PathBuf, PathBuf) {
     let required = |name: &str| {
-        let value = std::env::var_os(name).filter(|v| !v.is_empty()).unwrap_or_else(|| {
-            panic!(
-                "{name} is not set: the real-model tests need the Python venv with xllamacpp and \
-                 the SmolLM2 GGUF that scripts/test prepares. Run `scripts/test` (or \
-                 `eval \"$(scripts/model-env)\"` before cargo) instead of a bare `cargo test`."
-            )
-        });
-        let path = PathBuf::from(value);
-        assert!(
-            path.is_file(),
-            "{name}={} does not exist: run `scripts/test` to (re)create the venv",
-            path.display()
-        );
-        path
+        crate::prepared(
+            name,
+            "the real-model tests need the Python venv with xllamacpp and the SmolLM2 GGUF",
+            "scripts/model-env",
+        )
     };
     (required(PYTHON_VAR), required(GGUF_VAR))
 }

@@ -12,7 +12,7 @@ use std::{
 
 use e2e::platform::WAIT;
 
-use super::support::{Req, assert_readable, free_port, stdout_lines, temp_dir};
+use super::support::{Req, announcement, assert_readable, free_port, stdout_lines, temp_dir};
 
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
@@ -130,18 +130,7 @@ impl Launcher {
             api_pid: None,
         };
         let receiver = stdout_lines(stdout);
-        let mut lines = Vec::new();
-        let deadline = Instant::now() + WAIT;
-        while lines.len() < 4 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match receiver.recv_timeout(left) {
-                Ok(line) => lines.push(line),
-                Err(_) => panic!(
-                    "no announcement on stdout: {lines:?}\nstderr: {}",
-                    launcher.stderr()
-                ),
-            }
-        }
+        let lines = announcement(&receiver, || launcher.stderr());
         let api_pid: u32 = lines[0]
             .split("(msguide-api pid ")
             .nth(1)

@@ -24,22 +24,11 @@ const PYTHON_VAR: &str = "MSGUIDE_TEST_MCP_PYTHON";
 
 /// The venv interpreter `scripts/mcp-env` prepared; panics with directions when missing.
 fn python() -> PathBuf {
-    let value = std::env::var_os(PYTHON_VAR)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| {
-            panic!(
-                "{PYTHON_VAR} is not set: this test drives the server with the MCP Python SDK \
-                 from the venv scripts/mcp-env prepares. Run `scripts/test`, or \
-                 `eval \"$(scripts/mcp-env)\"` before cargo."
-            )
-        });
-    let path = PathBuf::from(value);
-    assert!(
-        path.is_file(),
-        "{PYTHON_VAR}={} is not a file: run scripts/mcp-env again",
-        path.display()
-    );
-    path
+    e2e::prepared(
+        PYTHON_VAR,
+        "this test drives the server with the MCP Python SDK from the venv scripts/mcp-env prepares",
+        "scripts/mcp-env",
+    )
 }
 
 /// A home, an allowed root and a folder outside it holding `secret.txt`, removed on drop.

@@ -24,22 +24,11 @@ const SCHEMATHESIS_VAR: &str = "MSGUIDE_TEST_SCHEMATHESIS";
 
 /// The `st` command `scripts/schemathesis-env` installed; panics with directions when missing.
 fn schemathesis() -> PathBuf {
-    let value = std::env::var_os(SCHEMATHESIS_VAR)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| {
-            panic!(
-                "{SCHEMATHESIS_VAR} is not set: this test runs Schemathesis from the venv \
-                 scripts/schemathesis-env prepares. Run `scripts/test`, or \
-                 `eval \"$(scripts/schemathesis-env)\"` before cargo."
-            )
-        });
-    let path = PathBuf::from(value);
-    assert!(
-        path.is_file(),
-        "{SCHEMATHESIS_VAR}={} does not exist: run `scripts/schemathesis-env` to (re)create the venv",
-        path.display()
-    );
-    path
+    e2e::prepared(
+        SCHEMATHESIS_VAR,
+        "this test runs Schemathesis from the venv scripts/schemathesis-env prepares",
+        "scripts/schemathesis-env",
+    )
 }
 
 fn fixtures() -> PathBuf {

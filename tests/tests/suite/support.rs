@@ -559,6 +559,24 @@ pub(crate) fn stdout_lines(stdout: std::process::ChildStdout) -> std::sync::mpsc
     receiver
 }
 
+/// The launcher's announcement: its first four lines on stdout, within [`WAIT`]; panics
+/// with what arrived and the launcher's stderr (`stderr()`, read only then) when they do not.
+pub(crate) fn announcement(
+    receiver: &std::sync::mpsc::Receiver<String>,
+    stderr: impl Fn() -> String,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + e2e::platform::WAIT;
+    while lines.len() < 4 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match receiver.recv_timeout(left) {
+            Ok(line) => lines.push(line),
+            Err(_) => panic!("no announcement on stdout: {lines:?}\nstderr: {}", stderr()),
+        }
+    }
+    lines
+}
+
 /// Whether the process runs: gone, or a zombie waiting for a reaper, both count as not.
 pub(crate) fn running(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))

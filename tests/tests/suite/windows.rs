@@ -18,18 +18,11 @@ use super::support::temp_dir;
 
 /// The three variables `scripts/windows-env` prints.
 fn prepared(name: &str) -> PathBuf {
-    let value = std::env::var_os(name).unwrap_or_else(|| {
-        panic!(
-            "{name} is not set: the Windows suite needs Wine and the Windows build, so run `eval \"$(scripts/windows-env)\"` first (scripts/test does)"
-        )
-    });
-    let path = PathBuf::from(value);
-    assert!(
-        path.exists(),
-        "{} ({name}) is missing: run `eval \"$(scripts/windows-env)\"` again",
-        path.display()
-    );
-    path
+    e2e::prepared(
+        name,
+        "the Windows suite needs Wine and the Windows build",
+        "scripts/windows-env",
+    )
 }
 
 /// The executables a test copies beside the forwarder.

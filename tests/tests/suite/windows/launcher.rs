@@ -13,7 +13,7 @@ use e2e::platform::WAIT;
 use serde_json::json;
 
 use super::Wine;
-use crate::suite::support::{Req, b64, button, free_port, png_bytes, stdout_lines};
+use crate::suite::support::{Req, announcement, b64, button, free_port, png_bytes, stdout_lines};
 
 /// The launcher under Wine; killed (with its prefix) when the test ends.
 struct Launcher {
@@ -37,18 +37,9 @@ impl Launcher {
             .unwrap();
         let receiver = stdout_lines(child.stdout.take().unwrap());
         let launcher = Self { child, wine };
-        let mut lines = Vec::new();
-        let deadline = Instant::now() + WAIT;
-        while lines.len() < 4 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match receiver.recv_timeout(left) {
-                Ok(line) => lines.push(line),
-                Err(_) => panic!(
-                    "no announcement on stdout: {lines:?}\nstderr: {}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                ),
-            }
-        }
+        let lines = announcement(&receiver, || {
+            std::fs::read_to_string(&stderr).unwrap_or_default()
+        });
         // On Windows the announcement says how to set the token in PowerShell or cmd.
         let token = lines
             .iter()
