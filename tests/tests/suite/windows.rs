@@ -35,9 +35,16 @@ fn prepared(name: &str) -> PathBuf {
 /// The executables a test copies beside the forwarder.
 const EXECUTABLES: [&str; 3] = ["msguide.exe", "msguide-api.exe", "autogpt-shim.exe"];
 
+/// How `wine` is started: through bash, which first closes every descriptor above stderr that
+/// the test inherited. `flock /work/cpu.lock cargo test` hands the lock's descriptor down, and
+/// Wine's services (`services.exe`, `winedevice.exe`, `explorer.exe`) would otherwise hold it
+/// for as long as they live; dash takes only one-digit descriptors, hence bash.
+const CLOSE_INHERITED: &str = r#"for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done; exec "$@""#;
+
 /// A private Wine prefix: a hard-linked copy of the one `scripts/windows-env` booted, with the
 /// Windows executables and `bcryptprimitives.dll` in `C:\msguide`. Dropping it kills its
-/// wineserver (and with it every Windows process of the prefix) and removes the folder.
+/// wineserver (and with it every Windows process of the prefix), then any process of the
+/// prefix still there, and removes the folder.
 pub(crate) struct Wine {
     root: PathBuf,
     prefix: PathBuf,
@@ -125,9 +132,10 @@ impl Wine {
     /// `wine C:\msguide\<exe> args…` with nothing of the runner's environment but `PATH` and
     /// `HOME` (Wine passes the Unix environment on to the Windows program).
     pub(crate) fn command(&self, exe: &str, args: &[&str]) -> Command {
-        let mut command = Command::new("wine");
+        let program = format!("C:\\msguide\\{exe}");
+        let mut command = Command::new("bash");
         command
-            .arg(format!("C:\\msguide\\{exe}"))
+            .args(["-c", CLOSE_INHERITED, "bash", "wine", &program])
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -142,6 +150,11 @@ impl Wine {
 
     /// The Linux pids of this prefix's Windows processes whose command line names `exe`.
     pub(crate) fn pids_of(&self, exe: &str) -> Vec<u32> {
+        self.processes(|cmdline| String::from_utf8_lossy(cmdline).contains(exe))
+    }
+
+    /// The Linux pids of this prefix's running processes whose command line passes `named`.
+    fn processes(&self, named: impl Fn(&[u8]) -> bool) -> Vec<u32> {
         let mine = format!("WINEPREFIX={}", self.prefix.display());
         let mut pids = Vec::new();
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -158,9 +171,8 @@ impl Wine {
             ) else {
                 continue;
             };
-            let named = String::from_utf8_lossy(&cmdline).contains(exe);
             let ours = environ.split(|b| *b == 0).any(|v| v == mine.as_bytes());
-            if named && ours && super::support::running(&pid.to_string()) {
+            if ours && named(&cmdline) && super::support::running(&pid.to_string()) {
                 pids.push(pid);
             }
         }
@@ -195,6 +207,14 @@ impl Drop for Wine {
             .env("TMPDIR", &self.root)
             .stderr(Stdio::null())
             .status();
+        // A process the wineserver no longer knows of (its server gone before it) survives
+        // `-k`; it is this test's own, so it goes too.
+        for pid in self.processes(|_| true) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
