@@ -4,6 +4,7 @@
 //! and boots a Wine prefix once; every test here takes a private hard-linked copy of it.
 
 mod connector;
+mod desktop;
 mod launcher;
 
 use std::{
@@ -53,8 +54,6 @@ pub(crate) struct Wine {
 impl Wine {
     pub(crate) fn new(name: &str) -> Self {
         let cache = prepared("MSGUIDE_TEST_WINE_PREFIX");
-        let bin = prepared("MSGUIDE_TEST_WINDOWS_BIN");
-        let support = prepared("MSGUIDE_TEST_WINDOWS_SUPPORT");
         let root = temp_dir(&format!("wine-{name}"));
         let prefix = root.join("prefix");
         // Hard links: the prefix is 700 MB of DLLs Wine only reads. Wine rewrites the registry
@@ -88,29 +87,39 @@ impl Wine {
             }
         }
         let wine = Self { root, prefix };
-        let dir = wine.bin_dir();
+        wine.install("msguide", &[]);
+        wine
+    }
+
+    /// Puts the executables, `bcryptprimitives.dll` and the support DLLs `extra` (built by
+    /// `scripts/windows-env` from `tests/wine/`) in `C:\<folder>`, hard-linked.
+    pub(crate) fn install(&self, folder: &str, extra: &[&str]) {
+        let bin = prepared("MSGUIDE_TEST_WINDOWS_BIN");
+        let support = prepared("MSGUIDE_TEST_WINDOWS_SUPPORT");
+        let dir = self.drive_c().join(folder);
         std::fs::create_dir_all(&dir).unwrap();
-        let files = EXECUTABLES
-            .iter()
-            .map(|exe| bin.join(exe))
-            .chain([support.join("bcryptprimitives.dll")]);
+        let files = EXECUTABLES.iter().map(|exe| bin.join(exe)).chain(
+            ["bcryptprimitives.dll"]
+                .iter()
+                .chain(extra)
+                .map(|dll| support.join(dll)),
+        );
         for from in files {
+            assert!(
+                from.exists(),
+                "{} is missing: run `eval \"$(scripts/windows-env)\"` again",
+                from.display()
+            );
             let to = dir.join(from.file_name().unwrap());
             if std::fs::hard_link(&from, &to).is_err() {
                 std::fs::copy(&from, &to).unwrap();
             }
         }
-        wine
     }
 
     /// The Linux side of `C:\`.
     pub(crate) fn drive_c(&self) -> PathBuf {
         self.prefix.join("drive_c")
-    }
-
-    /// The Linux side of `C:\msguide`, where the executables are.
-    pub(crate) fn bin_dir(&self) -> PathBuf {
-        self.drive_c().join("msguide")
     }
 
     /// A folder of the test's own outside the prefix.
@@ -132,7 +141,12 @@ impl Wine {
     /// `wine C:\msguide\<exe> args…` with nothing of the runner's environment but `PATH` and
     /// `HOME` (Wine passes the Unix environment on to the Windows program).
     pub(crate) fn command(&self, exe: &str, args: &[&str]) -> Command {
-        let program = format!("C:\\msguide\\{exe}");
+        self.command_in("msguide", exe, args)
+    }
+
+    /// [`Wine::command`] for `C:\<folder>\<exe>`.
+    pub(crate) fn command_in(&self, folder: &str, exe: &str, args: &[&str]) -> Command {
+        let program = format!("C:\\{folder}\\{exe}");
         let mut command = Command::new("bash");
         command
             .args(["-c", CLOSE_INHERITED, "bash", "wine", &program])
