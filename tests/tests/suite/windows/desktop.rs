@@ -3,8 +3,14 @@
 //! against an X11 capture of the same screen, SendInput clicks and typing into Wine's notepad
 //! (its text read back from the file it saves), the clipboard against xclip, DISPLAY_INFO, and
 //! where Wine 8.0 falls short of Windows, the exact call that fails, asserted as such so that a
-//! Wine that fixes it is noticed: the window list is empty, because xcap keeps a window only
-//! when `DwmGetWindowAttribute(DWMWA_EXTENDED_FRAME_BOUNDS)` answers, and Wine 8.0 stubs it.
+//! Wine that fixes it is noticed:
+//! - the window list is empty: `DwmGetWindowAttribute(DWMWA_EXTENDED_FRAME_BOUNDS)` is a stub;
+//! - with a stand-in `dwmapi.dll` answering it (`tests/wine/dwm_frame_bounds.c`), windows are
+//!   listed, but without their application name (`GetModuleFileNameExW` and
+//!   `GetModuleBaseNameW` refuse a `PROCESS_QUERY_LIMITED_INFORMATION` handle, as Windows 7
+//!   did), a window's own capture is black (`PrintWindow` sends `WM_PRINT`, which Wine cannot
+//!   pass to another process), and WINDOW_FOCUS and A11Y_SNAPSHOT fail because the UI
+//!   Automation object (`CLSID_CUIAutomation`) is not registered.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -27,6 +33,8 @@ const HEIGHT: u32 = 768;
 const BOM: &str = "\u{feff}";
 /// What SendInput types into notepad: a long first word for the click to land in.
 const TYPED: &str = "alphaalphaalphaalpha beta ✓ gamma";
+/// `REGDB_E_CLASSNOTREG`: Wine 8.0 registers no `CLSID_CUIAutomation` class.
+const CLASS_NOT_REGISTERED: &str = "HRESULT 0x80040154";
 
 /// The environment that puts a Wine program on `desktop`, with Wine's debug channels `debug`.
 fn on(desktop: &Desktop, debug: &str) -> Vec<(&'static str, String)> {
@@ -416,4 +424,127 @@ async fn computer_use_reaches_the_wine_desktop_and_the_window_list_meets_wines_d
         "{log}"
     );
     assert!(!log.contains("alpha") && !log.contains(clip), "{log}");
+}
+
+#[tokio::test]
+async fn with_dwm_frame_bounds_supplied_windows_are_listed_and_ui_automation_is_what_wine_lacks() {
+    let desktop = Desktop::with_size(WIDTH, HEIGHT);
+    let wine = Wine::new("desktop-dwm");
+    // A copy of the executables beside the stand-in dwmapi.dll, which Wine loads before its
+    // own from the program's folder.
+    wine.install("dwm", &["dwmapi.dll"]);
+    std::fs::create_dir_all(wine.drive_c().join("jail")).unwrap();
+    let platform = Platform::bind().await;
+    let shim = WindowsShim::start_in(
+        &wine,
+        "dwm",
+        &platform,
+        &["--enable-computer-use"],
+        &on(&desktop, "-all,err+ole,fixme+msg"),
+    );
+    let (mut conn, _) = session(&platform).await;
+    let (pid, window) = notepad(&mut conn, &desktop, &[], "Untitled - Notepad").await;
+    let [x, y, width, height] = X11::open(&desktop).placed(window);
+
+    // Listed with its process, title, frame and focus; its application name is missing.
+    let list = conn.call("WINDOW_LIST_REQUEST", "wl", json!({})).await;
+    let windows = list["payload"]["windows"].as_array().unwrap();
+    assert_eq!(windows.len(), 1, "{list}");
+    let listed = &windows[0];
+    assert_eq!(listed["title"], "Untitled - Notepad");
+    assert_eq!(listed["pid"], pid);
+    // Its rectangle holds the X window (menu bar and text area) and the frame Wine reckons
+    // around it, a caption's height above at most.
+    let bounds: [i64; 4] = serde_json::from_value(listed["bounds"].clone()).unwrap();
+    let margins = [
+        x - bounds[0],
+        y - bounds[1],
+        bounds[2] - x - width,
+        bounds[3] - y - height,
+    ];
+    assert!(
+        margins.iter().all(|m| (0..40).contains(m)),
+        "{listed} around the X window at {:?}",
+        [x, y, width, height]
+    );
+    assert_eq!(listed["is_focused"], true, "{listed}");
+    assert_eq!(listed["is_minimized"], false);
+    assert_eq!(listed["monitor"], 0);
+    // Wine 8.0 only: xcap opens the process with PROCESS_QUERY_LIMITED_INFORMATION, which
+    // Windows 10 accepts for GetModuleFileNameExW; Wine, like Windows 7, also wants
+    // PROCESS_VM_READ, so the path comes back empty and GetModuleBaseNameW is denied.
+    assert_eq!(listed["app_name"], Value::Null, "{listed}");
+    let stderr = shim.stderr();
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("GetModuleBaseNameW(")
+                && line.ends_with("failed: WIN32_ERROR(5)")),
+        "Wine now names a window's application: assert the name\n{stderr}"
+    );
+
+    // Wine 8.0 only: the window's own capture is black, though X11 shows notepad there:
+    // PrintWindow sends WM_PRINT, which Wine cannot carry to another process, and says it
+    // succeeded.
+    let shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "ws",
+            json!({"format": "png", "window_id": listed["window_id"]}),
+        )
+        .await;
+    let (shot_width, shot_height, rgba) = decode_png(&shot);
+    assert_eq!(
+        [i64::from(shot_width), i64::from(shot_height)],
+        [bounds[2] - bounds[0], bounds[3] - bounds[1]]
+    );
+    assert!(
+        rgba.chunks(4).all(|p| p == [0, 0, 0, 255]),
+        "Wine now captures a window"
+    );
+    let side = |v: i64| u32::try_from(v).unwrap();
+    let shown = desktop.grab(x, y, side(width), side(height));
+    assert!(shown.rgb.iter().any(|p| *p != [0, 0, 0]));
+    assert!(
+        shim.stderr()
+            .contains("fixme:msg:pack_message msg 317 (WM_PRINT) not supported yet"),
+        "{}",
+        shim.stderr()
+    );
+
+    // Wine 8.0 only: focus and the accessibility snapshot both need the UI Automation object,
+    // whose class Wine does not register (CoCreateInstance: REGDB_E_CLASSNOTREG).
+    let focus = conn
+        .call(
+            "WINDOW_FOCUS",
+            "f",
+            json!({"window_id": listed["window_id"], "raise": true}),
+        )
+        .await;
+    assert_eq!(
+        focus["payload"]["details"],
+        json!({"feature": "window.focus",
+               "reason": format!("UI Automation is unavailable: {CLASS_NOT_REGISTERED}")}),
+        "{focus}"
+    );
+    let snapshot = conn
+        .call(
+            "A11Y_SNAPSHOT_REQUEST",
+            "a11y",
+            json!({"window_id": listed["window_id"], "deadline_ms": 5000}),
+        )
+        .await;
+    assert_eq!(
+        snapshot["payload"]["details"],
+        json!({"feature": "a11y.snapshot",
+               "reason": format!("the accessibility service is unavailable: {CLASS_NOT_REGISTERED}")}),
+        "{snapshot}"
+    );
+    let stderr = shim.stderr();
+    assert!(
+        stderr.contains(
+            "err:ole:com_get_class_object class {ff48dba4-60ef-4201-aa87-54103eef594e} not registered"
+        ),
+        "{stderr}"
+    );
 }
