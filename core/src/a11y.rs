@@ -18,7 +18,7 @@ use crate::limits::{A11Y_DEADLINE, A11Y_MAX_DEPTH, A11Y_MAX_NODES, MAX_ELEMENTS,
 #[cfg(target_os = "linux")]
 mod atspi;
 #[cfg(windows)]
-mod uia;
+pub(crate) mod uia;
 
 /// How far one walk may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

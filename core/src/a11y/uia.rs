@@ -19,7 +19,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
 
 fn walk(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
     let mut collector = Collector::new(budget, Instant::now());
-    let unavailable = |e: uiautomation::Error| A11yError::Unavailable(e.to_string());
+    let unavailable = |e: uiautomation::Error| A11yError::Unavailable(describe(&e));
     let automation = UIAutomation::new().map_err(unavailable)?;
     let walker = automation.get_control_view_walker().map_err(unavailable)?;
     let root = automation.get_root_element().map_err(unavailable)?;
@@ -74,6 +74,19 @@ fn walk(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
         }
     }
     Ok(collector.finish())
+}
+
+/// A UI Automation failure in words, with its HRESULT: the system's text for a code can be
+/// empty (Wine 8.0 has none for `REGDB_E_CLASSNOTREG`, which it answers for the UI Automation
+/// object), and the code is what says why then.
+pub(crate) fn describe(error: &uiautomation::Error) -> String {
+    let text = error.message().trim();
+    match (error.result(), text.is_empty()) {
+        (Some(result), true) => format!("HRESULT 0x{:08X}", result.0),
+        (Some(result), false) => format!("{text} (HRESULT 0x{:08X})", result.0),
+        (None, true) => format!("UI Automation error {}", error.code()),
+        (None, false) => text.to_owned(),
+    }
 }
 
 /// Whether a walker step failed rather than found nothing: "no such element" arrives as an

@@ -61,19 +61,35 @@ impl Grabber {
                     .get(display.index)
                     .ok_or_else(|| DesktopError::Failed("the monitor went away".to_owned()))?;
                 if rect == display.rect {
-                    return Ok(monitor.capture_image()?);
+                    return Ok(screen_pixels(monitor.capture_image()?));
                 }
                 let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
                 let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-                Ok(monitor.capture_region(
+                Ok(screen_pixels(monitor.capture_region(
                     offset(rect.x, display.rect.x),
                     offset(rect.y, display.rect.y),
                     side(rect.width),
                     side(rect.height),
-                )?)
+                )?))
             }
         }
     }
+}
+
+/// What xcap captured, as the screen shows it. On Windows xcap reads the screen through GDI
+/// into a 32-bit bitmap whose fourth byte GDI leaves unused ("not used" in BI_RGB), and hands
+/// that byte on as alpha: under Wine it is what the X server left in its padding byte, so
+/// anti-aliased text came out translucent in PNG screenshots. A screen has no transparency.
+fn screen_pixels(image: RgbaImage) -> RgbaImage {
+    if cfg!(windows) { opaque(image) } else { image }
+}
+
+/// `image` with every pixel fully opaque.
+fn opaque(mut image: RgbaImage) -> RgbaImage {
+    for pixel in image.pixels_mut() {
+        pixel.0[3] = u8::MAX;
+    }
+    image
 }
 
 /// The displays, primary first and indexed, and where their pixels come from.
@@ -268,7 +284,7 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
                     DesktopError::Failed("the window closed during capture".to_owned())
                 })?;
             let origin = [i64::from(window.x()?), i64::from(window.y()?)];
-            let image = window.capture_image()?;
+            let image = screen_pixels(window.capture_image()?);
             let (monitor, scale, os_id) = display_at(&displays, origin[0], origin[1])
                 .map_or((0, primary.scale, primary.os_id), summary);
             Ok(Capture {
@@ -568,6 +584,14 @@ mod tests {
             ..cursor
         };
         assert!(!blend_cursor(&mut edge, [0, 0], &short));
+    }
+
+    #[test]
+    fn an_opaque_capture_keeps_its_colours() {
+        let image = RgbaImage::from_fn(3, 1, |x, _| image::Rgba([10 * x as u8, 7, 200, x as u8]));
+        let out = opaque(image);
+        assert_eq!(out.get_pixel(0, 0).0, [0, 7, 200, 255]);
+        assert_eq!(out.get_pixel(2, 0).0, [20, 7, 200, 255]);
     }
 
     #[test]

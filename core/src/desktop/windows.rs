@@ -168,8 +168,15 @@ mod platform {
     pub(super) use super::xcap_all as all;
 
     pub(super) fn focus(window: u32, _raise: bool) -> Result<(), DesktopError> {
-        let failed = |e: uiautomation::Error| DesktopError::Failed(e.to_string());
-        let automation = uiautomation::UIAutomation::new().map_err(failed)?;
+        use crate::a11y::uia::describe;
+        let failed = |e: uiautomation::Error| DesktopError::Failed(describe(&e));
+        // Without the UI Automation object this machine cannot focus windows at all.
+        let automation = uiautomation::UIAutomation::new().map_err(|e| {
+            DesktopError::unsupported(
+                "window.focus",
+                format!("UI Automation is unavailable: {}", describe(&e)),
+            )
+        })?;
         let handle = uiautomation::types::Handle::from(isize::try_from(window).unwrap_or_default());
         automation
             .element_from_handle(handle)

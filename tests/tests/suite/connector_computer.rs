@@ -24,7 +24,7 @@ fn shim_on(desktop: &Desktop, platform: &Platform, tag: &str, extra: &[&str]) ->
     spawn_env(&home, platform, &root, &args, &env)
 }
 
-fn decode_png(reply: &Value) -> (u32, u32, Vec<u8>) {
+pub(crate) fn decode_png(reply: &Value) -> (u32, u32, Vec<u8>) {
     assert_eq!(reply["type"], "SCREENSHOT_RESPONSE", "{reply}");
     assert_eq!(reply["payload"]["mime_type"], "image/png");
     let bytes = base64::engine::general_purpose::STANDARD

@@ -4,6 +4,7 @@
 //! and boots a Wine prefix once; every test here takes a private hard-linked copy of it.
 
 mod connector;
+mod desktop;
 mod launcher;
 
 use std::{
@@ -28,9 +29,16 @@ fn prepared(name: &str) -> PathBuf {
 /// The executables a test copies beside the forwarder.
 const EXECUTABLES: [&str; 3] = ["msguide.exe", "msguide-api.exe", "autogpt-shim.exe"];
 
+/// How `wine` is started: through bash, which first closes every descriptor above stderr that
+/// the test inherited. `flock /work/cpu.lock cargo test` hands the lock's descriptor down, and
+/// Wine's services (`services.exe`, `winedevice.exe`, `explorer.exe`) would otherwise hold it
+/// for as long as they live; dash takes only one-digit descriptors, hence bash.
+const CLOSE_INHERITED: &str = r#"for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done; exec "$@""#;
+
 /// A private Wine prefix: a hard-linked copy of the one `scripts/windows-env` booted, with the
 /// Windows executables and `bcryptprimitives.dll` in `C:\msguide`. Dropping it kills its
-/// wineserver (and with it every Windows process of the prefix) and removes the folder.
+/// wineserver (and with it every Windows process of the prefix), then any process of the
+/// prefix still there, and removes the folder.
 pub(crate) struct Wine {
     root: PathBuf,
     prefix: PathBuf,
@@ -39,8 +47,6 @@ pub(crate) struct Wine {
 impl Wine {
     pub(crate) fn new(name: &str) -> Self {
         let cache = prepared("MSGUIDE_TEST_WINE_PREFIX");
-        let bin = prepared("MSGUIDE_TEST_WINDOWS_BIN");
-        let support = prepared("MSGUIDE_TEST_WINDOWS_SUPPORT");
         let root = temp_dir(&format!("wine-{name}"));
         let prefix = root.join("prefix");
         // Hard links: the prefix is 700 MB of DLLs Wine only reads. Wine rewrites the registry
@@ -74,29 +80,39 @@ impl Wine {
             }
         }
         let wine = Self { root, prefix };
-        let dir = wine.bin_dir();
+        wine.install("msguide", &[]);
+        wine
+    }
+
+    /// Puts the executables, `bcryptprimitives.dll` and the support DLLs `extra` (built by
+    /// `scripts/windows-env` from `tests/wine/`) in `C:\<folder>`, hard-linked.
+    pub(crate) fn install(&self, folder: &str, extra: &[&str]) {
+        let bin = prepared("MSGUIDE_TEST_WINDOWS_BIN");
+        let support = prepared("MSGUIDE_TEST_WINDOWS_SUPPORT");
+        let dir = self.drive_c().join(folder);
         std::fs::create_dir_all(&dir).unwrap();
-        let files = EXECUTABLES
-            .iter()
-            .map(|exe| bin.join(exe))
-            .chain([support.join("bcryptprimitives.dll")]);
+        let files = EXECUTABLES.iter().map(|exe| bin.join(exe)).chain(
+            ["bcryptprimitives.dll"]
+                .iter()
+                .chain(extra)
+                .map(|dll| support.join(dll)),
+        );
         for from in files {
+            assert!(
+                from.exists(),
+                "{} is missing: run `eval \"$(scripts/windows-env)\"` again",
+                from.display()
+            );
             let to = dir.join(from.file_name().unwrap());
             if std::fs::hard_link(&from, &to).is_err() {
                 std::fs::copy(&from, &to).unwrap();
             }
         }
-        wine
     }
 
     /// The Linux side of `C:\`.
     pub(crate) fn drive_c(&self) -> PathBuf {
         self.prefix.join("drive_c")
-    }
-
-    /// The Linux side of `C:\msguide`, where the executables are.
-    pub(crate) fn bin_dir(&self) -> PathBuf {
-        self.drive_c().join("msguide")
     }
 
     /// A folder of the test's own outside the prefix.
@@ -118,9 +134,15 @@ impl Wine {
     /// `wine C:\msguide\<exe> args…` with nothing of the runner's environment but `PATH` and
     /// `HOME` (Wine passes the Unix environment on to the Windows program).
     pub(crate) fn command(&self, exe: &str, args: &[&str]) -> Command {
-        let mut command = Command::new("wine");
+        self.command_in("msguide", exe, args)
+    }
+
+    /// [`Wine::command`] for `C:\<folder>\<exe>`.
+    pub(crate) fn command_in(&self, folder: &str, exe: &str, args: &[&str]) -> Command {
+        let program = format!("C:\\{folder}\\{exe}");
+        let mut command = Command::new("bash");
         command
-            .arg(format!("C:\\msguide\\{exe}"))
+            .args(["-c", CLOSE_INHERITED, "bash", "wine", &program])
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -135,6 +157,11 @@ impl Wine {
 
     /// The Linux pids of this prefix's Windows processes whose command line names `exe`.
     pub(crate) fn pids_of(&self, exe: &str) -> Vec<u32> {
+        self.processes(|cmdline| String::from_utf8_lossy(cmdline).contains(exe))
+    }
+
+    /// The Linux pids of this prefix's running processes whose command line passes `named`.
+    fn processes(&self, named: impl Fn(&[u8]) -> bool) -> Vec<u32> {
         let mine = format!("WINEPREFIX={}", self.prefix.display());
         let mut pids = Vec::new();
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -151,9 +178,8 @@ impl Wine {
             ) else {
                 continue;
             };
-            let named = String::from_utf8_lossy(&cmdline).contains(exe);
             let ours = environ.split(|b| *b == 0).any(|v| v == mine.as_bytes());
-            if named && ours && super::support::running(&pid.to_string()) {
+            if ours && named(&cmdline) && super::support::running(&pid.to_string()) {
                 pids.push(pid);
             }
         }
@@ -188,10 +214,9 @@ impl Drop for Wine {
             .env("TMPDIR", &self.root)
             .stderr(Stdio::null())
             .status();
-        // A process whose wineserver is already gone is not reached by `-k` (seen after a
-        // Ctrl-C test: explorer.exe and services.exe kept running), so kill any left by name
-        // of prefix.
-        for pid in self.pids_of("") {
+        // A process the wineserver no longer knows of (its server gone before it) survives
+        // `-k`; it is this test's own, so it goes too.
+        for pid in self.processes(|_| true) {
             let _ = Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
                 .stderr(Stdio::null())

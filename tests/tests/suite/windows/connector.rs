@@ -21,14 +21,25 @@ const MARKER: &str = "wine-jail-marker-7c1d";
 const AUDIT_KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
 /// The shim under Wine, with `C:\jail` as its root; killed when dropped.
-struct WindowsShim {
+pub(super) struct WindowsShim {
     child: Child,
     stderr: PathBuf,
 }
 
 impl WindowsShim {
     fn start(wine: &Wine, platform: &Platform, extra: &[&str]) -> Self {
-        let stderr = wine.scratch().join("shim.stderr");
+        Self::start_in(wine, "msguide", platform, extra, &[])
+    }
+
+    /// `C:\<folder>\autogpt-shim.exe … start extra…`, with `env` added to its environment.
+    pub(super) fn start_in(
+        wine: &Wine,
+        folder: &str,
+        platform: &Platform,
+        extra: &[&str],
+        env: &[(&str, String)],
+    ) -> Self {
+        let stderr = wine.scratch().join(format!("shim-{folder}.stderr"));
         let url = platform.url();
         let mut args = vec![
             "--session-id",
@@ -43,7 +54,8 @@ impl WindowsShim {
         ];
         args.extend_from_slice(extra);
         let child = wine
-            .command("autogpt-shim.exe", &args)
+            .command_in(folder, "autogpt-shim.exe", &args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("AUTOGPT_SHIM_TOKEN", TOKEN)
             .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.05")
             .env("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "0")
@@ -54,8 +66,9 @@ impl WindowsShim {
         Self { child, stderr }
     }
 
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    /// What it (and Wine for it) wrote on stderr so far.
+    pub(super) fn stderr(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.stderr).unwrap_or_default()).into_owned()
     }
 }
 
@@ -67,7 +80,7 @@ impl Drop for WindowsShim {
 }
 
 /// The connector's state folder, `%LOCALAPPDATA%\autogpt-local-executor`, on the Linux side.
-fn state_dir(wine: &Wine) -> PathBuf {
+pub(super) fn state_dir(wine: &Wine) -> PathBuf {
     wine.local_app_data().join("autogpt-local-executor")
 }
 
