@@ -10,6 +10,8 @@
 pub mod apps;
 pub mod clipboard;
 pub mod input;
+#[cfg(target_os = "linux")]
+pub mod portal;
 pub mod probe;
 pub mod screen;
 pub mod screenshot;

@@ -57,6 +57,9 @@ mod llm_client;
 mod mcp;
 mod model_provider;
 mod openapi;
+// A headless GNOME: mutter, the desktop portal, PipeWire and AT-SPI.
+#[cfg(target_os = "linux")]
+mod portal_gnome;
 mod privacy;
 mod real_model;
 mod schemathesis;

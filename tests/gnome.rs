@@ -1,0 +1,215 @@
+//! A private headless GNOME for the tests of the desktop portal: mutter with one 1280×800
+//! virtual monitor on a session bus of its own, with PipeWire and WirePlumber (the portal's
+//! screen casts need them), AT-SPI (so the test can answer the portal's dialog as a person
+//! would, `fixtures/portal_consent.py`), and the real xdg-desktop-portal with its GNOME backend,
+//! started by the bus on first use. Everything lives in one runtime folder, also its HOME, and
+//! is stopped, waited for and removed when the value drops.
+//! A missing program fails the test and names the package to install; nothing is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::display::require;
+
+/// How long mutter and the portal may take to come up on a loaded machine.
+pub const START_DEADLINE: Duration = Duration::from_secs(30);
+/// The Wayland socket's name, chosen here so the bus can give it to the portal from the start.
+const WAYLAND_DISPLAY: &str = "wayland-msguide";
+
+/// A running headless GNOME.
+pub struct Gnome {
+    /// Started first to last; stopped in reverse.
+    children: Vec<Child>,
+    runtime_dir: PathBuf,
+    bus_address: String,
+}
+
+impl Gnome {
+    /// Starts the bus, mutter, PipeWire, WirePlumber and the accessibility bus, and waits
+    /// until mutter listens.
+    pub fn start() -> Self {
+        for (program, package) in [
+            ("dbus-daemon", "dbus"),
+            ("mutter", "mutter"),
+            ("pipewire", "pipewire"),
+            ("wireplumber", "wireplumber"),
+            ("foot", "foot"),
+        ] {
+            require(program, package);
+        }
+        for (path, package) in [
+            ("/usr/libexec/xdg-desktop-portal", "xdg-desktop-portal"),
+            (
+                "/usr/libexec/xdg-desktop-portal-gnome",
+                "xdg-desktop-portal-gnome",
+            ),
+            ("/usr/libexec/at-spi-bus-launcher", "at-spi2-core"),
+            (
+                "/usr/lib/x86_64-linux-gnu/girepository-1.0/Atspi-2.0.typelib",
+                "gir1.2-atspi-2.0",
+            ),
+        ] {
+            assert!(
+                Path::new(path).exists(),
+                "`{path}` is missing: install the `{package}` package (scripts/test installs it)"
+            );
+        }
+        let runtime_dir = crate::platform::fresh_dir("gnome-runtime");
+        std::fs::set_permissions(
+            &runtime_dir,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        let mut gnome = Self {
+            children: Vec::new(),
+            runtime_dir,
+            bus_address: String::new(),
+        };
+
+        // The bus passes its environment to the services it starts: the portal must know the
+        // Wayland display and that this is GNOME before its first call.
+        let mut bus = gnome
+            .bare("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(format!(
+                "--address=unix:dir={}",
+                gnome.runtime_dir.display()
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dbus-daemon");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(bus.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        gnome.children.push(bus);
+        gnome.bus_address = line.trim().to_owned();
+        assert!(!gnome.bus_address.is_empty(), "dbus-daemon gave no address");
+
+        let log = |name: &str| std::fs::File::create(gnome.runtime_dir.join(name)).unwrap();
+        let mutter = gnome
+            .command("mutter")
+            .args([
+                "--headless",
+                "--virtual-monitor",
+                "1280x800",
+                "--wayland",
+                "--no-x11",
+            ])
+            .arg(format!("--wayland-display={WAYLAND_DISPLAY}"))
+            .stdout(log("mutter.log"))
+            .stderr(log("mutter.log"))
+            .spawn()
+            .expect("start mutter");
+        gnome.children.push(mutter);
+        let socket = gnome.runtime_dir.join(WAYLAND_DISPLAY);
+        let deadline = Instant::now() + START_DEADLINE;
+        while !socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "mutter did not listen within {START_DEADLINE:?}: {}",
+                gnome.log("mutter.log")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (program, name) in [
+            ("pipewire", "pipewire.log"),
+            ("wireplumber", "wireplumber.log"),
+            ("/usr/libexec/at-spi-bus-launcher", "at-spi.log"),
+        ] {
+            let mut command = gnome.command(program);
+            if program.ends_with("launcher") {
+                command.arg("--launch-immediately");
+            }
+            let child = command
+                .stdout(log(name))
+                .stderr(log(name))
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {program}: {e}"));
+            gnome.children.push(child);
+        }
+        gnome
+    }
+
+    /// The session bus's address.
+    #[must_use]
+    pub fn bus_address(&self) -> &str {
+        &self.bus_address
+    }
+
+    /// The runtime folder, removed on drop: a place for a test's files.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.runtime_dir
+    }
+
+    /// `program` with this desktop's environment and nothing else of the test's.
+    #[must_use]
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = self.bare(program);
+        command.env("DBUS_SESSION_BUS_ADDRESS", &self.bus_address);
+        command
+    }
+
+    /// Starts `command` as a client that is stopped with the desktop.
+    pub fn keep(&mut self, child: Child) {
+        self.children.push(child);
+    }
+
+    /// Answers the portal's next remote-desktop dialog (`share` or `cancel`) as a person
+    /// would, through AT-SPI; the returned child prints what it did and exits.
+    #[must_use]
+    pub fn person(&self, answer: &str) -> Child {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/portal_consent.py");
+        self.command("/usr/bin/python3")
+            .arg(script)
+            .arg(answer)
+            .arg(START_DEADLINE.as_secs().to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the AT-SPI person")
+    }
+
+    /// One of the desktop's logs, for a failure's message.
+    #[must_use]
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.runtime_dir.join(name)).unwrap_or_default()
+    }
+
+    fn bare(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("LANG", "C.UTF-8")
+            .env("HOME", &self.runtime_dir)
+            .env("XDG_RUNTIME_DIR", &self.runtime_dir)
+            .env("XDG_CURRENT_DESKTOP", "GNOME")
+            .env("WAYLAND_DISPLAY", WAYLAND_DISPLAY)
+            .env("GTK_A11Y", "atspi")
+            .stdin(Stdio::null());
+        command
+    }
+}
+
+impl Drop for Gnome {
+    fn drop(&mut self) {
+        // Clients and servers in reverse order; the bus last, whose services (the portal and
+        // its backends) end with it.
+        while let Some(mut child) = self.children.pop() {
+            let _ = crate::sigterm(child.id());
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.runtime_dir);
+    }
+}
