@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use e2e::display::require;
-use e2e::platform::{Conn, Platform, Shim, error_code};
+use e2e::platform::{Conn, Platform, Shim, error_code, shim_command};
 use e2e::wayland::{Compositor, file_contains};
 use serde_json::{Value, json};
 
@@ -39,6 +39,27 @@ fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&st
         shim: Some(spawn_env(&home, platform, &root, &args, &env)),
         home,
     }
+}
+
+/// `autogpt-shim doctor` with computer use enabled on `compositor`: its exit code and output.
+fn doctor(compositor: &Compositor, tag: &str) -> (Option<i32>, String) {
+    let (home, root) = home_and_root(tag);
+    let root = root.to_string_lossy().into_owned();
+    let mut env = compositor.env();
+    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = shim_command(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
+        &env,
+    )
+    .output()
+    .unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
@@ -424,6 +445,17 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
         "granted"
     );
 
+    // doctor finds nothing missing on sway.
+    let (code, out) = doctor(&sway, "wl-sway-doctor");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("[OK  ] computer use  enabled on Wayland: this compositor offers every protocol computer use needs\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[OK  ] Wayland  the compositor offers screen capture, a virtual pointer and keyboard, the window list and the clipboard\n"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
@@ -564,4 +596,36 @@ async fn weston_advertises_only_what_works_and_refuses_the_rest_before_the_backe
     };
     eventually("seven audited refusals", || refused() >= 7).await;
     assert_eq!(refused(), 7);
+}
+
+#[test]
+fn doctor_names_each_protocol_weston_lacks_and_what_it_costs() {
+    let weston = Compositor::weston();
+    let (code, out) = doctor(&weston, "wl-weston-doctor");
+    // Missing protocols narrow what HELLO offers; they never stop `start`.
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(
+            "[INFO] session type  Wayland (WAYLAND_DISPLAY=wayland-w, a live compositor)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("[WARN] computer use  enabled on Wayland: HELLO offers only what this compositor's protocols allow"),
+        "{out}"
+    );
+    let wlroots = "sway, Hyprland, river and labwc offer it";
+    let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
+    assert_eq!(
+        wayland,
+        [
+            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; {wlroots}"),
+            "[WARN] Wayland  no seat (wl_seat): input, the window focus and the clipboard are unavailable; every desktop compositor has one".to_owned(),
+            format!("[WARN] Wayland  no virtual pointer protocol (zwlr_virtual_pointer_manager_v1 version 2): clicks and pointer moves are unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
+        ],
+        "{out}"
+    );
 }
