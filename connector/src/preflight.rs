@@ -110,6 +110,38 @@ pub struct Inputs {
     /// What the shell sandbox's probe found on this machine (Linux only; probed when a mode is
     /// configured, and always by `doctor`).
     pub sandbox_support: Option<Support>,
+    /// What the Wayland compositor offers computer use, when this is a Wayland session (Linux,
+    /// `WAYLAND_DISPLAY` naming a live socket; asked by `doctor` only).
+    pub compositor: Option<Compositor>,
+}
+
+/// What a Wayland compositor's registry offers computer use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compositor {
+    /// Each protocol it lacks, in a sentence saying what that costs; empty when none is missing.
+    Missing(Vec<String>),
+    /// It could not be asked; why.
+    Unreachable(String),
+}
+
+impl Compositor {
+    /// Asks the compositor this process would use, when this is a Wayland session.
+    #[must_use]
+    pub fn probe() -> Option<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            use local_core::desktop::{session::Session, wayland};
+            if Session::detect() != Session::Wayland {
+                return None;
+            }
+            Some(match wayland::protocols() {
+                Ok(protocols) => Self::Missing(protocols.missing()),
+                Err(err) => Self::Unreachable(err.to_string()),
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
 }
 
 impl Inputs {
@@ -126,6 +158,7 @@ impl Inputs {
             wayland_display: env.var("WAYLAND_DISPLAY"),
             display: env.var("DISPLAY"),
             sandbox_support: None,
+            compositor: None,
         }
         .probed(false)
     }
@@ -133,8 +166,13 @@ impl Inputs {
     /// These inputs with the sandbox probed: when a mode is configured, or `always` (`doctor`
     /// reports what the kernel offers even when the sandbox is off). A throwaway process tries
     /// each part; nothing of this one is confined.
+    /// `always` also asks a Wayland compositor which protocols it offers (`start` leaves that to
+    /// each HELLO).
     #[must_use]
     pub fn probed(mut self, always: bool) -> Self {
+        if always && self.compositor.is_none() {
+            self.compositor = Compositor::probe();
+        }
         if cfg!(target_os = "linux")
             && self.sandbox_support.is_none()
             && (always || self.config.shell_sandbox != SandboxMode::Off)
@@ -162,6 +200,7 @@ const LOCAL_LLM: &str = "local LLM";
 const RECORDING: &str = "recording";
 const ARCHITECTURE: &str = "architecture";
 const SESSION_TYPE: &str = "session type";
+const WAYLAND: &str = "Wayland";
 
 /// The check a refused configuration value belongs to.
 fn label_of(problem: &ConfigError) -> &'static str {
@@ -240,6 +279,7 @@ pub fn checks(inputs: &Inputs) -> Vec<Finding> {
     add(SESSION_TYPE, &|| {
         session_type(inputs).map(|detail| Finding::new(Level::Info, SESSION_TYPE, detail))
     });
+    findings.extend(wayland(inputs));
     findings
 }
 
@@ -705,10 +745,15 @@ fn computer_use(inputs: &Inputs) -> Option<Finding> {
             COMPUTER_USE,
             "enabled, but this session has no display (no DISPLAY or WAYLAND_DISPLAY): HELLO will offer no computer-use feature; start it from your desktop session",
         ),
+        _ if inputs.compositor == Some(Compositor::Missing(Vec::new())) => Finding::new(
+            Level::Ok,
+            COMPUTER_USE,
+            "enabled on Wayland: this compositor offers every protocol computer use needs",
+        ),
         Some(kind) if kind.starts_with("Wayland") => Finding::new(
             Level::Warn,
             COMPUTER_USE,
-            "enabled on Wayland: HELLO offers only the features that work there (docs/computer-use.md); an X11 session offers all of them",
+            "enabled on Wayland: HELLO offers only what this compositor's protocols allow (the Wayland lines name what is missing; docs/computer-use.md)",
         ),
         _ => Finding::new(Level::Ok, COMPUTER_USE, "enabled"),
     })
@@ -736,10 +781,47 @@ fn local_llm(config: &ShimConfig) -> Option<Finding> {
     })
 }
 
+/// Each protocol the Wayland compositor lacks and what that costs (a warning when computer use
+/// is enabled, a fact otherwise), or that it offers them all.
+fn wayland(inputs: &Inputs) -> Vec<Finding> {
+    let level = if inputs.config.enable_computer_use {
+        Level::Warn
+    } else {
+        Level::Info
+    };
+    match &inputs.compositor {
+        None => Vec::new(),
+        Some(Compositor::Unreachable(why)) => vec![Finding::new(
+            level,
+            WAYLAND,
+            format!(
+                "the compositor could not be asked which protocols it offers ({why}): computer use will offer nothing on it; check that WAYLAND_DISPLAY names your session's compositor"
+            ),
+        )],
+        Some(Compositor::Missing(missing)) if missing.is_empty() => vec![Finding::new(
+            Level::Ok,
+            WAYLAND,
+            "the compositor offers screen capture, a virtual pointer and keyboard, the window list and the clipboard",
+        )],
+        Some(Compositor::Missing(missing)) => missing
+            .iter()
+            .map(|sentence| Finding::new(level, WAYLAND, sentence.clone()))
+            .collect(),
+    }
+}
+
 /// Which graphical session this is, as computer use will need to know; Linux only.
 fn session_type(inputs: &Inputs) -> Option<String> {
     if inputs.os != Os::Linux {
         return None;
+    }
+    // A live compositor was asked: this is Wayland whatever XDG_SESSION_TYPE says, as HELLO
+    // decides.
+    if inputs.compositor.is_some() {
+        let display = inputs.wayland_display.as_deref().unwrap_or_default();
+        return Some(format!(
+            "Wayland (WAYLAND_DISPLAY={display}, a live compositor)"
+        ));
     }
     let set = |value: &Option<String>| {
         value

@@ -7,6 +7,7 @@
 //! blocking thread, one operation at a time per machine ([`Desktop::one_at_a_time`]).
 //! Nothing here logs what is on the screen, what is typed or what the clipboard holds.
 
+pub mod action;
 pub mod apps;
 pub mod clipboard;
 pub mod input;
@@ -15,6 +16,9 @@ pub mod portal;
 pub mod probe;
 pub mod screen;
 pub mod screenshot;
+pub mod session;
+#[cfg(target_os = "linux")]
+pub mod wayland;
 pub mod windows;
 
 use std::sync::Arc;
@@ -108,6 +112,55 @@ impl Rect {
             height: u64::try_from(y2 - y1).unwrap_or(0),
         }
     }
+}
+
+/// One monitor. Index 0 is the primary (the first one listed when none says it is primary,
+/// as on Xvfb, which has no RandR primary).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Display {
+    /// Its place in the list: 0 for the primary.
+    pub index: usize,
+    /// Whether it is the primary display (always index 0).
+    pub primary: bool,
+    /// Where it sits in display-global physical pixels.
+    pub rect: Rect,
+    /// Physical pixels per logical pixel.
+    pub scale: f64,
+    /// The OS's own identifier of the monitor.
+    pub os_id: u32,
+}
+
+impl Display {
+    /// The size in logical pixels.
+    #[must_use]
+    pub fn logical_size(&self) -> (u64, u64) {
+        let logical = |side: u64| {
+            // Monitor sides are far below 2^52, so these conversions are exact.
+            (side as f64 / self.scale).round() as u64
+        };
+        (logical(self.rect.width), logical(self.rect.height))
+    }
+}
+
+/// One top-level window as the window system reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeWindow {
+    /// The window system's id (an X11 window id, a Windows HWND).
+    pub id: u32,
+    /// The owning process, when the window system says.
+    pub pid: Option<u32>,
+    /// The application (X11 `WM_CLASS`, the process name elsewhere).
+    pub app_name: String,
+    /// The window's title.
+    pub title: String,
+    /// Where it is, display-global.
+    pub bounds: Rect,
+    /// Whether it is minimised.
+    pub minimized: bool,
+    /// Whether it is maximised.
+    pub maximized: bool,
+    /// Whether it has the input focus.
+    pub focused: bool,
 }
 
 /// Why clipboard content was withheld.

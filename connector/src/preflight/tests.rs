@@ -28,6 +28,7 @@ fn inputs(dir: &TempDir) -> Inputs {
         wayland_display: Some("wayland-0".to_owned()),
         display: Some(":0".to_owned()),
         sandbox_support: None,
+        compositor: None,
     }
 }
 
@@ -402,6 +403,76 @@ fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce
     assert_eq!(code, EXIT_BLOCKED, "{out}");
     assert!(
         out.contains("[FAIL] shell sandbox  `strict` is configured, but the shell sandbox is Linux-only for now"),
+        "{out}"
+    );
+}
+
+#[test]
+fn on_wayland_each_missing_protocol_is_named_with_its_cost() {
+    let dir = TempDir::new("doctor-wayland");
+    let mut inputs = inputs(&dir);
+    own_files::ensure_dir(inputs.config.allowed_root.as_ref().unwrap()).unwrap();
+    own_files::write_atomic(&dir.join("token"), b"secret\n", 0o600).unwrap();
+    inputs.config.enable_computer_use = true;
+    // A live compositor decides the session type, whatever XDG_SESSION_TYPE says.
+    inputs.xdg_session_type = Some("x11".to_owned());
+    inputs.compositor = Some(Compositor::Missing(vec![
+        "no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; sway, Hyprland, river and labwc offer it".to_owned(),
+        "no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; sway, Hyprland, river and labwc offer it".to_owned(),
+    ]));
+    let (code, out) = run(&inputs);
+    assert_eq!(code, 0, "missing protocols never block `start`: {out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines.contains(&"[WARN] computer use  enabled on Wayland: HELLO offers only what this compositor's protocols allow (the Wayland lines name what is missing; docs/computer-use.md)"),
+        "{out}"
+    );
+    assert!(
+        lines.contains(
+            &"[INFO] session type  Wayland (WAYLAND_DISPLAY=wayland-0, a live compositor)"
+        ),
+        "{out}"
+    );
+    let wayland: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains("] Wayland  "))
+        .collect();
+    assert_eq!(
+        wayland,
+        [
+            "[WARN] Wayland  no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; sway, Hyprland, river and labwc offer it",
+            "[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; sway, Hyprland, river and labwc offer it",
+        ],
+        "{out}"
+    );
+
+    // Without computer use they are facts, not warnings.
+    inputs.config.enable_computer_use = false;
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[INFO] Wayland  no virtual keyboard protocol"),
+        "{out}"
+    );
+
+    inputs.config.enable_computer_use = true;
+    inputs.compositor = Some(Compositor::Missing(Vec::new()));
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[OK  ] computer use  enabled on Wayland: this compositor offers every protocol computer use needs\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[OK  ] Wayland  the compositor offers screen capture, a virtual pointer and keyboard, the window list and the clipboard\n"),
+        "{out}"
+    );
+
+    inputs.compositor = Some(Compositor::Unreachable(
+        "the Wayland compositor stopped answering".to_owned(),
+    ));
+    let (_, out) = run(&inputs);
+    assert!(
+        out.contains("[WARN] Wayland  the compositor could not be asked which protocols it offers (the Wayland compositor stopped answering): computer use will offer nothing on it; check that WAYLAND_DISPLAY names your session's compositor\n"),
         "{out}"
     );
 }

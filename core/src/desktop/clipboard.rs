@@ -4,6 +4,8 @@
 //!
 //! One arboard handle lives as long as the process: on X11 the clipboard's content is served
 //! by its owner, so dropping the handle right after a write would lose the content.
+//! On Wayland the content goes through the compositor's data-control protocol instead
+//! (`desktop::wayland::clipboard`), served by the Wayland connection's thread.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -86,6 +88,14 @@ impl Clipboard {
             return Err(DesktopError::TooLarge { size, limit });
         }
         let digest = hash(text);
+        if let Some(set) = wayland_set(text) {
+            set?;
+            self.inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .last_write = Some((digest, Instant::now()));
+            return Ok(());
+        }
         self.with(|handle, last_write| {
             handle.set_text(text)?;
             *last_write = Some((digest, Instant::now()));
@@ -99,14 +109,23 @@ impl Clipboard {
     /// [`DesktopError::Concealed`] when the policy withholds it, [`DesktopError::TooLarge`]
     /// over `limit` bytes, [`DesktopError::Failed`] when the clipboard fails.
     pub fn read(&self, limit: u64) -> Result<String, DesktopError> {
-        let (text, last_write) = self.with(|handle, last_write| {
-            // An empty or non-text clipboard reads as empty text, as the reference's tools do.
-            let text = handle.get_text().or_else(|e| match e {
-                arboard::Error::ContentNotAvailable => Ok(String::new()),
-                other => Err(other),
-            })?;
-            Ok((text, *last_write))
-        })?;
+        let (text, last_write) = if let Some(text) = wayland_get(limit) {
+            let last_write = self
+                .inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .last_write;
+            (text?, last_write)
+        } else {
+            self.with(|handle, last_write| {
+                // An empty or non-text clipboard reads as empty text, as the reference's tools do.
+                let text = handle.get_text().or_else(|e| match e {
+                    arboard::Error::ContentNotAvailable => Ok(String::new()),
+                    other => Err(other),
+                })?;
+                Ok((text, *last_write))
+            })?
+        };
         if !self.policy.read_foreign {
             writeback_check(last_write, &text, Instant::now())?;
         }
@@ -120,13 +139,39 @@ impl Clipboard {
     /// The live text, ignoring the policy: for restoring it after a paste, never returned
     /// to the platform.
     pub(super) fn raw_text(&self) -> Option<String> {
+        if let Some(text) = wayland_get(u64::MAX) {
+            return text.ok();
+        }
         self.with(|handle, _| handle.get_text()).ok()
     }
 
     /// Sets the text without recording a writeback: a paste's temporary content.
     pub(super) fn set_raw_text(&self, text: &str) -> Result<(), DesktopError> {
+        if let Some(set) = wayland_set(text) {
+            return set;
+        }
         self.with(|handle, _| handle.set_text(text))
     }
+}
+
+/// The Wayland clipboard's text, `None` outside a Wayland session.
+fn wayland_get(limit: u64) -> Option<Result<String, DesktopError>> {
+    #[cfg(target_os = "linux")]
+    if super::session::Session::detect() == super::session::Session::Wayland {
+        return Some(super::wayland::clipboard::get_text(limit));
+    }
+    let _ = limit;
+    None
+}
+
+/// Sets the Wayland clipboard's text, `None` outside a Wayland session.
+fn wayland_set(text: &str) -> Option<Result<(), DesktopError>> {
+    #[cfg(target_os = "linux")]
+    if super::session::Session::detect() == super::session::Session::Wayland {
+        return Some(super::wayland::clipboard::set_text(text));
+    }
+    let _ = text;
+    None
 }
 
 fn hash(text: &str) -> [u8; 32] {

@@ -2,63 +2,8 @@
 //! Wayland, Windows, macOS, none), the coarse and fine computer-use features it offers, the
 //! primary screen's resolution, and the OS permissions.
 
+pub use super::session::Session;
 use super::{screen, windows};
-
-/// The kind of desktop session this process can reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Session {
-    /// An X11 session (Xorg, Xvfb, or XWayland reachable through `DISPLAY`).
-    X11,
-    /// Wayland without an X server: capture through the compositor only, no synthetic input.
-    Wayland,
-    /// A Windows desktop.
-    Windows,
-    /// A macOS desktop.
-    MacOs,
-    /// No display reachable (a service without a session, WSL2 without WSLg, SSH).
-    None,
-}
-
-impl Session {
-    /// The session of this process, from its environment the way toolkits decide it.
-    #[must_use]
-    pub fn detect() -> Self {
-        Self::detect_from(|name| std::env::var(name).ok())
-    }
-
-    /// [`Session::detect`] reading the environment through `var`.
-    #[must_use]
-    pub fn detect_from(var: impl Fn(&str) -> Option<String>) -> Self {
-        if cfg!(windows) {
-            return Self::Windows;
-        }
-        if cfg!(target_os = "macos") {
-            return Self::MacOs;
-        }
-        let set = |name: &str| var(name).is_some_and(|v| !v.is_empty());
-        let wayland = set("WAYLAND_DISPLAY")
-            || var("XDG_SESSION_TYPE").is_some_and(|t| t.eq_ignore_ascii_case("wayland"));
-        // XWayland sets DISPLAY too, but input through it reaches only X clients: a Wayland
-        // session is treated as Wayland.
-        if wayland {
-            Self::Wayland
-        } else if set("DISPLAY") {
-            Self::X11
-        } else {
-            Self::None
-        }
-    }
-
-    /// Why nothing works, for `FEATURE_NOT_SUPPORTED` on an unreachable display.
-    #[must_use]
-    pub const fn reason(self) -> &'static str {
-        match self {
-            Self::Wayland => "not available on Wayland",
-            Self::None => "no display reachable",
-            Self::X11 | Self::Windows | Self::MacOs => "not available in this session",
-        }
-    }
-}
 
 /// Coarse buckets in the order HELLO lists them.
 pub const COARSE: &[&str] = &[
@@ -95,6 +40,10 @@ impl Probe {
 #[must_use]
 pub fn probe(clipboard: bool) -> Probe {
     let session = Session::detect();
+    #[cfg(target_os = "linux")]
+    if session == Session::Wayland {
+        return wayland_probe(clipboard);
+    }
     let primary = match session {
         Session::None => None,
         _ => screen::displays().ok().and_then(|d| d.into_iter().next()),
@@ -170,6 +119,61 @@ pub fn probe(clipboard: bool) -> Probe {
     }
 }
 
+/// What a Wayland compositor offers, from the protocols in its registry now.
+#[cfg(target_os = "linux")]
+fn wayland_probe(clipboard: bool) -> Probe {
+    let protocols = super::wayland::protocols().unwrap_or_default();
+    let Some(primary) = protocols.displays.first() else {
+        return Probe {
+            session: Session::None,
+            coarse: Vec::new(),
+            fine: Vec::new(),
+            screen_resolution: None,
+        };
+    };
+    let input = protocols.pointer() && protocols.keyboard();
+    let mut coarse = Vec::new();
+    let mut fine = Vec::new();
+    if protocols.screenshots() {
+        coarse.push("screenshot");
+        fine.extend(["screenshot.region", "screenshot.all_monitors"]);
+    }
+    if input {
+        coarse.push("input");
+        fine.extend([
+            "input.click.modifiers",
+            "input.click.button",
+            "input.drag.path",
+            "input.key.hold",
+            "input.mouse.down_up",
+            "input.scroll.amount",
+        ]);
+    }
+    fine.push("input.wait");
+    if input {
+        fine.push("cursor.position");
+    }
+    fine.push("display.info");
+    if protocols.windows() {
+        coarse.push("windows");
+        fine.extend(["window.list", "window.focus"]);
+    }
+    coarse.push("apps");
+    fine.extend(["app.list", "app.launch"]);
+    if clipboard && protocols.clipboard() {
+        coarse.push("clipboard");
+        fine.extend(["clipboard.read", "clipboard.write"]);
+    }
+    coarse.push("permissions");
+    fine.push("permissions.check");
+    Probe {
+        session: Session::Wayland,
+        coarse,
+        fine,
+        screen_resolution: Some((primary.rect.width, primary.rect.height)),
+    }
+}
+
 /// The state of one OS permission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {
@@ -186,9 +190,10 @@ pub enum Permission {
 /// The permissions computer use depends on, checked when a request names none.
 pub const PERMISSIONS: &[&str] = &["screen_recording", "accessibility", "input_monitoring"];
 
-/// The state of `name` in `session`: X11 grants everything to every client, Wayland grants
-/// no client capture or input outside the portal, Windows has no such permissions, and macOS
-/// cannot be asked without its Objective-C APIs.
+/// The state of `name` in `session`: X11 grants everything to every client, a Wayland
+/// compositor grants capture and input to every client exactly when it offers their
+/// protocols (and nothing outside the portal otherwise), Windows has no such permissions, and
+/// macOS cannot be asked without its Objective-C APIs.
 #[must_use]
 pub fn permission(session: Session, name: &str) -> Permission {
     if !PERMISSIONS.contains(&name) {
@@ -196,45 +201,37 @@ pub fn permission(session: Session, name: &str) -> Permission {
     }
     match session {
         Session::X11 => Permission::Granted,
-        Session::Wayland => Permission::Denied,
+        Session::Wayland => wayland_permission(name),
         Session::MacOs => Permission::Unknown,
         Session::Windows | Session::None => Permission::NotApplicable,
     }
 }
 
+#[cfg(target_os = "linux")]
+fn wayland_permission(name: &str) -> Permission {
+    let Ok(protocols) = super::wayland::protocols() else {
+        return Permission::Denied;
+    };
+    let granted = match name {
+        "screen_recording" => protocols.screenshots(),
+        "input_monitoring" => protocols.pointer() && protocols.keyboard(),
+        _ => return Permission::Unknown,
+    };
+    if granted {
+        Permission::Granted
+    } else {
+        Permission::Denied
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn wayland_permission(_name: &str) -> Permission {
+    Permission::Denied
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[cfg(all(unix, not(target_os = "macos")))]
-    #[test]
-    fn the_session_kind_comes_from_the_environment() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| (*v).to_owned())
-            }
-        };
-        assert_eq!(
-            Session::detect_from(env(&[("DISPLAY", ":0")])),
-            Session::X11
-        );
-        assert_eq!(
-            Session::detect_from(env(&[("DISPLAY", ":0"), ("WAYLAND_DISPLAY", "wayland-0")])),
-            Session::Wayland
-        );
-        assert_eq!(
-            Session::detect_from(env(&[("DISPLAY", ":0"), ("XDG_SESSION_TYPE", "Wayland")])),
-            Session::Wayland
-        );
-        assert_eq!(
-            Session::detect_from(env(&[("DISPLAY", ""), ("XDG_SESSION_TYPE", "tty")])),
-            Session::None
-        );
-        assert_eq!(Session::None.reason(), "no display reachable");
-    }
 
     #[test]
     fn permissions_follow_the_session() {

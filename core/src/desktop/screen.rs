@@ -3,35 +3,8 @@
 
 use image::{ImageEncoder, RgbaImage, codecs::png};
 
+pub use super::Display;
 use super::{DesktopError, Rect};
-
-/// One monitor. Index 0 is the primary (the first one listed when none says it is primary,
-/// as on Xvfb, which has no RandR primary).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Display {
-    /// Its place in the list: 0 for the primary.
-    pub index: usize,
-    /// Whether it is the primary display (always index 0).
-    pub primary: bool,
-    /// Where it sits in display-global physical pixels.
-    pub rect: Rect,
-    /// Physical pixels per logical pixel.
-    pub scale: f64,
-    /// The OS's own identifier of the monitor.
-    pub os_id: u32,
-}
-
-impl Display {
-    /// The size in logical pixels.
-    #[must_use]
-    pub fn logical_size(&self) -> (u64, u64) {
-        let logical = |side: u64| {
-            // Monitor sides are far below 2^52, so these conversions are exact.
-            (side as f64 / self.scale).round() as u64
-        };
-        (logical(self.rect.width), logical(self.rect.height))
-    }
-}
 
 /// Every connected monitor, primary first.
 ///
@@ -48,6 +21,9 @@ enum Grabber {
     X11(Box<x11::Screen>),
     /// xcap's monitors, in the order of the displays they belong to.
     Xcap(Vec<xcap::Monitor>),
+    /// The Wayland compositor's screencopy, one whole output at a time.
+    #[cfg(target_os = "linux")]
+    Wayland,
 }
 
 impl Grabber {
@@ -56,6 +32,23 @@ impl Grabber {
         match self {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab(rect),
+            #[cfg(target_os = "linux")]
+            Self::Wayland => {
+                let image = super::wayland::capture::output(display.os_id)?;
+                if rect == display.rect {
+                    return Ok(image);
+                }
+                let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
+                let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+                Ok(image::imageops::crop_imm(
+                    &image,
+                    offset(rect.x, display.rect.x),
+                    offset(rect.y, display.rect.y),
+                    side(rect.width),
+                    side(rect.height),
+                )
+                .to_image())
+            }
             Self::Xcap(monitors) => {
                 let monitor = monitors
                     .get(display.index)
@@ -95,9 +88,13 @@ fn opaque(mut image: RgbaImage) -> RgbaImage {
 /// The displays, primary first and indexed, and where their pixels come from.
 fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
     #[cfg(all(unix, not(target_os = "macos")))]
-    if super::probe::Session::detect() == super::probe::Session::X11 {
+    if super::session::Session::detect() == super::session::Session::X11 {
         let screen = x11::Screen::open()?;
         return Ok((order(screen.displays()?), Grabber::X11(Box::new(screen))));
+    }
+    #[cfg(target_os = "linux")]
+    if super::session::Session::detect() == super::session::Session::Wayland {
+        return Ok((order(super::wayland::displays()?), Grabber::Wayland));
     }
     let mut all = Vec::new();
     for monitor in xcap::Monitor::all()? {
@@ -414,7 +411,7 @@ mod pointer {
     /// no pointer image source of ours exists yet.
     pub(super) fn image() -> Result<Option<CursorImage>, DesktopError> {
         #[cfg(all(unix, not(target_os = "macos")))]
-        if super::super::probe::Session::detect() == super::super::probe::Session::X11 {
+        if super::super::session::Session::detect() == super::super::session::Session::X11 {
             return super::x11::Screen::open()?.cursor().map(Some);
         }
         Ok(None)

@@ -13,28 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use uuid::Uuid;
 
+pub use super::NativeWindow;
 use super::{DesktopError, Rect};
-
-/// One top-level window as the window system reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NativeWindow {
-    /// The window system's id (an X11 window id, a Windows HWND).
-    pub id: u32,
-    /// The owning process, when the window system says.
-    pub pid: Option<u32>,
-    /// The application (X11 `WM_CLASS`, the process name elsewhere).
-    pub app_name: String,
-    /// The window's title.
-    pub title: String,
-    /// Where it is, display-global.
-    pub bounds: Rect,
-    /// Whether it is minimised.
-    pub minimized: bool,
-    /// Whether it is maximised.
-    pub maximized: bool,
-    /// Whether it has the input focus.
-    pub focused: bool,
-}
 
 /// Every top-level window the window system lists, topmost first.
 ///
@@ -42,6 +22,10 @@ pub struct NativeWindow {
 /// [`DesktopError::NotSupported`] (`window.list`) when it cannot list windows (X11 needs an
 /// EWMH window manager for this).
 pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
+    #[cfg(target_os = "linux")]
+    if super::session::Session::detect() == super::session::Session::Wayland {
+        return super::wayland::windows::all();
+    }
     platform::all()
 }
 
@@ -124,6 +108,11 @@ impl Registry {
 /// [`DesktopError::Failed`] when the window system refuses, [`DesktopError::NotSupported`]
 /// where focusing is not implemented.
 pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
+    // Activation on Wayland always raises: the protocol has no focus without it.
+    #[cfg(target_os = "linux")]
+    if super::session::Session::detect() == super::session::Session::Wayland {
+        return super::wayland::windows::focus(window.id);
+    }
     platform::focus(window.id, raise)
 }
 

@@ -40,6 +40,9 @@ mod connector_storm;
 // Mode bits of the token file it makes.
 #[cfg(unix)]
 mod connector_try;
+// A headless sway in a user namespace, weston, and their witnesses: Linux only.
+#[cfg(target_os = "linux")]
+mod connector_wayland;
 mod contracts;
 // Xvfb, openbox and AT-SPI.
 #[cfg(unix)]

@@ -673,7 +673,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ),
     // Guidance points at desktop elements, and the desktop reports in guidance's terms.
     ("core", &["desktop", "guide"]),
-    ("core::desktop", &["probe", "screen"]),
     ("api", &["contracts", "error"]),
 ];
 

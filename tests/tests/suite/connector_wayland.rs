@@ -1,0 +1,631 @@
+//! Computer use through the real `autogpt-shim` binary on Wayland compositors started by the
+//! test: a headless sway (wlroots protocols; witnesses grim, wev, foot running `cat`, swaymsg
+//! and wl-clipboard), at scale 1 and at scale 2, and a headless weston, which offers none of
+//! the wlr protocols and must be refused before any backend call.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use e2e::display::require;
+use e2e::platform::{Conn, Platform, Shim, error_code, shim_command};
+use e2e::wayland::{Compositor, file_contains};
+use serde_json::{Value, json};
+
+use super::connector::{home_and_root, spawn_env};
+
+/// How long a witness may take to see what the shim did, on a loaded machine.
+const SEEN_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The shim in a home of its own, both gone when the value drops.
+struct ShimIn {
+    shim: Option<Shim>,
+    home: std::path::PathBuf,
+}
+
+impl Drop for ShimIn {
+    fn drop(&mut self) {
+        drop(self.shim.take());
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&str]) -> ShimIn {
+    let (home, root) = home_and_root(tag);
+    let mut args = vec!["--enable-computer-use"];
+    args.extend_from_slice(extra);
+    let env = compositor.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    ShimIn {
+        shim: Some(spawn_env(&home, platform, &root, &args, &env)),
+        home,
+    }
+}
+
+/// `autogpt-shim doctor` with computer use enabled on `compositor`: its exit code and output.
+fn doctor(compositor: &Compositor, tag: &str) -> (Option<i32>, String) {
+    let (home, root) = home_and_root(tag);
+    let root = root.to_string_lossy().into_owned();
+    let mut env = compositor.env();
+    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = shim_command(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
+        &env,
+    )
+    .output()
+    .unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    pixels.truncate(info.buffer_size());
+    // To RGBA, whatever grim wrote (RGB) or we did (RGBA).
+    let rgba = match info.color_type {
+        png::ColorType::Rgba => pixels,
+        png::ColorType::Rgb => pixels
+            .chunks(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect(),
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    (info.width, info.height, rgba)
+}
+
+fn shot_pixels(reply: &Value) -> (u32, u32, Vec<u8>) {
+    assert_eq!(reply["type"], "SCREENSHOT_RESPONSE", "{reply}");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(reply["payload"]["image_base64"].as_str().unwrap())
+        .unwrap();
+    decode_png(&bytes)
+}
+
+/// The compositor's own capture of the whole layout, by grim.
+fn grim(compositor: &Compositor) -> (u32, u32, Vec<u8>) {
+    require("grim", "grim");
+    let out = compositor
+        .command("grim")
+        .args(["-t", "png", "-"])
+        .output()
+        .expect("run grim");
+    assert!(
+        out.status.success(),
+        "grim failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    decode_png(&out.stdout)
+}
+
+/// Pixels that differ between two same-sized RGBA images.
+fn differing(a: &[u8], b: &[u8]) -> usize {
+    assert_eq!(a.len(), b.len());
+    a.chunks(4).zip(b.chunks(4)).filter(|(x, y)| x != y).count()
+}
+
+async fn act(conn: &mut Conn, id: &str, payload: Value) -> Value {
+    let reply = conn.call("INPUT_ACTION", id, payload).await;
+    assert_eq!(reply["type"], "ACK", "{reply}");
+    reply
+}
+
+/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
+async fn eventually(what: &str, seen: impl Fn() -> bool) {
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    while !seen() {
+        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A foot terminal with `app_id` whose `cat` writes what it reads to `file` (a tty in canonical
+/// mode: a line arrives once Return is typed).
+fn foot_cat(compositor: &mut Compositor, app_id: &str, file: &std::path::Path) {
+    require("foot", "foot");
+    let mut foot = compositor.command("foot");
+    foot.args(["--app-id", app_id, "--title", app_id, "sh", "-c"])
+        .arg(format!("exec cat > '{}'", file.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    compositor.spawn(foot);
+    compositor.wait_for_app(app_id);
+}
+
+/// wev under a pty (it prints nothing to a file: its stdout is never flushed), logging to
+/// `log`.
+fn wev(compositor: &mut Compositor, log: &std::path::Path) {
+    require("wev", "wev");
+    require("script", "bsdutils");
+    let mut script = compositor.command("script");
+    script
+        .args(["-qfc", "wev"])
+        .arg(log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    compositor.spawn(script);
+    compositor.wait_for_app("wev");
+}
+
+/// The rectangle sway gives the window with `app_id` (layout coordinates).
+fn window_rect(compositor: &Compositor, app_id: &str) -> [i64; 4] {
+    fn walk(node: &Value, app_id: &str) -> Option<[i64; 4]> {
+        if node["app_id"] == app_id {
+            let r = &node["rect"];
+            return Some(["x", "y", "width", "height"].map(|k| r[k].as_i64().unwrap()));
+        }
+        ["nodes", "floating_nodes"]
+            .iter()
+            .filter_map(|k| node[*k].as_array())
+            .flatten()
+            .find_map(|n| walk(n, app_id))
+    }
+    walk(&compositor.tree(), app_id).unwrap_or_else(|| panic!("{app_id} not in sway's tree"))
+}
+
+fn wl_paste(compositor: &Compositor) -> String {
+    let out = compositor
+        .command("wl-paste")
+        .arg("--no-newline")
+        .output()
+        .expect("run wl-paste");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
+    require("wl-paste", "wl-clipboard");
+    let mut sway = Compositor::sway(1);
+    let typed = sway.path("typed.txt");
+    foot_cat(&mut sway, "typetarget", &typed);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(
+        &sway,
+        &platform,
+        "wl-sway",
+        &["--enable-clipboard", "--enable-clipboard-read-foreign"],
+    );
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["screen_resolution"], json!([1280, 800]));
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!([
+            "screenshot",
+            "input",
+            "windows",
+            "apps",
+            "clipboard",
+            "permissions"
+        ])
+    );
+    let fine = payload["computer_use_features"].as_array().unwrap();
+    for feature in [
+        "screenshot.region",
+        "screenshot.all_monitors",
+        "input.drag.path",
+        "input.key.hold",
+        "cursor.position",
+        "display.info",
+        "window.list",
+        "window.focus",
+        "clipboard.read",
+        "clipboard.write",
+    ] {
+        assert!(
+            fine.contains(&json!(feature)),
+            "{feature} missing: {fine:?}"
+        );
+    }
+
+    // DISPLAY_INFO: the one output.
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"],
+        json!([{"index": 0, "primary": true, "physical_size": [1280, 800],
+                "logical_size": [1280, 800], "scale": 1.0, "origin": [0, 0]}])
+    );
+
+    // Typing: any Unicode text, through the keymap the shim uploads, into foot's cat; then a
+    // key chord (BackSpace erases in the tty's line editing).
+    act(
+        &mut conn,
+        "t1",
+        json!({"action": "type", "text": "Grüße ✓ 日本語 🙂 ½\n"}),
+    )
+    .await;
+    eventually("the typed line in foot", || {
+        file_contains(&typed, "Grüße ✓ 日本語 🙂 ½\n")
+    })
+    .await;
+    act(&mut conn, "t2", json!({"action": "type", "text": "xyz"})).await;
+    act(
+        &mut conn,
+        "k1",
+        json!({"action": "key", "key": "BackSpace"}),
+    )
+    .await;
+    act(&mut conn, "k2", json!({"action": "key", "key": "Return"})).await;
+    eventually("xy after a BackSpace", || file_contains(&typed, "½\nxy\n")).await;
+
+    // Screenshots: the whole output, pixel for pixel what grim sees; a region cut from it.
+    let full = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s1",
+            json!({"format": "png", "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&full);
+    assert_eq!((w, h), (1280, 800));
+    assert_eq!(full["payload"]["display_scale"], 1.0);
+    let (gw, gh, theirs) = grim(&sway);
+    assert_eq!((gw, gh), (1280, 800));
+    // foot's text cursor may blink between the two captures: judged on counts.
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 1280 * 800 / 200,
+        "{differ} pixels differ from grim's capture"
+    );
+    let region = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s2",
+            json!({"format": "png", "region": [100, 50, 300, 150]}),
+        )
+        .await;
+    let (rw, rh, part) = shot_pixels(&region);
+    assert_eq!((rw, rh), (200, 100));
+    assert_eq!(region["payload"]["meta"]["origin"], json!([100, 50]));
+    let same = (0..100_usize)
+        .flat_map(|y| (0..200_usize).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let a = (y * 200 + x) * 4;
+            let b = ((y + 50) * 1280 + x + 100) * 4;
+            part[a..a + 4] == ours[b..b + 4]
+        })
+        .count();
+    assert!(
+        same > 200 * 100 * 99 / 100,
+        "only {same} region pixels match"
+    );
+
+    // Windows: foot listed by its app id; wev opens beside it and takes the focus.
+    let wev_log = sway.path("wev.log");
+    wev(&mut sway, &wev_log);
+    eventually("wev focused", || {
+        sway.focused_app().as_deref() == Some("wev")
+    })
+    .await;
+    let list = conn.call("WINDOW_LIST_REQUEST", "w1", json!({})).await;
+    assert_eq!(list["type"], "WINDOW_LIST_RESPONSE", "{list}");
+    let windows = list["payload"]["windows"].as_array().unwrap().clone();
+    let foot = windows
+        .iter()
+        .find(|w| w["app_name"] == "typetarget")
+        .unwrap_or_else(|| panic!("foot not listed: {windows:?}"));
+    assert_eq!(foot["title"], "typetarget");
+    assert_eq!(foot["is_focused"], false);
+    assert!(
+        windows
+            .iter()
+            .any(|w| w["is_focused"] == true && w["app_name"] == "wev")
+    );
+    let focus = conn
+        .call(
+            "WINDOW_FOCUS",
+            "f1",
+            json!({"window_id": foot["window_id"]}),
+        )
+        .await;
+    assert_eq!(focus["type"], "ACK", "{focus}");
+    eventually("foot focused per swaymsg", || {
+        sway.focused_app().as_deref() == Some("typetarget")
+    })
+    .await;
+
+    // A window that closes leaves a stale id.
+    let doomed = sway.path("doomed.txt");
+    foot_cat(&mut sway, "doomed", &doomed);
+    let list = conn.call("WINDOW_LIST_REQUEST", "w2", json!({})).await;
+    let doomed_id = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["app_name"] == "doomed")
+        .map(|w| w["window_id"].clone())
+        .unwrap();
+    let kill = sway
+        .command("swaymsg")
+        .args(["[app_id=doomed]", "kill"])
+        .output()
+        .unwrap();
+    assert!(kill.status.success());
+    eventually("the doomed window gone", || {
+        !serde_json::to_string(&sway.tree())
+            .unwrap()
+            .contains("\"app_id\":\"doomed\"")
+    })
+    .await;
+    let stale = conn
+        .call("WINDOW_FOCUS", "f2", json!({"window_id": doomed_id}))
+        .await;
+    assert_eq!(error_code(&stale), "WINDOW_STALE");
+    assert_eq!(stale["payload"]["details"]["window_id"], doomed_id);
+
+    // The pointer: a move into wev's window arrives at the surface coordinates it should, and
+    // a click there as a left press and release.
+    let [wx, wy, ww, wh] = window_rect(&sway, "wev");
+    let target = [wx + ww / 2 + 7, wy + wh / 3 + 3];
+    act(
+        &mut conn,
+        "m1",
+        json!({"action": "mouse_move", "coordinate": target}),
+    )
+    .await;
+    let expected = format!("x, y: {}.000000, {}.000000", target[0] - wx, target[1] - wy);
+    eventually(&format!("wev seeing motion at {expected}"), || {
+        file_contains(&wev_log, &expected)
+    })
+    .await;
+    act(
+        &mut conn,
+        "c1",
+        json!({"action": "left_click", "coordinate": target}),
+    )
+    .await;
+    eventually("wev seeing a left press and release", || {
+        let log = std::fs::read_to_string(&wev_log).unwrap_or_default();
+        log.contains("button: 272 (left), state: 1 (pressed)")
+            && log.contains("button: 272 (left), state: 0 (released)")
+    })
+    .await;
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": target[0], "y": target[1], "monitor": 0}),
+        "{cursor}"
+    );
+    let outside = conn
+        .call(
+            "INPUT_ACTION",
+            "o",
+            json!({"action": "mouse_move", "coordinate": [1280, 10]}),
+        )
+        .await;
+    assert_eq!(error_code(&outside), "INPUT_OUT_OF_BOUNDS");
+
+    // The clipboard both ways, checked by wl-clipboard.
+    let written = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "cw",
+            json!({"format": "text", "content": "héllo ✓ clip"}),
+        )
+        .await;
+    assert_eq!(written["type"], "ACK", "{written}");
+    assert_eq!(wl_paste(&sway), "héllo ✓ clip");
+    let copy = sway
+        .command("wl-copy")
+        .arg("from wl-copy ✓")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let read = conn
+        .call("CLIPBOARD_READ", "cr", json!({"format": "text"}))
+        .await;
+    assert_eq!(read["payload"]["content"], "from wl-copy ✓", "{read}");
+    // wl-copy forks a server that serves until another selection replaces it: replace it.
+    let _ = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "cw2",
+            json!({"format": "text", "content": "done"}),
+        )
+        .await;
+
+    let permissions = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm", json!({}))
+        .await;
+    assert_eq!(
+        permissions["payload"]["permissions"]["screen_recording"],
+        "granted"
+    );
+    assert_eq!(
+        permissions["payload"]["permissions"]["input_monitoring"],
+        "granted"
+    );
+
+    // doctor finds nothing missing on sway.
+    let (code, out) = doctor(&sway, "wl-sway-doctor");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("[OK  ] computer use  enabled on Wayland: this compositor offers every protocol computer use needs\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[OK  ] Wayland  the compositor offers screen capture, a virtual pointer and keyboard, the window list and the clipboard\n"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn on_a_scale_2_output_coordinates_are_the_screenshots_pixels() {
+    let mut sway = Compositor::sway(2);
+    let wev_log = sway.path("wev.log");
+    wev(&mut sway, &wev_log);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-scale", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    assert_eq!(hello["payload"]["screen_resolution"], json!([1280, 800]));
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"],
+        json!([{"index": 0, "primary": true, "physical_size": [1280, 800],
+                "logical_size": [640, 400], "scale": 2.0, "origin": [0, 0]}])
+    );
+    let full = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s",
+            json!({"format": "png", "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&full);
+    assert_eq!((w, h), (1280, 800));
+    assert_eq!(full["payload"]["display_scale"], 2.0);
+    assert_eq!(full["payload"]["logical_size"], json!([640, 400]));
+    let (gw, gh, theirs) = grim(&sway);
+    assert_eq!((gw, gh), (1280, 800));
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 1280 * 800 / 200,
+        "{differ} pixels differ from grim's capture"
+    );
+    // wev fills the output (logical 640×400): the screenshot pixel (801, 501) is its surface
+    // point (400.5, 250.5).
+    assert_eq!(window_rect(&sway, "wev"), [0, 0, 640, 400]);
+    act(
+        &mut conn,
+        "m",
+        json!({"action": "mouse_move", "coordinate": [801, 501]}),
+    )
+    .await;
+    eventually("wev seeing motion at (400.5, 250.5)", || {
+        file_contains(&wev_log, "x, y: 400.500000, 250.500000")
+    })
+    .await;
+    let outside = conn
+        .call(
+            "INPUT_ACTION",
+            "o",
+            json!({"action": "left_click", "coordinate": [1280, 400]}),
+        )
+        .await;
+    assert_eq!(error_code(&outside), "INPUT_OUT_OF_BOUNDS");
+    assert_eq!(
+        outside["payload"]["details"]["displays"],
+        json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]}])
+    );
+}
+
+#[tokio::test]
+async fn weston_advertises_only_what_works_and_refuses_the_rest_before_the_backend() {
+    let weston = Compositor::weston();
+    let platform = Platform::bind().await;
+    let shim = shim_on(&weston, &platform, "wl-weston", &["--enable-clipboard"]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["screen_resolution"], json!([1280, 800]));
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["apps", "permissions"])
+    );
+    assert_eq!(
+        payload["computer_use_features"],
+        json!([
+            "input.wait",
+            "display.info",
+            "app.list",
+            "app.launch",
+            "permissions.check"
+        ])
+    );
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"][0]["physical_size"],
+        json!([1280, 800]),
+        "{info}"
+    );
+    let requests = [
+        ("SCREENSHOT_REQUEST", json!({}), "screenshot"),
+        (
+            "INPUT_ACTION",
+            json!({"action": "left_click", "coordinate": [5, 5]}),
+            "input",
+        ),
+        (
+            "INPUT_ACTION",
+            json!({"action": "type", "text": "x"}),
+            "input",
+        ),
+        ("CURSOR_POSITION_REQUEST", json!({}), "cursor.position"),
+        ("WINDOW_LIST_REQUEST", json!({}), "window.list"),
+        (
+            "CLIPBOARD_READ",
+            json!({"format": "text"}),
+            "clipboard.read",
+        ),
+        (
+            "CLIPBOARD_WRITE",
+            json!({"format": "text", "content": "x"}),
+            "clipboard.write",
+        ),
+    ];
+    for (n, (kind, body, feature)) in requests.into_iter().enumerate() {
+        let reply = conn.call(kind, &format!("r{n}"), body).await;
+        assert_eq!(error_code(&reply), "FEATURE_NOT_SUPPORTED", "{reply}");
+        let details = &reply["payload"]["details"];
+        assert_eq!(details["feature"], feature, "{reply}");
+        assert!(
+            details["reason"]
+                .as_str()
+                .unwrap()
+                .contains("Wayland compositor offers no protocol"),
+            "{reply}"
+        );
+    }
+    // Each refusal is audited as such (a refusal's record may land just after its reply).
+    let log = shim.shim.as_ref().unwrap().audit_log();
+    let refused = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|r| r["result"]["error_code"] == "FEATURE_NOT_SUPPORTED")
+            .count()
+    };
+    eventually("seven audited refusals", || refused() >= 7).await;
+    assert_eq!(refused(), 7);
+}
+
+#[test]
+fn doctor_names_each_protocol_weston_lacks_and_what_it_costs() {
+    let weston = Compositor::weston();
+    let (code, out) = doctor(&weston, "wl-weston-doctor");
+    // Missing protocols narrow what HELLO offers; they never stop `start`.
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(
+            "[INFO] session type  Wayland (WAYLAND_DISPLAY=wayland-w, a live compositor)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("[WARN] computer use  enabled on Wayland: HELLO offers only what this compositor's protocols allow"),
+        "{out}"
+    );
+    let wlroots = "sway, Hyprland, river and labwc offer it";
+    let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
+    assert_eq!(
+        wayland,
+        [
+            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; {wlroots}"),
+            "[WARN] Wayland  no seat (wl_seat): input, the window focus and the clipboard are unavailable; every desktop compositor has one".to_owned(),
+            format!("[WARN] Wayland  no virtual pointer protocol (zwlr_virtual_pointer_manager_v1 version 2): clicks and pointer moves are unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
+        ],
+        "{out}"
+    );
+}

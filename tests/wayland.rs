@@ -1,0 +1,258 @@
+//! A private Wayland compositor for the tests that need one: a headless sway (wlroots'
+//! headless backend, pixman rendering, no input devices) in a user namespace that maps root to
+//! uid 1000 (sway refuses to run as root), or a headless weston, which offers none of the wlr
+//! protocols. Each runs as a child of the test with its own runtime directory (owned by root,
+//! mode 0700), and is stopped, waited for and its directory removed when the value drops.
+//! Witness programs (grim, wev, foot, swaymsg, wl-clipboard) run on it through [`Compositor::command`].
+//! A missing program fails the test and names the package to install; nothing is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::display::require;
+
+/// How long a compositor or a client may take to come up on a loaded machine.
+pub const START_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running compositor and the clients started on it.
+pub struct Compositor {
+    /// Clients first, the compositor last: stopped in reverse order of start.
+    children: Vec<Child>,
+    runtime_dir: PathBuf,
+    display: String,
+    swaysock: Option<PathBuf>,
+}
+
+impl Compositor {
+    /// A headless sway with one 1280×800 output at `scale`.
+    pub fn sway(scale: u32) -> Self {
+        require("sway", "sway");
+        require("swaymsg", "sway");
+        require("unshare", "util-linux");
+        let runtime_dir = private_dir("sway-runtime");
+        let config = runtime_dir.join("sway.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "xwayland disable\noutput HEADLESS-1 resolution 1280x800 position 0 0 scale {scale}\n\
+                 default_border none\nfocus_follows_mouse no\n"
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(runtime_dir.join("sway.log")).unwrap();
+        let mut command = Command::new("unshare");
+        command
+            .args(["-U", "--map-user=1000", "--map-group=1000", "sway", "-c"])
+            .arg(&config)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &runtime_dir)
+            .env("XDG_RUNTIME_DIR", &runtime_dir)
+            .env("WLR_BACKENDS", "headless")
+            .env("WLR_RENDERER", "pixman")
+            .env("WLR_LIBINPUT_NO_DEVICES", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let mut compositor = Self {
+            children: vec![command.spawn().expect("start sway")],
+            runtime_dir,
+            display: String::new(),
+            swaysock: None,
+        };
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            let (display, sock) = compositor.sockets();
+            if let (Some(display), Some(sock)) = (display, sock) {
+                compositor.display = display;
+                compositor.swaysock = Some(sock);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sway did not start within {START_DEADLINE:?}: {}",
+                compositor.log("sway.log")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Ready once its IPC answers.
+        compositor.wait_for("sway's IPC", |c| {
+            c.command("swaymsg")
+                .args(["-t", "get_outputs"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        compositor
+    }
+
+    /// A headless weston (pixman, 1280×800): no wlr protocols, no seat.
+    pub fn weston() -> Self {
+        require("weston", "weston");
+        let runtime_dir = private_dir("weston-runtime");
+        let log = runtime_dir.join("weston.log");
+        let mut command = Command::new("weston");
+        command
+            .args([
+                "--backend=headless-backend.so",
+                "--use-pixman",
+                "--width=1280",
+                "--height=800",
+                "--socket=wayland-w",
+                "--no-config",
+            ])
+            .arg(format!("--log={}", log.display()))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &runtime_dir)
+            .env("XDG_RUNTIME_DIR", &runtime_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let compositor = Self {
+            children: vec![command.spawn().expect("start weston")],
+            runtime_dir,
+            display: "wayland-w".to_owned(),
+            swaysock: None,
+        };
+        compositor.wait_for("weston's socket", |c| {
+            std::os::unix::net::UnixStream::connect(c.runtime_dir.join("wayland-w")).is_ok()
+        });
+        compositor
+    }
+
+    fn sockets(&self) -> (Option<String>, Option<PathBuf>) {
+        let mut display = None;
+        let mut sock = None;
+        for entry in std::fs::read_dir(&self.runtime_dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("wayland-") && !name.ends_with(".lock") {
+                display = Some(name);
+            } else if name.starts_with("sway-ipc.") && name.ends_with(".sock") {
+                sock = Some(entry.path());
+            }
+        }
+        (display, sock)
+    }
+
+    /// Polls `ready` until it holds, failing the test after [`START_DEADLINE`].
+    pub fn wait_for(&self, what: &str, ready: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + START_DEADLINE;
+        while !ready(self) {
+            assert!(
+                Instant::now() < deadline,
+                "{what} not ready within {START_DEADLINE:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The environment a client of this compositor needs (and no X display).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![
+            ("WAYLAND_DISPLAY", self.display.clone()),
+            ("XDG_RUNTIME_DIR", self.runtime_dir.display().to_string()),
+        ];
+        if let Some(sock) = &self.swaysock {
+            env.push(("SWAYSOCK", sock.display().to_string()));
+        }
+        env
+    }
+
+    /// A command for `program` on this compositor (see [`Compositor::env`]).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command.env_remove("DISPLAY");
+        for (key, value) in self.env() {
+            command.env(key, value);
+        }
+        command
+    }
+
+    /// Starts a client kept until the compositor stops (stopped first).
+    pub fn spawn(&mut self, mut command: Command) -> u32 {
+        let child = command
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start a Wayland client");
+        let pid = child.id();
+        self.children.push(child);
+        pid
+    }
+
+    /// A file in the runtime directory (removed with it).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.runtime_dir.join(name)
+    }
+
+    /// A file of the runtime directory as text (empty when missing).
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.runtime_dir.join(name)).unwrap_or_default()
+    }
+
+    /// `swaymsg -t get_tree`, parsed.
+    pub fn tree(&self) -> serde_json::Value {
+        let out = self
+            .command("swaymsg")
+            .args(["-r", "-t", "get_tree"])
+            .output()
+            .expect("run swaymsg");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The app id of the focused window, per sway's tree.
+    pub fn focused_app(&self) -> Option<String> {
+        fn walk(node: &serde_json::Value) -> Option<String> {
+            if node["focused"] == true {
+                return node["app_id"].as_str().map(str::to_owned);
+            }
+            ["nodes", "floating_nodes"]
+                .iter()
+                .filter_map(|k| node[*k].as_array())
+                .flatten()
+                .find_map(walk)
+        }
+        walk(&self.tree())
+    }
+
+    /// Waits until sway's tree lists a window with `app_id`.
+    pub fn wait_for_app(&self, app_id: &str) {
+        self.wait_for(app_id, |c| {
+            serde_json::to_string(&c.tree())
+                .unwrap()
+                .contains(&format!("\"app_id\":\"{app_id}\""))
+        });
+    }
+}
+
+impl Drop for Compositor {
+    fn drop(&mut self) {
+        while let Some(mut child) = self.children.pop() {
+            let asked = crate::sigterm(child.id());
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while asked && Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.runtime_dir);
+    }
+}
+
+/// A fresh directory owned by this (root) process, mode 0700: inside sway's user namespace
+/// it belongs to the mapped uid, which is what a Wayland runtime directory must be.
+fn private_dir(tag: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = crate::platform::fresh_dir(tag);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+/// Whether `path` exists and holds `needle`.
+pub fn file_contains(path: &Path, needle: &str) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle))
+}
