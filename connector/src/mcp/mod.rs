@@ -199,11 +199,17 @@ struct Powers {
     /// Computer use and the clipboard switch.
     clipboard: bool,
     read_foreign: bool,
-    /// `--tools`, else the section's `tools`.
-    tools: Option<Vec<String>>,
-    /// `--exclude-tools` and the section's `exclude_tools`.
-    exclude: Vec<String>,
+    /// `--tools`, else the section's `tools`, with where it came from (for messages).
+    tools: Option<(Vec<String>, &'static str)>,
+    /// `--exclude-tools` and the section's `exclude_tools`, each name with where it came from.
+    exclude: Vec<(String, &'static str)>,
 }
+
+/// Where a tool list came from, as a refusal names it.
+const TOOLS_FLAG: &str = "--tools";
+const TOOLS_KEY: &str = "the config file's [mcp] tools";
+const EXCLUDE_FLAG: &str = "--exclude-tools";
+const EXCLUDE_KEY: &str = "the config file's [mcp] exclude_tools";
 
 impl Powers {
     fn of(cli: &Cli, settings: &ShimConfig) -> Self {
@@ -222,12 +228,19 @@ impl Powers {
                 || section.enable_clipboard_read_foreign,
             tools: flags
                 .and_then(|args| args.tools.clone())
-                .or_else(|| section.tools.clone()),
+                .map(|names| (names, TOOLS_FLAG))
+                .or_else(|| section.tools.clone().map(|names| (names, TOOLS_KEY))),
             exclude: flags
                 .map(|args| args.exclude_tools.clone())
                 .unwrap_or_default()
                 .into_iter()
-                .chain(section.exclude_tools.iter().cloned())
+                .map(|name| (name, EXCLUDE_FLAG))
+                .chain(
+                    section
+                        .exclude_tools
+                        .iter()
+                        .map(|name| (name.clone(), EXCLUDE_KEY)),
+                )
                 .collect(),
         }
     }
@@ -247,13 +260,15 @@ impl Powers {
 /// silently offers less than it says would hide a typo).
 fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
     let names: Vec<&str> = catalogue.iter().map(|tool| tool.name).collect();
-    let lists = powers
+    let allowed = powers
         .tools
         .iter()
-        .flatten()
-        .map(|name| (name, "--tools"))
-        .chain(powers.exclude.iter().map(|name| (name, "--exclude-tools")));
-    for (name, list) in lists {
+        .flat_map(|(names, list)| names.iter().map(|name| (name.as_str(), *list)));
+    let excluded = powers
+        .exclude
+        .iter()
+        .map(|(name, list)| (name.as_str(), *list));
+    for (name, list) in allowed.chain(excluded) {
         if !names.contains(&name.trim()) {
             return Err(format!(
                 "{list} names {name:?}, which is no tool of this server: use names from {}",
@@ -261,18 +276,18 @@ fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
             ));
         }
     }
-    if let Some(allowed) = &powers.tools {
+    let listed = |name: &str, entry: &str| entry.trim() == name;
+    if let Some((allowed, list)) = &powers.tools {
         for tool in &catalogue {
-            if allowed.iter().any(|name| name.trim() == tool.name) && !powers.offers(tool.needs) {
+            if allowed.iter().any(|name| listed(tool.name, name)) && !powers.offers(tool.needs) {
                 return Err(format!(
-                    "--tools names {}, which needs {}: add that switch (or set it in the config file's [mcp] section), or leave the name out",
+                    "{list} names {}, which needs {}: add that switch (or set it in the config file's [mcp] section), or leave the name out",
                     tool.name,
                     tool.needs.switch()
                 ));
             }
         }
     }
-    let listed = |list: &[String], name: &str| list.iter().any(|entry| entry.trim() == name);
     Ok(catalogue
         .into_iter()
         .filter(|tool| powers.offers(tool.needs))
@@ -280,9 +295,14 @@ fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
             powers
                 .tools
                 .as_ref()
-                .is_none_or(|allowed| listed(allowed, tool.name))
+                .is_none_or(|(allowed, _)| allowed.iter().any(|name| listed(tool.name, name)))
         })
-        .filter(|tool| !listed(&powers.exclude, tool.name))
+        .filter(|tool| {
+            !powers
+                .exclude
+                .iter()
+                .any(|(name, _)| listed(tool.name, name))
+        })
         .collect())
 }
 
@@ -542,8 +562,29 @@ mod tests {
         )
         .unwrap();
         assert!(both.is_empty(), "{both:?}");
+        let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, read_clipboard, write_clipboard";
         let unknown = powers(&["mcp", "--tools", "rm_rf"], "").unwrap_err();
-        assert!(unknown.starts_with("--tools names \"rm_rf\""), "{unknown}");
+        assert_eq!(
+            unknown,
+            format!(
+                "--tools names \"rm_rf\", which is no tool of this server: use names from {every}"
+            )
+        );
+        // Each list is named where it came from, so the person knows what to fix.
+        let section = powers(&["mcp"], "[mcp]\nexclude_tools = [\"rm\"]").unwrap_err();
+        assert!(
+            section.starts_with("the config file's [mcp] exclude_tools names \"rm\""),
+            "{section}"
+        );
+        let flag = powers(&["mcp", "--exclude-tools", "stat,rm"], "").unwrap_err();
+        assert!(flag.starts_with("--exclude-tools names \"rm\""), "{flag}");
+        let off = powers(&["mcp"], "[mcp]\ntools = [\"screenshot\"]").unwrap_err();
+        assert!(
+            off.starts_with(
+                "the config file's [mcp] tools names screenshot, which needs --enable-computer-use"
+            ),
+            "{off}"
+        );
         let off = powers(&["mcp", "--tools", "run_command"], "").unwrap_err();
         assert!(off.contains("needs --enable-shell"), "{off}");
     }

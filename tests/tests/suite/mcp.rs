@@ -195,6 +195,25 @@ fn only_mcps_own_switches_offer_the_shell_and_tool_lists_narrow() {
         err.trim(),
         "autogpt-shim: --tools names run_command, which needs --enable-shell: add that switch (or set it in the config file's [mcp] section), or leave the name out"
     );
+    // A name that is no tool (a typo) refuses start-up with the names there are.
+    let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, read_clipboard, write_clipboard";
+    for (list, names) in [
+        ("--tools", "stat,read_flie"),
+        ("--exclude-tools", "delete,read_flie"),
+    ] {
+        let (code, out, err) = run_shim(
+            &place.home(),
+            &["--allowed-root", root.to_str().unwrap(), "mcp", list, names],
+        );
+        assert_eq!(code, Some(78), "{out}{err}");
+        assert_eq!(
+            err.trim(),
+            format!(
+                "autogpt-shim: {list} names \"read_flie\", which is no tool of this server: use names from {every}"
+            )
+        );
+        assert!(out.is_empty(), "stdout carries protocol frames only: {out}");
+    }
 }
 
 #[test]
