@@ -114,7 +114,28 @@ async def check_listing(session, expected):
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         assert tool.input_schema["type"] == "object", tool.name
         assert tool.description and len(tool.description) > 40, tool.name
+        check_fillable(tool)
     return {tool.name: tool for tool in listing.tools}
+
+
+def check_fillable(tool):
+    """A schema every client can fill in (issue 36): one JSON type per parameter, nothing
+    required that has a default, defaults stated, a title and all four annotations, and an
+    output schema the SDK checks every successful result against."""
+    schema = tool.input_schema
+    required = set(schema.get("required", []))
+    for field, prop in schema.get("properties", {}).items():
+        assert isinstance(prop.get("type"), str), (tool.name, field, prop)
+        if "default" in prop:
+            assert field not in required, (tool.name, field)
+    assert '"null"' not in json.dumps(schema), (tool.name, schema)
+    assert tool.title, tool.name
+    hints = tool.annotations
+    assert hints is not None and hints.title == tool.title, tool.name
+    for hint in [hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint]:
+        assert isinstance(hint, bool), (tool.name, hints)
+    assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+    jsonschema.Draft202012Validator.check_schema(tool.output_schema)
 
 
 def gone(pid):
@@ -214,11 +235,20 @@ async def files():
         invalid = failed(await call("read_file", {"path": "a", "length": 0}), "INTERNAL_ERROR", "invalid FILE_READ payload")
         assert invalid["details"] == {"message_type": "FILE_READ", "field": "length"}, invalid
         # Arguments outside the schema, and tools not offered: protocol errors.
+        read = tools["read_file"]
+        assert read.input_schema["required"] == ["path"], read.input_schema
+        assert read.input_schema["properties"]["encoding"]["default"] == "utf-8", read.input_schema
+        assert read.annotations.read_only_hint is True and tools["delete"].annotations.destructive_hint is True
         message = await protocol_error(session, "read_file", {})
-        assert "see the tool's inputSchema" in message, message
+        assert message == "`path` is required; see read_file's inputSchema", message
+        message = await protocol_error(session, "read_file", {"path": "a", "offset": -1})
+        assert message == "`offset` must be a non-negative integer", message
+        message = await protocol_error(session, "write_file", {"path": "a", "content": "x", "create_parents": "yes"})
+        assert message == "`create_parents` must be true or false", message
         message = await protocol_error(session, "write_file", {"path": "a", "content": 5})
         assert "`content`" in message, message
-        await protocol_error(session, "read_file", {"path": "a", "bogus": 1})
+        message = await protocol_error(session, "read_file", {"path": "a", "bogus": 1})
+        assert message == "`bogus` is not a parameter of read_file, which takes encoding, length, offset, path", message
         message = await protocol_error(session, "run_command", {"argv": ["true"]})
         assert message.startswith('unknown tool "run_command"'), message
         ok("bad_input")

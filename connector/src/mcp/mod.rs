@@ -17,6 +17,7 @@
 //! killed); a call also stops at its `notifications/cancelled`.
 
 mod results;
+mod schema;
 mod stdio;
 mod tools;
 
@@ -344,9 +345,9 @@ async fn run(prepared: Prepared) -> u8 {
     }
     let mut listed = Vec::with_capacity(tools.len());
     for tool in &tools {
-        match (tool.schema)() {
-            Ok(schema) => listed.push(Tool::new(tool.name, (tool.describe)(&described), schema)),
-            Err(err) => tracing::error!(tool = tool.name, error = %err, "no input schema"),
+        match tool.tool(&described) {
+            Ok(tool) => listed.push(tool),
+            Err(err) => tracing::error!(tool = tool.name, error = %err, "no schema"),
         }
     }
     tracing::info!(
@@ -448,7 +449,7 @@ impl ServerHandler for Server {
                 None,
             ));
         };
-        let message = match (tool.message)(request.arguments.unwrap_or_default()) {
+        let message = match (tool.message)(tool.name, request.arguments.unwrap_or_default()) {
             Ok(message) => message,
             Err(Rejected::Schema(text)) => return Err(ErrorData::invalid_params(text, None)),
             Err(Rejected::Payload(reply)) => return Ok(results::result(*reply).into()),

@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 
 use crate::protocol::Message;
 
+/// The screenshot reply's field whose pixels travel once, as the image content.
+pub(super) const IMAGE_FIELD: &str = "image_base64";
+
 /// The tool result for a reply message.
 pub(super) fn result(reply: Message) -> CallToolResult {
     match reply {
@@ -30,7 +33,7 @@ pub(super) fn result(reply: Message) -> CallToolResult {
             let mut meta = serde_json::to_value(&shot).unwrap_or(Value::Null);
             if let Some(fields) = meta.as_object_mut() {
                 // The pixels travel once, as the image.
-                fields.remove("image_base64");
+                fields.remove(IMAGE_FIELD);
             }
             let mut result = CallToolResult::success(vec![
                 ContentBlock::image(shot.image_base64, mime),

@@ -21,6 +21,7 @@ use e2e::witness::Witness;
 use serde_json::{Value, json};
 
 const PYTHON_VAR: &str = "MSGUIDE_TEST_MCP_PYTHON";
+const INSPECTOR_VAR: &str = "MSGUIDE_TEST_MCP_INSPECTOR";
 
 /// The venv interpreter `scripts/mcp-env` prepared; panics with directions when missing.
 fn python() -> PathBuf {
@@ -37,6 +38,27 @@ fn python() -> PathBuf {
     assert!(
         path.is_file(),
         "{PYTHON_VAR}={} is not a file: run scripts/mcp-env again",
+        path.display()
+    );
+    path
+}
+
+/// The MCP Inspector launcher `scripts/inspector-env` prepared; panics with directions when
+/// missing.
+fn inspector() -> PathBuf {
+    let value = std::env::var_os(INSPECTOR_VAR)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{INSPECTOR_VAR} is not set: this test drives the server with the MCP Inspector's \
+                 CLI (npm @modelcontextprotocol/inspector) that scripts/inspector-env installs. \
+                 Run `scripts/test`, or `eval \"$(scripts/inspector-env)\"` before cargo."
+            )
+        });
+    let path = PathBuf::from(value);
+    assert!(
+        path.is_file(),
+        "{INSPECTOR_VAR}={} is not a file: run scripts/inspector-env again",
         path.display()
     );
     path
@@ -214,6 +236,174 @@ fn only_mcps_own_switches_offer_the_shell_and_tool_lists_narrow() {
         );
         assert!(out.is_empty(), "stdout carries protocol frames only: {out}");
     }
+}
+
+/// Runs the MCP Inspector's CLI against `autogpt-shim --allowed-root ROOT mcp SWITCHES` with
+/// `method_args`; returns its exit code, stdout and stderr.
+fn inspect(
+    place: &Place,
+    switches: &[&str],
+    method_args: &[&str],
+) -> (Option<i32>, String, String) {
+    let root = place.dir.join("root");
+    let output = Command::new(inspector())
+        .arg("--cli")
+        .args(method_args)
+        .arg("--")
+        .arg(binary("autogpt-shim"))
+        .args(["--allowed-root", root.to_str().unwrap(), "mcp"])
+        .args(switches)
+        // The Inspector passes the server HOME (and PATH, USER...) only: the audit log and the
+        // config file are the test's.
+        .env("HOME", place.home())
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// One `tools/call` through the Inspector's CLI, each `key=value` a `--tool-arg` (the CLI
+/// converts the text to the schema's type); the result, which must not be an error.
+fn inspect_call(place: &Place, switches: &[&str], tool: &str, arguments: &[&str]) -> Value {
+    let mut args = vec!["--method", "tools/call", "--tool-name", tool];
+    for argument in arguments {
+        args.extend(["--tool-arg", argument]);
+    }
+    let (code, out, err) = inspect(place, switches, &args);
+    assert_eq!(
+        code,
+        Some(0),
+        "{tool} {arguments:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    let result: Value = serde_json::from_str(&out).unwrap();
+    assert_ne!(result["isError"], true, "{result}");
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        result["structuredContent"], text,
+        "text and structured content agree"
+    );
+    result["structuredContent"].clone()
+}
+
+/// The MCP Inspector's CLI (issue 36): its schema check finds nothing to report in any tool
+/// (a type array such as `["boolean", "null"]` is its "type-union" warning), and it fills in
+/// booleans, integers and lists from `--tool-arg` text by the schema's one type, which the
+/// server takes; a missing field is refused with a sentence naming it.
+#[test]
+fn the_inspector_cli_finds_portable_schemas_and_fills_in_every_type() {
+    let place = Place::new();
+    let every = [
+        "--enable-shell",
+        "--enable-computer-use",
+        "--enable-clipboard",
+    ];
+    let (code, out, err) = inspect(&place, &every, &["--method", "tools/list", "--strict"]);
+    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        !err.contains("Warning") && !err.contains("Error") && !err.contains("portability"),
+        "the Inspector found schema problems:\n{err}"
+    );
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    let tools = listed["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 18, "{listed}");
+    for tool in tools {
+        let hints = &tool["annotations"];
+        for hint in [
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        ] {
+            assert!(hints[hint].is_boolean(), "{} has no {hint}", tool["name"]);
+        }
+        assert!(
+            tool["title"].is_string() && tool["outputSchema"].is_object(),
+            "{tool}"
+        );
+    }
+
+    let written = inspect_call(
+        &place,
+        &[],
+        "write_file",
+        &[
+            "path=deep/er/note.txt",
+            "content=hello world",
+            "create_parents=true",
+        ],
+    );
+    assert_eq!(written, json!({"ok": true}));
+    let on_disk = std::fs::read_to_string(place.dir.join("root/deep/er/note.txt")).unwrap();
+    assert_eq!(on_disk, "hello world");
+    let read = inspect_call(
+        &place,
+        &[],
+        "read_file",
+        &[
+            "path=deep/er/note.txt",
+            "offset=6",
+            "length=3",
+            "encoding=utf-8",
+        ],
+    );
+    assert_eq!(read["content"], "wor", "{read}");
+    let listing = inspect_call(
+        &place,
+        &[],
+        "list_directory",
+        &[
+            "path=.",
+            "recursive=true",
+            "include_hidden=false",
+            "max_entries=2",
+        ],
+    );
+    assert_eq!(listing["entries"].as_array().unwrap().len(), 2, "{listing}");
+    assert_eq!(listing["truncated"], true, "{listing}");
+    let stat = inspect_call(&place, &[], "stat", &["path=deep", "follow_symlinks=false"]);
+    assert_eq!(stat["is_dir"], true, "{stat}");
+    let ran = inspect_call(
+        &place,
+        &["--enable-shell"],
+        "run_command",
+        &[
+            "argv=[\"echo\", \"hi\"]",
+            "timeout_seconds=5",
+            "env={\"A\": \"1\"}",
+        ],
+    );
+    assert_eq!(ran["stdout"], "hi\n", "{ran}");
+    let removed = inspect_call(
+        &place,
+        &[],
+        "delete",
+        &["path=deep", "recursive=true", "missing_ok=true"],
+    );
+    assert_eq!(removed, json!({"ok": true}));
+    assert!(!place.dir.join("root/deep").exists());
+
+    let (code, out, err) = inspect(
+        &place,
+        &[],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-arg",
+            "offset=1",
+        ],
+    );
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        format!("{out}{err}").contains("`path` is required; see read_file's inputSchema"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    let records = place.audit();
+    assert!(has(&records, "FILE_WRITE", None) && has(&records, "EXECUTE_COMMAND", None));
 }
 
 #[test]
