@@ -228,7 +228,11 @@ async def files():
         big = "x" * (MAX_FILE_SIZE + 1)
         failed(await call("write_file", {"path": "big.txt", "content": big}), "FILE_TOO_LARGE")
         (ROOT / "big.txt").write_text(big)
-        failed(await call("read_file", {"path": "big.txt", "encoding": "base64"}), "FILE_TOO_LARGE")
+        # A read is a page within the configured limit, never FILE_TOO_LARGE: it says where to go on.
+        page = payload(await call("read_file", {"path": "big.txt", "encoding": "base64"}))
+        assert len(base64.b64decode(page["content"])) == MAX_FILE_SIZE and page["next_offset"] == MAX_FILE_SIZE, page
+        rest = payload(await call("read_file", {"path": "big.txt", "encoding": "base64", "offset": page["next_offset"]}))
+        assert base64.b64decode(rest["content"]) == b"x" and "next_offset" not in rest, rest
         ok("file_too_large")
 
         # The wire payload's own rules: the connector's code and message.
@@ -556,10 +560,78 @@ async def desktop():
         ok("accessibility_snapshot")
 
 
+async def paged_read(call, path, encoding, budget):
+    """Reads `path` page by page through next_offset; every answer within the budget."""
+    pieces, offset, pages = [], 0, 0
+    while True:
+        result = await call("read_file", {"path": path, "encoding": encoding, "offset": offset})
+        assert len(result.content[0].text) <= budget, len(result.content[0].text)
+        page = payload(result)
+        pieces.append(page["content"])
+        pages += 1
+        if "next_offset" not in page:
+            assert page["truncated"] is False, page
+            break
+        assert page["truncated"] is True and f"offset {page['next_offset']}" in page["note"], page
+        assert page["next_offset"] == offset + page["size_bytes"], page
+        offset = page["next_offset"]
+    return pieces, pages
+
+
+async def budget():
+    """Every answer within --max-answer-chars: long files read in pages, listings page with
+    offset, and a command's output keeps its head and tail."""
+    limit = 5000
+    extra = {"AUTOGPT_SHIM_MAX_FILE_SIZE_BYTES": str(1 << 20)}
+    server = params("--enable-shell", "--max-answer-chars", str(limit), extra_env=extra)
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await check_listing(session, FILE_TOOLS + ["run_command"])
+        assert f"at most {limit} characters" in tools["read_file"].description, tools["read_file"].description
+        call = session.call_tool
+
+        # Quotes, newlines and two- and four-byte characters: escaping and UTF-8 pages.
+        text = "".join(f'line {i}: "\u00e9t\u00e9" \U0001F600\n' for i in range(1500))
+        (ROOT / "long.txt").write_text(text, encoding="utf-8")
+        pieces, pages = await paged_read(call, "long.txt", "utf-8", limit)
+        assert "".join(pieces) == text and pages >= 5, pages
+        raw = os.urandom(20_000)
+        (ROOT / "long.bin").write_bytes(raw)
+        pieces, pages = await paged_read(call, "long.bin", "base64", limit)
+        assert b"".join(base64.b64decode(piece) for piece in pieces) == raw and pages >= 5, pages
+        ok("long_files_read_in_pages")
+
+        names = [f"entry-{i:04}.txt" for i in range(300)]
+        for name in names:
+            (ROOT / "many" / name).parent.mkdir(exist_ok=True)
+            (ROOT / "many" / name).write_text("x")
+        seen, offset, pages = [], 0, 0
+        while True:
+            result = await call("list_directory", {"path": "many", "offset": offset})
+            assert len(result.content[0].text) <= limit, len(result.content[0].text)
+            page = payload(result)
+            seen += [entry["name"] for entry in page["entries"]]
+            pages += 1
+            if "next_offset" not in page:
+                break
+            assert page["truncated"] is True and "offset" in page["note"], page
+            offset = page["next_offset"]
+        assert seen == names and pages >= 5, (pages, len(seen))
+        ok("listings_page_with_offset")
+
+        loud = payload(await call("run_command", {"command": "seq 1 20000; echo done >&2", "shell": "sh"}))
+        out = loud["stdout"]
+        assert out.startswith("1\n2\n3\n") and out.endswith("19999\n20000\n"), (out[:20], out[-20:])
+        assert " characters elided ...]\n" in out and loud["output_truncated"] is True, out
+        assert loud["stderr"] == "done\n" and "stdout keeps its start and end" in loud["note"], loud
+        ok("command_output_keeps_head_and_tail")
+
+
 SCENARIOS = {
     "files": lambda: asyncio.run(files()),
     "shell": lambda: asyncio.run(shell()),
     "powers": lambda: asyncio.run(powers()),
+    "budget": lambda: asyncio.run(budget()),
     "stdin": stdin_close,
     "computer": lambda: asyncio.run(computer()),
     "desktop": lambda: asyncio.run(desktop()),

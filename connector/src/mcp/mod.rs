@@ -16,6 +16,7 @@
 //! Ctrl-C/SIGTERM), and every running call is stopped first (a command's process group
 //! killed); a call also stops at its `notifications/cancelled`.
 
+mod budget;
 mod results;
 mod schema;
 mod stdio;
@@ -39,12 +40,16 @@ use serde_json::json;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::audit::{Entry, details};
-use crate::cli::{Cli, Command, EXIT_PREFLIGHT, Env, McpArgs, Refusal, load_config, tracing_level};
+use crate::cli::{
+    Cli, Command, DEFAULT_MAX_ANSWER_CHARS, EXIT_PREFLIGHT, Env, McpArgs, Refusal, load_config,
+    tracing_level,
+};
 use crate::config::ShimConfig;
 use crate::daemon;
 use crate::error;
 use crate::request_log::RequestLog;
 use crate::session::{Computer, Host, Served, ShellLimits, serve};
+use budget::Plan;
 use tools::{Limits, Needs, Rejected, Spec};
 
 /// The `session_id` of every record this face writes: where the connector names its session,
@@ -182,6 +187,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         described: Limits {
             max_file_size_bytes,
             command_timeout_seconds: settings.command_timeout_seconds.get(),
+            max_answer_chars: powers.max_answer_chars,
         },
         max_concurrent: settings.max_concurrent,
         log_level,
@@ -192,7 +198,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
 
 /// What `mcp` may offer: its own switches or the config file's `[mcp]` section, never the
 /// daemon's settings (a shell enabled for `start` must not reach an MCP client unasked).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[allow(clippy::struct_excessive_bools)]
 struct Powers {
     shell: bool,
@@ -204,6 +210,8 @@ struct Powers {
     tools: Option<(Vec<String>, &'static str)>,
     /// `--exclude-tools` and the section's `exclude_tools`, each name with where it came from.
     exclude: Vec<(String, &'static str)>,
+    /// `--max-answer-chars`: the most characters of text one answer has.
+    max_answer_chars: usize,
 }
 
 /// Where a tool list came from, as a refusal names it.
@@ -243,6 +251,7 @@ impl Powers {
                         .map(|name| (name.clone(), EXCLUDE_KEY)),
                 )
                 .collect(),
+            max_answer_chars: flags.map_or(DEFAULT_MAX_ANSWER_CHARS, |args| args.max_answer_chars),
         }
     }
 
@@ -367,6 +376,7 @@ async fn run(prepared: Prepared) -> u8 {
         calls,
         in_flight: Semaphore::new(usize::try_from(max_concurrent.get()).unwrap_or(usize::MAX)),
         max_concurrent,
+        max_answer_chars: described.max_answer_chars,
     }));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = stdio::Stdio::new(stdin, stdout, stdio::MAX_LINE_BYTES);
@@ -412,6 +422,8 @@ struct Inner {
     /// One permit per call that may run at once: `max_concurrent`, as on a connection.
     in_flight: Semaphore,
     max_concurrent: NonZeroU32,
+    /// The most characters of text one answer has (`budget.rs`).
+    max_answer_chars: usize,
 }
 
 impl ServerHandler for Server {
@@ -449,11 +461,16 @@ impl ServerHandler for Server {
                 None,
             ));
         };
-        let message = match (tool.message)(tool.name, request.arguments.unwrap_or_default()) {
-            Ok(message) => message,
-            Err(Rejected::Schema(text)) => return Err(ErrorData::invalid_params(text, None)),
-            Err(Rejected::Payload(reply)) => return Ok(results::result(*reply).into()),
-        };
+        let max_chars = inner.max_answer_chars;
+        let (mut message, mut plan) =
+            match (tool.message)(tool.name, request.arguments.unwrap_or_default()) {
+                Ok(parts) => parts,
+                Err(Rejected::Schema(text)) => return Err(ErrorData::invalid_params(text, None)),
+                Err(Rejected::Payload(reply)) => {
+                    return Ok(results::result(*reply, Plan::Plain, max_chars).into());
+                }
+            };
+        budget::shape(&mut message, &mut plan, max_chars, &inner.limits);
         let kind = message.message_type();
         let request_id = context.id.to_string();
         // Admission as on a connection: after the arguments' own refusals, never queued. Like
@@ -461,7 +478,7 @@ impl ServerHandler for Server {
         let Ok(_slot) = inner.in_flight.try_acquire() else {
             let refusal = error::overloaded(inner.max_concurrent);
             RequestLog::start(kind, inner.host.sandbox_mode()).finish(&request_id, &refusal);
-            return Ok(results::result(refusal).into());
+            return Ok(results::result(refusal, Plan::Plain, max_chars).into());
         };
         let _running = inner.calls.clone();
         let mut stopping = inner.stopping.clone();
@@ -482,7 +499,7 @@ impl ServerHandler for Server {
         )
         .await
         {
-            Served::Reply(reply) => Ok(results::result(reply).into()),
+            Served::Reply(reply) => Ok(results::result(reply, plan, max_chars).into()),
             Served::Stopped => {
                 let entry = Entry::failed(
                     kind.as_str(),

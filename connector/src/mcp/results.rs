@@ -5,13 +5,14 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
+use super::budget::{self, Plan};
 use crate::protocol::Message;
 
 /// The screenshot reply's field whose pixels travel once, as the image content.
 pub(super) const IMAGE_FIELD: &str = "image_base64";
 
-/// The tool result for a reply message.
-pub(super) fn result(reply: Message) -> CallToolResult {
+/// The tool result for a reply message, its text within `max_chars` characters.
+pub(super) fn result(reply: Message, plan: Plan, max_chars: usize) -> CallToolResult {
     match reply {
         Message::Error(error) => {
             let code = serde_json::to_value(&error.code).unwrap_or(Value::Null);
@@ -43,7 +44,8 @@ pub(super) fn result(reply: Message) -> CallToolResult {
             result
         }
         other => {
-            let payload = serde_json::to_value(&other).unwrap_or(Value::Null);
+            let mut payload = serde_json::to_value(&other).unwrap_or(Value::Null);
+            budget::bound(&mut payload, plan, max_chars);
             let mut result = CallToolResult::success(vec![ContentBlock::text(payload.to_string())]);
             result.structured_content = Some(payload);
             result
@@ -60,7 +62,11 @@ mod tests {
     #[test]
     fn an_error_keeps_the_connectors_code_and_message() {
         let message = "Path is outside the allowed root.";
-        let result = result(reply(ErrorCode::PathOutsideAllowedRoot, message, None));
+        let result = result(
+            reply(ErrorCode::PathOutsideAllowedRoot, message, None),
+            Plan::Plain,
+            crate::cli::DEFAULT_MAX_ANSWER_CHARS,
+        );
         assert_eq!(result.is_error, Some(true));
         let text = result.content[0].as_text().unwrap().text.clone();
         assert_eq!(text, format!("PATH_OUTSIDE_ALLOWED_ROOT: {message}"));
@@ -72,7 +78,11 @@ mod tests {
     #[test]
     fn a_call_beyond_max_concurrent_is_the_connectors_shim_overloaded() {
         let max = std::num::NonZeroU32::new(2).unwrap();
-        let result = result(crate::error::overloaded(max));
+        let result = result(
+            crate::error::overloaded(max),
+            Plan::Plain,
+            crate::cli::DEFAULT_MAX_ANSWER_CHARS,
+        );
         assert_eq!(result.is_error, Some(true));
         let text = result.content[0].as_text().unwrap().text.clone();
         assert_eq!(
@@ -87,7 +97,11 @@ mod tests {
 
     #[test]
     fn a_success_is_its_payload() {
-        let result = result(Message::Ack(AckPayload::OK));
+        let result = result(
+            Message::Ack(AckPayload::OK),
+            Plan::Plain,
+            crate::cli::DEFAULT_MAX_ANSWER_CHARS,
+        );
         assert_ne!(result.is_error, Some(true));
         assert_eq!(result.structured_content.unwrap()["ok"], true);
     }

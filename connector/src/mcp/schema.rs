@@ -12,7 +12,7 @@ use rmcp::model::JsonObject;
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A tool's `inputSchema`: an object whose optional parameters have a single type.
 pub(super) fn input<T: JsonSchema>() -> Result<Arc<JsonObject>, String> {
@@ -44,6 +44,17 @@ pub(super) fn output<T: JsonSchema>(withheld: &[&str]) -> Result<Arc<JsonObject>
         if let Some(Value::Array(required)) = object.get_mut("required") {
             required.retain(|name| name != *field);
         }
+    }
+    // What a cut answer adds (`budget.rs`): optional, as most answers are never cut.
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        properties.insert(
+            "note".to_owned(),
+            json!({"type": "string", "description": "Said when the answer was cut to its budget: what was left out and how to go on."}),
+        );
+        properties.insert(
+            "next_offset".to_owned(),
+            json!({"type": "integer", "minimum": 0, "description": "Where a cut read or listing goes on: pass it as offset."}),
+        );
     }
     Ok(Arc::new(object))
 }
@@ -264,7 +275,6 @@ fn integer(schema: &Value, plural: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[derive(serde::Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]

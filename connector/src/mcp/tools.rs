@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::budget::Plan;
 use super::schema::{self, Fault};
 use crate::error;
 use crate::protocol::{
@@ -54,6 +55,8 @@ pub(super) struct Limits {
     pub(super) max_file_size_bytes: u64,
     /// `command_timeout_seconds`: the ceiling of every command's timeout.
     pub(super) command_timeout_seconds: u64,
+    /// `--max-answer-chars`: the most characters of text one answer has.
+    pub(super) max_answer_chars: usize,
 }
 
 /// Why a tool's arguments became no message.
@@ -137,9 +140,13 @@ pub(super) struct Spec {
     pub(super) schema: fn() -> Result<Arc<JsonObject>, String>,
     /// The schema of its `structuredContent`.
     pub(super) output: fn() -> Result<Arc<JsonObject>, String>,
-    /// Its arguments as the wire message the capability path serves.
-    pub(super) message: fn(&str, JsonObject) -> Result<Message, Rejected>,
+    /// Its arguments as the wire message the capability path serves, and what its answer
+    /// needs to be finished with.
+    pub(super) message: fn(&str, JsonObject) -> Converted,
 }
+
+/// A tool's arguments as the wire message and the plan of its answer, or why not.
+pub(super) type Converted = Result<(Message, Plan), Rejected>;
 
 impl Spec {
     /// The tool as `tools/list` shows it, with the configured limits.
@@ -174,6 +181,11 @@ trait Input: DeserializeOwned + Serialize + JsonSchema + 'static {
     type Output: JsonSchema;
     /// Fields of `Output` the result carries elsewhere (a screenshot's pixels, as an image).
     const WITHHELD: &'static [&'static str] = &[];
+
+    /// What the answer needs beyond the budget (where a read or a listing page starts).
+    fn plan(&self) -> Plan {
+        Plan::Plain
+    }
 }
 
 fn spec<T: Input>(
@@ -195,7 +207,7 @@ fn spec<T: Input>(
     }
 }
 
-fn to_message<T: Input>(tool: &str, arguments: JsonObject) -> Result<Message, Rejected> {
+fn to_message<T: Input>(tool: &str, arguments: JsonObject) -> Converted {
     let input: T = serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|err| {
         // serde's own text can quote the value (file content): the sentence is built from
         // the field and the schema's rule instead.
@@ -209,9 +221,10 @@ fn to_message<T: Input>(tool: &str, arguments: JsonObject) -> Result<Message, Re
         let schema = schema::input::<T>().unwrap_or_default();
         Rejected::Schema(fault.sentence(tool, &schema))
     })?;
+    let plan = input.plan();
     let payload = serde_json::to_value(input)
         .map_err(|_| Rejected::Schema("the arguments could not be converted".to_owned()))?;
-    Message::from_payload(T::TYPE, payload).map_err(|fault| {
+    let message = Message::from_payload(T::TYPE, payload).map_err(|fault| {
         let invalid = Parsed::InvalidPayload {
             id: String::new(),
             message_type: T::TYPE,
@@ -224,7 +237,8 @@ fn to_message<T: Input>(tool: &str, arguments: JsonObject) -> Result<Message, Re
                 .error_reply(0.0, 0)
                 .map_or_else(error::internal, |reply| reply.message),
         ))
-    })
+    })?;
+    Ok((message, plan))
 }
 
 /// Every tool, in the order `tools/list` shows them.
@@ -232,8 +246,8 @@ pub(super) fn catalogue() -> Vec<Spec> {
     vec![
         spec::<ReadFile>("read_file", "Read a file", Needs::Files, READS, |l| {
             format!(
-                "Read a file inside the allowed root (paths are relative to it; `..`, absolute paths outside it and symlinks out are refused with PATH_OUTSIDE_ALLOWED_ROOT). Returns JSON {{content, encoding, size_bytes, truncated}}. Use encoding \"base64\" for binary files; offset/length read a byte range. At most {} bytes are returned per call (text reads are budgeted lower); larger files answer FILE_TOO_LARGE, so read them in ranges.",
-                l.max_file_size_bytes
+                "Read a file inside the allowed root (paths are relative to it; `..`, absolute paths outside it and symlinks out are refused with PATH_OUTSIDE_ALLOWED_ROOT). Returns JSON {{content, encoding, size_bytes, truncated}}. Use encoding \"base64\" for binary files; offset/length read a byte range. An answer holds at most {} characters (and {} bytes): a longer file is cut, with truncated: true, next_offset and a note, so read on with offset = next_offset.",
+                l.max_answer_chars, l.max_file_size_bytes
             )
         }),
         spec::<WriteFile>(
@@ -256,8 +270,11 @@ pub(super) fn catalogue() -> Vec<Spec> {
             "List a folder",
             Needs::Files,
             READS,
-            |_| {
-                "List a folder inside the allowed root: each entry's name, path, kind, size and mtime. glob filters names (e.g. \"*.rs\"), recursive descends, include_hidden shows dot-files; at most max_entries (default 1000) entries, with truncated: true when cut short.".to_owned()
+            |l| {
+                format!(
+                    "List a folder inside the allowed root: each entry's name, path, kind, size and mtime, sorted by name (a recursive listing walks each folder after its parent's entries). glob filters names (e.g. \"*.rs\"), recursive descends, include_hidden shows dot-files; at most max_entries (default 1000) entries and {} characters an answer. When more follow, the answer has truncated: true and next_offset: pass it as offset for the next page.",
+                    l.max_answer_chars
+                )
             },
         ),
         spec::<Delete>(
@@ -274,8 +291,8 @@ pub(super) fn catalogue() -> Vec<Spec> {
         }),
         spec::<RunCommand>("run_command", "Run a command", Needs::Shell, ACTS, |l| {
             format!(
-                "Run a program on this machine with the user's full permissions (not confined to the allowed root: only its working directory is). Give exactly one of argv (program and arguments, no shell) or command (a command line for shell: auto, bash, sh, zsh, pwsh, powershell or cmd). cwd is inside the allowed root (default: the root). The environment is a safe baseline plus env. timeout_seconds is capped at {} s; on timeout the whole process tree is killed and timed_out is true. stdout and stderr share a budget of at most {} bytes (output_truncated when cut). Returns JSON {{stdout, stderr, exit_code, timed_out, duration_seconds, output_truncated}}; a non-zero exit is a normal result.",
-                l.command_timeout_seconds, l.max_file_size_bytes
+                "Run a program on this machine with the user's full permissions (not confined to the allowed root: only its working directory is). Give exactly one of argv (program and arguments, no shell) or command (a command line for shell: auto, bash, sh, zsh, pwsh, powershell or cmd). cwd is inside the allowed root (default: the root). The environment is a safe baseline plus env. timeout_seconds is capped at {} s; on timeout the whole process tree is killed and timed_out is true. stdout and stderr share a budget of at most {} bytes (output_truncated when cut), and an answer holds at most {} characters: longer output keeps its start and end with the middle elided and marked, and a note says how much. Returns JSON {{stdout, stderr, exit_code, timed_out, duration_seconds, output_truncated}}; a non-zero exit is a normal result.",
+                l.command_timeout_seconds, l.max_file_size_bytes, l.max_answer_chars
             )
         }),
         spec::<Screenshot>(
@@ -474,6 +491,13 @@ struct ReadFile {
 impl Input for ReadFile {
     const TYPE: MessageType = MessageType::FileRead;
     type Output = FileContentsPayload;
+
+    fn plan(&self) -> Plan {
+        Plan::Read {
+            offset: self.offset.unwrap_or(0),
+            capped: false,
+        }
+    }
 }
 
 /// `write_file` → FILE_WRITE.
@@ -532,6 +556,11 @@ struct ListDirectory {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     include_hidden: Option<bool>,
+    /// Entries to skip: the next_offset a cut listing gave (default 0). This face's own
+    /// parameter; the wire's listing has none.
+    #[serde(default, skip_serializing)]
+    #[schemars(extend("default" = 0))]
+    offset: Option<u64>,
     /// Most entries to return (default 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1), extend("default" = 1000))]
@@ -541,6 +570,12 @@ struct ListDirectory {
 impl Input for ListDirectory {
     const TYPE: MessageType = MessageType::FileList;
     type Output = FileListResponsePayload;
+
+    fn plan(&self) -> Plan {
+        Plan::List {
+            skip: self.offset.unwrap_or(0),
+        }
+    }
 }
 
 /// `delete` → FILE_DELETE.
@@ -882,6 +917,7 @@ mod tests {
         let limits = Limits {
             max_file_size_bytes: 10,
             command_timeout_seconds: 30,
+            max_answer_chars: 100_000,
         };
         for spec in catalogue() {
             let tool = spec.tool(&limits).unwrap();
@@ -949,9 +985,27 @@ mod tests {
         let args = |v: Value| v.as_object().cloned().unwrap();
         let tools = catalogue();
         let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap();
-        let read = (tool("read_file").message)("read_file", args(serde_json::json!({"path": "a"})))
-            .unwrap();
-        assert!(matches!(read, Message::FileRead(p) if p.path == "a" && p.offset == 0));
+        let (read, plan) = (tool("read_file").message)(
+            "read_file",
+            args(serde_json::json!({"path": "a", "offset": 5})),
+        )
+        .unwrap();
+        assert!(matches!(read, Message::FileRead(p) if p.path == "a" && p.offset == 5));
+        assert_eq!(
+            plan,
+            Plan::Read {
+                offset: 5,
+                capped: false
+            }
+        );
+        // A listing's offset is this face's: the wire payload has none.
+        let (list, plan) = (tool("list_directory").message)(
+            "list_directory",
+            args(serde_json::json!({"path": ".", "offset": 7})),
+        )
+        .unwrap();
+        assert!(matches!(list, Message::FileList(p) if p.max_entries == 1000));
+        assert_eq!(plan, Plan::List { skip: 7 });
         // Both command and argv: the wire payload's own rule refuses it.
         match (tool("run_command").message)(
             "run_command",
