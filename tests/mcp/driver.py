@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import mcp_types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -627,11 +628,69 @@ async def budget():
         ok("command_output_keeps_head_and_tail")
 
 
+async def roots():
+    """The client's MCP roots narrow the file tools within the allowed root; a root outside is
+    ignored with a log line; a change of roots applies; nothing widens the allowed root."""
+    for name in ["proj", "other"]:
+        (ROOT / name).mkdir()
+        (ROOT / name / f"{name}.txt").write_text(name)
+    (ROOT / "proj" / "link").symlink_to(ROOT / "other")
+    listed = [ROOT / "proj", OUTSIDE]
+    asked = asyncio.Event()
+
+    async def list_roots(context):
+        asked.set()
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=path.as_uri()) for path in listed])
+
+    errlog_path = HOME / "roots.stderr"
+    with open(errlog_path, "w") as errlog:
+        async with stdio_client(params("--enable-shell"), errlog=errlog) as (read, write), ClientSession(read, write, list_roots_callback=list_roots) as session:
+            await session.initialize()
+            call = session.call_tool
+            # The first call waits for the roots: it never runs on the whole allowed root.
+            failed(await call("read_file", {"path": "other/other.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            assert asked.is_set()
+            assert payload(await call("read_file", {"path": "proj/proj.txt"}))["content"] == "proj"
+            assert payload(await call("write_file", {"path": "proj/new.txt", "content": "n"}))["ok"]
+            # Through a symlink inside the root into the rest of the allowed root: refused.
+            failed(await call("read_file", {"path": "proj/link/other.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            failed(await call("read_file", {"path": "proj/../other/other.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            failed(await call("list_directory", {"path": "."}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            failed(await call("move", {"src": "proj/new.txt", "dst": "other/new.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            # The root outside the allowed root widens nothing.
+            failed(await call("read_file", {"path": str(OUTSIDE / "secret.txt")}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            # A command's working folder: the first root by default, never outside the roots.
+            assert payload(await call("run_command", {"argv": ["pwd"]}))["stdout"] == f"{ROOT / 'proj'}\n"
+            failed(await call("run_command", {"argv": ["pwd"], "cwd": "other"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            ok("roots_narrow_the_tools")
+
+            listed[:] = [ROOT / "other"]
+            asked.clear()
+            await session.send_roots_list_changed()
+            await asyncio.wait_for(asked.wait(), 10)
+            assert payload(await call("read_file", {"path": "other/other.txt"}))["content"] == "other"
+            failed(await call("read_file", {"path": "proj/proj.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            ok("a_change_of_roots_applies")
+
+            listed[:] = [ROOT.parent]
+            asked.clear()
+            await session.send_roots_list_changed()
+            await asyncio.wait_for(asked.wait(), 10)
+            # A root holding the allowed root narrows nothing, and widens nothing either.
+            assert payload(await call("read_file", {"path": "proj/proj.txt"}))["content"] == "proj"
+            failed(await call("read_file", {"path": str(OUTSIDE / "secret.txt")}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            ok("no_root_widens_the_allowed_root")
+    stderr = errlog_path.read_text()
+    assert f"root={OUTSIDE.as_uri()}" in stderr and "it is outside the allowed root" in stderr, stderr
+    assert (OUTSIDE / "secret.txt").read_text() == "secret"
+
+
 SCENARIOS = {
     "files": lambda: asyncio.run(files()),
     "shell": lambda: asyncio.run(shell()),
     "powers": lambda: asyncio.run(powers()),
     "budget": lambda: asyncio.run(budget()),
+    "roots": lambda: asyncio.run(roots()),
     "stdin": stdin_close,
     "computer": lambda: asyncio.run(computer()),
     "desktop": lambda: asyncio.run(desktop()),

@@ -18,6 +18,7 @@
 
 mod budget;
 mod results;
+mod roots;
 mod schema;
 mod stdio;
 mod tools;
@@ -31,10 +32,11 @@ use local_core::machine::exec::CommandLimiter;
 use local_core::machine::files::FileLimits;
 use local_core::machine::jail::Jail;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -50,6 +52,7 @@ use crate::error;
 use crate::request_log::RequestLog;
 use crate::session::{Computer, Host, Served, ShellLimits, serve};
 use budget::Plan;
+use roots::Roots;
 use tools::{Limits, Needs, Rejected, Spec};
 
 /// The `session_id` of every record this face writes: where the connector names its session,
@@ -367,6 +370,7 @@ async fn run(prepared: Prepared) -> u8 {
     let (shutdown, stopping) = watch::channel(false);
     let (calls, mut calls_done) = mpsc::channel::<()>(1);
     let server = Server(Arc::new(Inner {
+        roots: Arc::new(Roots::new(Arc::clone(&host.jail))),
         host: host.clone(),
         limits,
         shell_limits,
@@ -409,6 +413,8 @@ struct Server(Arc<Inner>);
 
 struct Inner {
     host: Host,
+    /// The client's MCP roots, which narrow the file tools within the allowed root.
+    roots: Arc<Roots>,
     limits: FileLimits,
     shell_limits: ShellLimits,
     /// The tools offered, for calls.
@@ -436,6 +442,26 @@ impl ServerHandler for Server {
             .with_instructions(
                 "This machine's files inside one allowed root (and, where the operator enabled them, commands and the desktop), jailed and audited. Paths are relative to the allowed root.",
             )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Known before any call can arrive: a client that offers roots is asked for them, and
+        // calls wait for the answer rather than run on the whole allowed root.
+        self.0.roots.expect(request.capabilities.roots.is_some());
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.0.roots.refresh(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.0.roots.refresh(context.peer);
     }
 
     async fn list_tools(
@@ -471,6 +497,8 @@ impl ServerHandler for Server {
                 }
             };
         budget::shape(&mut message, &mut plan, max_chars, &inner.limits);
+        let mut host = inner.host.clone();
+        host.jail = inner.roots.narrow(&mut message).await;
         let kind = message.message_type();
         let request_id = context.id.to_string();
         // Admission as on a connection: after the arguments' own refusals, never queued. Like
@@ -492,7 +520,7 @@ impl ServerHandler for Server {
         match serve(
             message,
             &request_id,
-            &inner.host,
+            &host,
             inner.limits,
             inner.shell_limits,
             stop,

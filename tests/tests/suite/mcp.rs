@@ -427,6 +427,31 @@ fn every_answer_stays_within_its_budget_and_says_how_to_go_on() {
     assert!(has(&records, "FILE_READ", None) && has(&records, "FILE_LIST", None));
 }
 
+/// MCP Roots (issue 36), through the Python SDK's roots callback: the roots narrow the file
+/// tools and a command's working folder to those folders, through symlinks too; a root outside
+/// the allowed root is ignored with a log line; a change of roots applies; a root holding the
+/// allowed root widens nothing.
+#[test]
+fn the_clients_roots_narrow_the_tools_and_never_widen_the_root() {
+    let place = Place::new();
+    let passed = place.drive("roots", &[]);
+    assert_eq!(
+        passed,
+        [
+            "roots_narrow_the_tools",
+            "a_change_of_roots_applies",
+            "no_root_widens_the_allowed_root"
+        ]
+    );
+    let records = place.audit();
+    assert!(has(
+        &records,
+        "JAIL_VIOLATION",
+        Some("PATH_OUTSIDE_ALLOWED_ROOT")
+    ));
+    assert!(has(&records, "FILE_WRITE", None));
+}
+
 #[test]
 fn run_command_times_out_and_cancels_with_its_tree() {
     let place = Place::new();
