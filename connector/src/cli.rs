@@ -243,6 +243,10 @@ pub struct McpArgs {
     /// on (at least 2000).
     #[arg(long, value_name = "CHARS", default_value_t = DEFAULT_MAX_ANSWER_CHARS, value_parser = max_answer_chars)]
     pub max_answer_chars: usize,
+    /// The longest side a screenshot has, in pixels; a larger capture is scaled down (at least
+    /// 64).
+    #[arg(long, value_name = "PIXELS", default_value_t = DEFAULT_MAX_IMAGE_EDGE, value_parser = max_image_edge)]
+    pub max_image_edge: u32,
 }
 
 /// `mcp --max-answer-chars` when not given: the most characters of text one tool answer has.
@@ -250,6 +254,18 @@ pub const DEFAULT_MAX_ANSWER_CHARS: usize = 100_000;
 
 /// The least `--max-answer-chars` takes: room for a note and some content.
 pub const MIN_MAX_ANSWER_CHARS: usize = 2_000;
+
+/// `mcp --max-image-edge` when not given: the longest side vision models take without
+/// scaling the image down themselves.
+pub const DEFAULT_MAX_IMAGE_EDGE: u32 = 1568;
+
+/// `--max-image-edge`: a side of at least 64 pixels.
+fn max_image_edge(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(edge) if edge >= 64 => Ok(edge),
+        _ => Err("give a whole number of pixels, at least 64".to_owned()),
+    }
+}
 
 /// `--max-answer-chars`: a count with room for a note and some content.
 fn max_answer_chars(text: &str) -> Result<usize, String> {

@@ -423,6 +423,7 @@ async def computer():
         assert png_size(base64.b64decode(image.data)) == (width, height)
         meta = json.loads(shot.content[1].text)
         assert (meta["width"], meta["height"]) == (width, height) and "image_base64" not in meta, meta
+        assert "screen_pixels_per_image_pixel" not in meta, meta
         region = await call("screenshot", {"format": "png", "region": [10, 20, 110, 70]})
         assert png_size(base64.b64decode(region.content[0].data)) == (100, 50)
         jpeg = await call("screenshot", {"quality": 50})
@@ -438,6 +439,16 @@ async def computer():
         message = await protocol_error(session, "screenshot", {"region": [0, 0, 10]})
         assert "`region`" in message, message
         await protocol_error(session, "screenshot", {"quality": 300})
+        # A capture longer than --max-image-edge is scaled down, aspect kept, and says how much.
+        async with stdio_client(params("--enable-computer-use", "--max-image-edge", str(width // 2), extra_env=desktop)) as (read2, write2), ClientSession(read2, write2) as small:
+            await small.initialize()
+            scaled = await small.call_tool("screenshot", {"format": "png"})
+            assert png_size(base64.b64decode(scaled.content[0].data)) == (width // 2, height // 2)
+            meta = payload(scaled)
+            assert (meta["width"], meta["logical_size"]) == (width // 2, [width, height]), meta
+            assert meta["screen_pixels_per_image_pixel"] == 2.0 and "times 2, plus origin" in meta["note"], meta
+            region = payload(await small.call_tool("screenshot", {"format": "png", "region": [10, 20, 110, 70]}))
+            assert region["width"] == 100 and "screen_pixels_per_image_pixel" not in region, region
         ok("screenshot")
 
         failed(await call("input_action", {"action": "left_click", "coordinate": [width + 50, 10]}), "INPUT_OUT_OF_BOUNDS")

@@ -43,8 +43,8 @@ use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::audit::{Entry, details};
 use crate::cli::{
-    Cli, Command, DEFAULT_MAX_ANSWER_CHARS, EXIT_PREFLIGHT, Env, McpArgs, Refusal, load_config,
-    tracing_level,
+    Cli, Command, DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_IMAGE_EDGE, EXIT_PREFLIGHT, Env, McpArgs,
+    Refusal, load_config, tracing_level,
 };
 use crate::config::ShimConfig;
 use crate::daemon;
@@ -160,7 +160,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         let policy = powers.clipboard.then_some(ClipboardPolicy {
             read_foreign: powers.read_foreign,
         });
-        host = host.with_computer(Computer::new(policy));
+        host = host.with_computer(Computer::new(policy).with_max_image_edge(powers.max_image_edge));
     }
     let mut notices = Vec::new();
     for (daemon, offered, switch) in [
@@ -191,6 +191,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             max_file_size_bytes,
             command_timeout_seconds: settings.command_timeout_seconds.get(),
             max_answer_chars: powers.max_answer_chars,
+            max_image_edge: powers.max_image_edge,
         },
         max_concurrent: settings.max_concurrent,
         log_level,
@@ -215,6 +216,8 @@ struct Powers {
     exclude: Vec<(String, &'static str)>,
     /// `--max-answer-chars`: the most characters of text one answer has.
     max_answer_chars: usize,
+    /// `--max-image-edge`: the longest side of a screenshot.
+    max_image_edge: u32,
 }
 
 /// Where a tool list came from, as a refusal names it.
@@ -255,6 +258,7 @@ impl Powers {
                 )
                 .collect(),
             max_answer_chars: flags.map_or(DEFAULT_MAX_ANSWER_CHARS, |args| args.max_answer_chars),
+            max_image_edge: flags.map_or(DEFAULT_MAX_IMAGE_EDGE, |args| args.max_image_edge),
         }
     }
 

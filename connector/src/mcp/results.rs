@@ -11,6 +11,9 @@ use crate::protocol::Message;
 /// The screenshot reply's field whose pixels travel once, as the image content.
 pub(super) const IMAGE_FIELD: &str = "image_base64";
 
+/// The field a scaled screenshot's result adds: physical screen pixels per image pixel.
+pub(super) const SCALE_FIELD: &str = "screen_pixels_per_image_pixel";
+
 /// The tool result for a reply message, its text within `max_chars` characters.
 pub(super) fn result(reply: Message, plan: Plan, max_chars: usize) -> CallToolResult {
     match reply {
@@ -35,6 +38,18 @@ pub(super) fn result(reply: Message, plan: Plan, max_chars: usize) -> CallToolRe
             if let Some(fields) = meta.as_object_mut() {
                 // The pixels travel once, as the image.
                 fields.remove(IMAGE_FIELD);
+                // A capture scaled to the longest side allowed: how its pixels map back.
+                let captured = f64::from(shot.logical_size[0]) * shot.display_scale;
+                let factor = captured / f64::from(shot.width.max(1));
+                // The logical size is rounded: less than a scale's worth of pixels is no scaling.
+                if captured - f64::from(shot.width) > shot.display_scale.max(1.0) {
+                    let rounded = (factor * 10_000.0).round() / 10_000.0;
+                    fields.insert(SCALE_FIELD.to_owned(), rounded.into());
+                    fields.insert(
+                        "note".to_owned(),
+                        format!("The image is scaled down: a point in it times {rounded}, plus origin, is the point on the screen.").into(),
+                    );
+                }
             }
             let mut result = CallToolResult::success(vec![
                 ContentBlock::image(shot.image_base64, mime),

@@ -55,6 +55,13 @@ pub(super) fn output<T: JsonSchema>(withheld: &[&str]) -> Result<Arc<JsonObject>
             "next_offset".to_owned(),
             json!({"type": "integer", "minimum": 0, "description": "Where a cut read or listing goes on: pass it as offset."}),
         );
+        if !withheld.is_empty() {
+            // An image's result: how a scaled image's pixels map back to the screen.
+            properties.insert(
+                super::results::SCALE_FIELD.to_owned(),
+                json!({"type": "number", "description": "Physical screen pixels per image pixel, when the image was scaled down."}),
+            );
+        }
     }
     Ok(Arc::new(object))
 }

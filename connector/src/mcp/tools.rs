@@ -57,6 +57,8 @@ pub(super) struct Limits {
     pub(super) command_timeout_seconds: u64,
     /// `--max-answer-chars`: the most characters of text one answer has.
     pub(super) max_answer_chars: usize,
+    /// `--max-image-edge`: the longest side of a screenshot.
+    pub(super) max_image_edge: u32,
 }
 
 /// Why a tool's arguments became no message.
@@ -302,8 +304,8 @@ pub(super) fn catalogue() -> Vec<Spec> {
             READS,
             |l| {
                 format!(
-                    "Capture the screen as an image (JPEG by default, or PNG): a monitor (index, -1 for all), a region [x1, y1, x2, y2] in screen pixels, or a window by the window_id list_windows gave. Returns the image and a JSON text with its width, height, origin and scale. At most {} bytes (FILE_TOO_LARGE beyond: lower quality or capture less).",
-                    l.max_file_size_bytes
+                    "Capture the screen as an image (JPEG by default, or PNG): a monitor (index, -1 for all), a region [x1, y1, x2, y2] in screen pixels, or a window by the window_id list_windows gave. Returns the image and a JSON text with its width, height, origin and scale. A capture longer than {} pixels on a side is scaled down, and screen_pixels_per_image_pixel says by how much (screen point = origin + image point times it). At most {} bytes (FILE_TOO_LARGE beyond: lower quality or capture less).",
+                    l.max_image_edge, l.max_file_size_bytes
                 )
             },
         ),
@@ -918,6 +920,7 @@ mod tests {
             max_file_size_bytes: 10,
             command_timeout_seconds: 30,
             max_answer_chars: 100_000,
+            max_image_edge: 1568,
         };
         for spec in catalogue() {
             let tool = spec.tool(&limits).unwrap();
