@@ -215,7 +215,7 @@ pub struct TryArgs {
 /// These switches (or the config file's `[mcp]` section) alone give the MCP face its powers:
 /// the daemon's settings (`enable_shell` at the file's top level, `AUTOGPT_SHIM_ENABLE_*`) are
 /// meant for `start` and never turn on a tool here.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, clap::Args)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct McpArgs {
     /// Offer `run_command` (any command, with this user's permissions).
@@ -239,6 +239,43 @@ pub struct McpArgs {
     /// Never offer these tools (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub exclude_tools: Vec<String>,
+    /// The most characters of text one tool answer has; longer ones are cut, saying how to go
+    /// on (at least 2000).
+    #[arg(long, value_name = "CHARS", default_value_t = DEFAULT_MAX_ANSWER_CHARS, value_parser = max_answer_chars)]
+    pub max_answer_chars: usize,
+    /// The longest side a screenshot has, in pixels; a larger capture is scaled down (at least
+    /// 64).
+    #[arg(long, value_name = "PIXELS", default_value_t = DEFAULT_MAX_IMAGE_EDGE, value_parser = max_image_edge)]
+    pub max_image_edge: u32,
+}
+
+/// `mcp --max-answer-chars` when not given: the most characters of text one tool answer has.
+pub const DEFAULT_MAX_ANSWER_CHARS: usize = 100_000;
+
+/// The least `--max-answer-chars` takes: room for a note and some content.
+pub const MIN_MAX_ANSWER_CHARS: usize = 2_000;
+
+/// `mcp --max-image-edge` when not given: the longest side vision models take without
+/// scaling the image down themselves.
+pub const DEFAULT_MAX_IMAGE_EDGE: u32 = 1568;
+
+/// `--max-image-edge`: a side of at least 64 pixels.
+fn max_image_edge(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(edge) if edge >= 64 => Ok(edge),
+        _ => Err("give a whole number of pixels, at least 64".to_owned()),
+    }
+}
+
+/// `--max-answer-chars`: a count with room for a note and some content.
+fn max_answer_chars(text: &str) -> Result<usize, String> {
+    let least = MIN_MAX_ANSWER_CHARS;
+    match text.parse::<usize>() {
+        Ok(chars) if chars >= least => Ok(chars),
+        _ => Err(format!(
+            "give a whole number of characters, at least {least}"
+        )),
+    }
 }
 
 /// A resolved `start`. `Debug` never shows the token.

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import mcp_types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -114,7 +115,28 @@ async def check_listing(session, expected):
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         assert tool.input_schema["type"] == "object", tool.name
         assert tool.description and len(tool.description) > 40, tool.name
+        check_fillable(tool)
     return {tool.name: tool for tool in listing.tools}
+
+
+def check_fillable(tool):
+    """A schema every client can fill in (issue 36): one JSON type per parameter, nothing
+    required that has a default, defaults stated, a title and all four annotations, and an
+    output schema the SDK checks every successful result against."""
+    schema = tool.input_schema
+    required = set(schema.get("required", []))
+    for field, prop in schema.get("properties", {}).items():
+        assert isinstance(prop.get("type"), str), (tool.name, field, prop)
+        if "default" in prop:
+            assert field not in required, (tool.name, field)
+    assert '"null"' not in json.dumps(schema), (tool.name, schema)
+    assert tool.title, tool.name
+    hints = tool.annotations
+    assert hints is not None and hints.title == tool.title, tool.name
+    for hint in [hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint]:
+        assert isinstance(hint, bool), (tool.name, hints)
+    assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+    jsonschema.Draft202012Validator.check_schema(tool.output_schema)
 
 
 def gone(pid):
@@ -207,18 +229,31 @@ async def files():
         big = "x" * (MAX_FILE_SIZE + 1)
         failed(await call("write_file", {"path": "big.txt", "content": big}), "FILE_TOO_LARGE")
         (ROOT / "big.txt").write_text(big)
-        failed(await call("read_file", {"path": "big.txt", "encoding": "base64"}), "FILE_TOO_LARGE")
+        # A read is a page within the configured limit, never FILE_TOO_LARGE: it says where to go on.
+        page = payload(await call("read_file", {"path": "big.txt", "encoding": "base64"}))
+        assert len(base64.b64decode(page["content"])) == MAX_FILE_SIZE and page["next_offset"] == MAX_FILE_SIZE, page
+        rest = payload(await call("read_file", {"path": "big.txt", "encoding": "base64", "offset": page["next_offset"]}))
+        assert base64.b64decode(rest["content"]) == b"x" and "next_offset" not in rest, rest
         ok("file_too_large")
 
         # The wire payload's own rules: the connector's code and message.
         invalid = failed(await call("read_file", {"path": "a", "length": 0}), "INTERNAL_ERROR", "invalid FILE_READ payload")
         assert invalid["details"] == {"message_type": "FILE_READ", "field": "length"}, invalid
         # Arguments outside the schema, and tools not offered: protocol errors.
+        read = tools["read_file"]
+        assert read.input_schema["required"] == ["path"], read.input_schema
+        assert read.input_schema["properties"]["encoding"]["default"] == "utf-8", read.input_schema
+        assert read.annotations.read_only_hint is True and tools["delete"].annotations.destructive_hint is True
         message = await protocol_error(session, "read_file", {})
-        assert "see the tool's inputSchema" in message, message
+        assert message == "`path` is required; see read_file's inputSchema", message
+        message = await protocol_error(session, "read_file", {"path": "a", "offset": -1})
+        assert message == "`offset` must be a non-negative integer", message
+        message = await protocol_error(session, "write_file", {"path": "a", "content": "x", "create_parents": "yes"})
+        assert message == "`create_parents` must be true or false", message
         message = await protocol_error(session, "write_file", {"path": "a", "content": 5})
         assert "`content`" in message, message
-        await protocol_error(session, "read_file", {"path": "a", "bogus": 1})
+        message = await protocol_error(session, "read_file", {"path": "a", "bogus": 1})
+        assert message == "`bogus` is not a parameter of read_file, which takes encoding, length, offset, path", message
         message = await protocol_error(session, "run_command", {"argv": ["true"]})
         assert message.startswith('unknown tool "run_command"'), message
         ok("bad_input")
@@ -388,6 +423,7 @@ async def computer():
         assert png_size(base64.b64decode(image.data)) == (width, height)
         meta = json.loads(shot.content[1].text)
         assert (meta["width"], meta["height"]) == (width, height) and "image_base64" not in meta, meta
+        assert "screen_pixels_per_image_pixel" not in meta, meta
         region = await call("screenshot", {"format": "png", "region": [10, 20, 110, 70]})
         assert png_size(base64.b64decode(region.content[0].data)) == (100, 50)
         jpeg = await call("screenshot", {"quality": 50})
@@ -403,6 +439,16 @@ async def computer():
         message = await protocol_error(session, "screenshot", {"region": [0, 0, 10]})
         assert "`region`" in message, message
         await protocol_error(session, "screenshot", {"quality": 300})
+        # A capture longer than --max-image-edge is scaled down, aspect kept, and says how much.
+        async with stdio_client(params("--enable-computer-use", "--max-image-edge", str(width // 2), extra_env=desktop)) as (read2, write2), ClientSession(read2, write2) as small:
+            await small.initialize()
+            scaled = await small.call_tool("screenshot", {"format": "png"})
+            assert png_size(base64.b64decode(scaled.content[0].data)) == (width // 2, height // 2)
+            meta = payload(scaled)
+            assert (meta["width"], meta["logical_size"]) == (width // 2, [width, height]), meta
+            assert meta["screen_pixels_per_image_pixel"] == 2.0 and "times 2, plus origin" in meta["note"], meta
+            region = payload(await small.call_tool("screenshot", {"format": "png", "region": [10, 20, 110, 70]}))
+            assert region["width"] == 100 and "screen_pixels_per_image_pixel" not in region, region
         ok("screenshot")
 
         failed(await call("input_action", {"action": "left_click", "coordinate": [width + 50, 10]}), "INPUT_OUT_OF_BOUNDS")
@@ -526,10 +572,136 @@ async def desktop():
         ok("accessibility_snapshot")
 
 
+async def paged_read(call, path, encoding, budget):
+    """Reads `path` page by page through next_offset; every answer within the budget."""
+    pieces, offset, pages = [], 0, 0
+    while True:
+        result = await call("read_file", {"path": path, "encoding": encoding, "offset": offset})
+        assert len(result.content[0].text) <= budget, len(result.content[0].text)
+        page = payload(result)
+        pieces.append(page["content"])
+        pages += 1
+        if "next_offset" not in page:
+            assert page["truncated"] is False, page
+            break
+        assert page["truncated"] is True and f"offset {page['next_offset']}" in page["note"], page
+        assert page["next_offset"] == offset + page["size_bytes"], page
+        offset = page["next_offset"]
+    return pieces, pages
+
+
+async def budget():
+    """Every answer within --max-answer-chars: long files read in pages, listings page with
+    offset, and a command's output keeps its head and tail."""
+    limit = 5000
+    extra = {"AUTOGPT_SHIM_MAX_FILE_SIZE_BYTES": str(1 << 20)}
+    server = params("--enable-shell", "--max-answer-chars", str(limit), extra_env=extra)
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await check_listing(session, FILE_TOOLS + ["run_command"])
+        assert f"at most {limit} characters" in tools["read_file"].description, tools["read_file"].description
+        call = session.call_tool
+
+        # Quotes, newlines and two- and four-byte characters: escaping and UTF-8 pages.
+        text = "".join(f'line {i}: "\u00e9t\u00e9" \U0001F600\n' for i in range(1500))
+        (ROOT / "long.txt").write_text(text, encoding="utf-8")
+        pieces, pages = await paged_read(call, "long.txt", "utf-8", limit)
+        assert "".join(pieces) == text and pages >= 5, pages
+        raw = os.urandom(20_000)
+        (ROOT / "long.bin").write_bytes(raw)
+        pieces, pages = await paged_read(call, "long.bin", "base64", limit)
+        assert b"".join(base64.b64decode(piece) for piece in pieces) == raw and pages >= 5, pages
+        ok("long_files_read_in_pages")
+
+        names = [f"entry-{i:04}.txt" for i in range(300)]
+        for name in names:
+            (ROOT / "many" / name).parent.mkdir(exist_ok=True)
+            (ROOT / "many" / name).write_text("x")
+        seen, offset, pages = [], 0, 0
+        while True:
+            result = await call("list_directory", {"path": "many", "offset": offset})
+            assert len(result.content[0].text) <= limit, len(result.content[0].text)
+            page = payload(result)
+            seen += [entry["name"] for entry in page["entries"]]
+            pages += 1
+            if "next_offset" not in page:
+                break
+            assert page["truncated"] is True and "offset" in page["note"], page
+            offset = page["next_offset"]
+        assert seen == names and pages >= 5, (pages, len(seen))
+        ok("listings_page_with_offset")
+
+        loud = payload(await call("run_command", {"command": "seq 1 20000; echo done >&2", "shell": "sh"}))
+        out = loud["stdout"]
+        assert out.startswith("1\n2\n3\n") and out.endswith("19999\n20000\n"), (out[:20], out[-20:])
+        assert " characters elided ...]\n" in out and loud["output_truncated"] is True, out
+        assert loud["stderr"] == "done\n" and "stdout keeps its start and end" in loud["note"], loud
+        ok("command_output_keeps_head_and_tail")
+
+
+async def roots():
+    """The client's MCP roots narrow the file tools within the allowed root; a root outside is
+    ignored with a log line; a change of roots applies; nothing widens the allowed root."""
+    for name in ["proj", "other"]:
+        (ROOT / name).mkdir()
+        (ROOT / name / f"{name}.txt").write_text(name)
+    (ROOT / "proj" / "link").symlink_to(ROOT / "other")
+    listed = [ROOT / "proj", OUTSIDE]
+    asked = asyncio.Event()
+
+    async def list_roots(context):
+        asked.set()
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=path.as_uri()) for path in listed])
+
+    errlog_path = HOME / "roots.stderr"
+    with open(errlog_path, "w") as errlog:
+        async with stdio_client(params("--enable-shell"), errlog=errlog) as (read, write), ClientSession(read, write, list_roots_callback=list_roots) as session:
+            await session.initialize()
+            call = session.call_tool
+            # The first call waits for the roots: it never runs on the whole allowed root.
+            failed(await call("read_file", {"path": "other/other.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            assert asked.is_set()
+            assert payload(await call("read_file", {"path": "proj/proj.txt"}))["content"] == "proj"
+            assert payload(await call("write_file", {"path": "proj/new.txt", "content": "n"}))["ok"]
+            # Through a symlink inside the root into the rest of the allowed root: refused.
+            failed(await call("read_file", {"path": "proj/link/other.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            failed(await call("read_file", {"path": "proj/../other/other.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            failed(await call("list_directory", {"path": "."}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            failed(await call("move", {"src": "proj/new.txt", "dst": "other/new.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            # The root outside the allowed root widens nothing.
+            failed(await call("read_file", {"path": str(OUTSIDE / "secret.txt")}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            # A command's working folder: the first root by default, never outside the roots.
+            assert payload(await call("run_command", {"argv": ["pwd"]}))["stdout"] == f"{ROOT / 'proj'}\n"
+            failed(await call("run_command", {"argv": ["pwd"], "cwd": "other"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            ok("roots_narrow_the_tools")
+
+            listed[:] = [ROOT / "other"]
+            asked.clear()
+            await session.send_roots_list_changed()
+            await asyncio.wait_for(asked.wait(), 10)
+            assert payload(await call("read_file", {"path": "other/other.txt"}))["content"] == "other"
+            failed(await call("read_file", {"path": "proj/proj.txt"}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            ok("a_change_of_roots_applies")
+
+            listed[:] = [ROOT.parent]
+            asked.clear()
+            await session.send_roots_list_changed()
+            await asyncio.wait_for(asked.wait(), 10)
+            # A root holding the allowed root narrows nothing, and widens nothing either.
+            assert payload(await call("read_file", {"path": "proj/proj.txt"}))["content"] == "proj"
+            failed(await call("read_file", {"path": str(OUTSIDE / "secret.txt")}), "PATH_OUTSIDE_ALLOWED_ROOT")
+            ok("no_root_widens_the_allowed_root")
+    stderr = errlog_path.read_text()
+    assert f"root={OUTSIDE.as_uri()}" in stderr and "it is outside the allowed root" in stderr, stderr
+    assert (OUTSIDE / "secret.txt").read_text() == "secret"
+
+
 SCENARIOS = {
     "files": lambda: asyncio.run(files()),
     "shell": lambda: asyncio.run(shell()),
     "powers": lambda: asyncio.run(powers()),
+    "budget": lambda: asyncio.run(budget()),
+    "roots": lambda: asyncio.run(roots()),
     "stdin": stdin_close,
     "computer": lambda: asyncio.run(computer()),
     "desktop": lambda: asyncio.run(desktop()),

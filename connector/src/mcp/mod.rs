@@ -16,7 +16,10 @@
 //! Ctrl-C/SIGTERM), and every running call is stopped first (a command's process group
 //! killed); a call also stops at its `notifications/cancelled`.
 
+mod budget;
 mod results;
+mod roots;
+mod schema;
 mod stdio;
 mod tools;
 
@@ -29,21 +32,27 @@ use local_core::machine::exec::CommandLimiter;
 use local_core::machine::files::FileLimits;
 use local_core::machine::jail::Jail;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::audit::{Entry, details};
-use crate::cli::{Cli, Command, EXIT_PREFLIGHT, Env, McpArgs, Refusal, load_config, tracing_level};
+use crate::cli::{
+    Cli, Command, DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_IMAGE_EDGE, EXIT_PREFLIGHT, Env, McpArgs,
+    Refusal, load_config, tracing_level,
+};
 use crate::config::ShimConfig;
 use crate::daemon;
 use crate::error;
 use crate::request_log::RequestLog;
 use crate::session::{Computer, Host, Served, ShellLimits, serve};
+use budget::Plan;
+use roots::Roots;
 use tools::{Limits, Needs, Rejected, Spec};
 
 /// The `session_id` of every record this face writes: where the connector names its session,
@@ -151,7 +160,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         let policy = powers.clipboard.then_some(ClipboardPolicy {
             read_foreign: powers.read_foreign,
         });
-        host = host.with_computer(Computer::new(policy));
+        host = host.with_computer(Computer::new(policy).with_max_image_edge(powers.max_image_edge));
     }
     let mut notices = Vec::new();
     for (daemon, offered, switch) in [
@@ -181,6 +190,8 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         described: Limits {
             max_file_size_bytes,
             command_timeout_seconds: settings.command_timeout_seconds.get(),
+            max_answer_chars: powers.max_answer_chars,
+            max_image_edge: powers.max_image_edge,
         },
         max_concurrent: settings.max_concurrent,
         log_level,
@@ -191,7 +202,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
 
 /// What `mcp` may offer: its own switches or the config file's `[mcp]` section, never the
 /// daemon's settings (a shell enabled for `start` must not reach an MCP client unasked).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[allow(clippy::struct_excessive_bools)]
 struct Powers {
     shell: bool,
@@ -199,11 +210,21 @@ struct Powers {
     /// Computer use and the clipboard switch.
     clipboard: bool,
     read_foreign: bool,
-    /// `--tools`, else the section's `tools`.
-    tools: Option<Vec<String>>,
-    /// `--exclude-tools` and the section's `exclude_tools`.
-    exclude: Vec<String>,
+    /// `--tools`, else the section's `tools`, with where it came from (for messages).
+    tools: Option<(Vec<String>, &'static str)>,
+    /// `--exclude-tools` and the section's `exclude_tools`, each name with where it came from.
+    exclude: Vec<(String, &'static str)>,
+    /// `--max-answer-chars`: the most characters of text one answer has.
+    max_answer_chars: usize,
+    /// `--max-image-edge`: the longest side of a screenshot.
+    max_image_edge: u32,
 }
+
+/// Where a tool list came from, as a refusal names it.
+const TOOLS_FLAG: &str = "--tools";
+const TOOLS_KEY: &str = "the config file's [mcp] tools";
+const EXCLUDE_FLAG: &str = "--exclude-tools";
+const EXCLUDE_KEY: &str = "the config file's [mcp] exclude_tools";
 
 impl Powers {
     fn of(cli: &Cli, settings: &ShimConfig) -> Self {
@@ -222,13 +243,22 @@ impl Powers {
                 || section.enable_clipboard_read_foreign,
             tools: flags
                 .and_then(|args| args.tools.clone())
-                .or_else(|| section.tools.clone()),
+                .map(|names| (names, TOOLS_FLAG))
+                .or_else(|| section.tools.clone().map(|names| (names, TOOLS_KEY))),
             exclude: flags
                 .map(|args| args.exclude_tools.clone())
                 .unwrap_or_default()
                 .into_iter()
-                .chain(section.exclude_tools.iter().cloned())
+                .map(|name| (name, EXCLUDE_FLAG))
+                .chain(
+                    section
+                        .exclude_tools
+                        .iter()
+                        .map(|name| (name.clone(), EXCLUDE_KEY)),
+                )
                 .collect(),
+            max_answer_chars: flags.map_or(DEFAULT_MAX_ANSWER_CHARS, |args| args.max_answer_chars),
+            max_image_edge: flags.map_or(DEFAULT_MAX_IMAGE_EDGE, |args| args.max_image_edge),
         }
     }
 
@@ -247,13 +277,15 @@ impl Powers {
 /// silently offers less than it says would hide a typo).
 fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
     let names: Vec<&str> = catalogue.iter().map(|tool| tool.name).collect();
-    let lists = powers
+    let allowed = powers
         .tools
         .iter()
-        .flatten()
-        .map(|name| (name, "--tools"))
-        .chain(powers.exclude.iter().map(|name| (name, "--exclude-tools")));
-    for (name, list) in lists {
+        .flat_map(|(names, list)| names.iter().map(|name| (name.as_str(), *list)));
+    let excluded = powers
+        .exclude
+        .iter()
+        .map(|(name, list)| (name.as_str(), *list));
+    for (name, list) in allowed.chain(excluded) {
         if !names.contains(&name.trim()) {
             return Err(format!(
                 "{list} names {name:?}, which is no tool of this server: use names from {}",
@@ -261,18 +293,18 @@ fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
             ));
         }
     }
-    if let Some(allowed) = &powers.tools {
+    let listed = |name: &str, entry: &str| entry.trim() == name;
+    if let Some((allowed, list)) = &powers.tools {
         for tool in &catalogue {
-            if allowed.iter().any(|name| name.trim() == tool.name) && !powers.offers(tool.needs) {
+            if allowed.iter().any(|name| listed(tool.name, name)) && !powers.offers(tool.needs) {
                 return Err(format!(
-                    "--tools names {}, which needs {}: add that switch (or set it in the config file's [mcp] section), or leave the name out",
+                    "{list} names {}, which needs {}: add that switch (or set it in the config file's [mcp] section), or leave the name out",
                     tool.name,
                     tool.needs.switch()
                 ));
             }
         }
     }
-    let listed = |list: &[String], name: &str| list.iter().any(|entry| entry.trim() == name);
     Ok(catalogue
         .into_iter()
         .filter(|tool| powers.offers(tool.needs))
@@ -280,9 +312,14 @@ fn select(catalogue: Vec<Spec>, powers: &Powers) -> Result<Vec<Spec>, String> {
             powers
                 .tools
                 .as_ref()
-                .is_none_or(|allowed| listed(allowed, tool.name))
+                .is_none_or(|(allowed, _)| allowed.iter().any(|name| listed(tool.name, name)))
         })
-        .filter(|tool| !listed(&powers.exclude, tool.name))
+        .filter(|tool| {
+            !powers
+                .exclude
+                .iter()
+                .any(|(name, _)| listed(tool.name, name))
+        })
         .collect())
 }
 
@@ -324,9 +361,9 @@ async fn run(prepared: Prepared) -> u8 {
     }
     let mut listed = Vec::with_capacity(tools.len());
     for tool in &tools {
-        match (tool.schema)() {
-            Ok(schema) => listed.push(Tool::new(tool.name, (tool.describe)(&described), schema)),
-            Err(err) => tracing::error!(tool = tool.name, error = %err, "no input schema"),
+        match tool.tool(&described) {
+            Ok(tool) => listed.push(tool),
+            Err(err) => tracing::error!(tool = tool.name, error = %err, "no schema"),
         }
     }
     tracing::info!(
@@ -337,6 +374,7 @@ async fn run(prepared: Prepared) -> u8 {
     let (shutdown, stopping) = watch::channel(false);
     let (calls, mut calls_done) = mpsc::channel::<()>(1);
     let server = Server(Arc::new(Inner {
+        roots: Arc::new(Roots::new(Arc::clone(&host.jail))),
         host: host.clone(),
         limits,
         shell_limits,
@@ -346,6 +384,7 @@ async fn run(prepared: Prepared) -> u8 {
         calls,
         in_flight: Semaphore::new(usize::try_from(max_concurrent.get()).unwrap_or(usize::MAX)),
         max_concurrent,
+        max_answer_chars: described.max_answer_chars,
     }));
     let (stdin, stdout) = rmcp::transport::stdio_pipes();
     let transport = stdio::Stdio::new(stdin, stdout, stdio::MAX_LINE_BYTES);
@@ -378,6 +417,8 @@ struct Server(Arc<Inner>);
 
 struct Inner {
     host: Host,
+    /// The client's MCP roots, which narrow the file tools within the allowed root.
+    roots: Arc<Roots>,
     limits: FileLimits,
     shell_limits: ShellLimits,
     /// The tools offered, for calls.
@@ -391,6 +432,8 @@ struct Inner {
     /// One permit per call that may run at once: `max_concurrent`, as on a connection.
     in_flight: Semaphore,
     max_concurrent: NonZeroU32,
+    /// The most characters of text one answer has (`budget.rs`).
+    max_answer_chars: usize,
 }
 
 impl ServerHandler for Server {
@@ -403,6 +446,26 @@ impl ServerHandler for Server {
             .with_instructions(
                 "This machine's files inside one allowed root (and, where the operator enabled them, commands and the desktop), jailed and audited. Paths are relative to the allowed root.",
             )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Known before any call can arrive: a client that offers roots is asked for them, and
+        // calls wait for the answer rather than run on the whole allowed root.
+        self.0.roots.expect(request.capabilities.roots.is_some());
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.0.roots.refresh(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.0.roots.refresh(context.peer);
     }
 
     async fn list_tools(
@@ -428,11 +491,18 @@ impl ServerHandler for Server {
                 None,
             ));
         };
-        let message = match (tool.message)(request.arguments.unwrap_or_default()) {
-            Ok(message) => message,
-            Err(Rejected::Schema(text)) => return Err(ErrorData::invalid_params(text, None)),
-            Err(Rejected::Payload(reply)) => return Ok(results::result(*reply).into()),
-        };
+        let max_chars = inner.max_answer_chars;
+        let (mut message, mut plan) =
+            match (tool.message)(tool.name, request.arguments.unwrap_or_default()) {
+                Ok(parts) => parts,
+                Err(Rejected::Schema(text)) => return Err(ErrorData::invalid_params(text, None)),
+                Err(Rejected::Payload(reply)) => {
+                    return Ok(results::result(*reply, Plan::Plain, max_chars).into());
+                }
+            };
+        budget::shape(&mut message, &mut plan, max_chars, &inner.limits);
+        let mut host = inner.host.clone();
+        host.jail = inner.roots.narrow(&mut message).await;
         let kind = message.message_type();
         let request_id = context.id.to_string();
         // Admission as on a connection: after the arguments' own refusals, never queued. Like
@@ -440,7 +510,7 @@ impl ServerHandler for Server {
         let Ok(_slot) = inner.in_flight.try_acquire() else {
             let refusal = error::overloaded(inner.max_concurrent);
             RequestLog::start(kind, inner.host.sandbox_mode()).finish(&request_id, &refusal);
-            return Ok(results::result(refusal).into());
+            return Ok(results::result(refusal, Plan::Plain, max_chars).into());
         };
         let _running = inner.calls.clone();
         let mut stopping = inner.stopping.clone();
@@ -454,14 +524,14 @@ impl ServerHandler for Server {
         match serve(
             message,
             &request_id,
-            &inner.host,
+            &host,
             inner.limits,
             inner.shell_limits,
             stop,
         )
         .await
         {
-            Served::Reply(reply) => Ok(results::result(reply).into()),
+            Served::Reply(reply) => Ok(results::result(reply, plan, max_chars).into()),
             Served::Stopped => {
                 let entry = Entry::failed(
                     kind.as_str(),
@@ -542,8 +612,29 @@ mod tests {
         )
         .unwrap();
         assert!(both.is_empty(), "{both:?}");
+        let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, read_clipboard, write_clipboard";
         let unknown = powers(&["mcp", "--tools", "rm_rf"], "").unwrap_err();
-        assert!(unknown.starts_with("--tools names \"rm_rf\""), "{unknown}");
+        assert_eq!(
+            unknown,
+            format!(
+                "--tools names \"rm_rf\", which is no tool of this server: use names from {every}"
+            )
+        );
+        // Each list is named where it came from, so the person knows what to fix.
+        let section = powers(&["mcp"], "[mcp]\nexclude_tools = [\"rm\"]").unwrap_err();
+        assert!(
+            section.starts_with("the config file's [mcp] exclude_tools names \"rm\""),
+            "{section}"
+        );
+        let flag = powers(&["mcp", "--exclude-tools", "stat,rm"], "").unwrap_err();
+        assert!(flag.starts_with("--exclude-tools names \"rm\""), "{flag}");
+        let off = powers(&["mcp"], "[mcp]\ntools = [\"screenshot\"]").unwrap_err();
+        assert!(
+            off.starts_with(
+                "the config file's [mcp] tools names screenshot, which needs --enable-computer-use"
+            ),
+            "{off}"
+        );
         let off = powers(&["mcp", "--tools", "run_command"], "").unwrap_err();
         assert!(off.contains("needs --enable-shell"), "{off}");
     }

@@ -5,10 +5,17 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
+use super::budget::{self, Plan};
 use crate::protocol::Message;
 
-/// The tool result for a reply message.
-pub(super) fn result(reply: Message) -> CallToolResult {
+/// The screenshot reply's field whose pixels travel once, as the image content.
+pub(super) const IMAGE_FIELD: &str = "image_base64";
+
+/// The field a scaled screenshot's result adds: physical screen pixels per image pixel.
+pub(super) const SCALE_FIELD: &str = "screen_pixels_per_image_pixel";
+
+/// The tool result for a reply message, its text within `max_chars` characters.
+pub(super) fn result(reply: Message, plan: Plan, max_chars: usize) -> CallToolResult {
     match reply {
         Message::Error(error) => {
             let code = serde_json::to_value(&error.code).unwrap_or(Value::Null);
@@ -30,7 +37,19 @@ pub(super) fn result(reply: Message) -> CallToolResult {
             let mut meta = serde_json::to_value(&shot).unwrap_or(Value::Null);
             if let Some(fields) = meta.as_object_mut() {
                 // The pixels travel once, as the image.
-                fields.remove("image_base64");
+                fields.remove(IMAGE_FIELD);
+                // A capture scaled to the longest side allowed: how its pixels map back.
+                let captured = f64::from(shot.logical_size[0]) * shot.display_scale;
+                let factor = captured / f64::from(shot.width.max(1));
+                // The logical size is rounded: less than a scale's worth of pixels is no scaling.
+                if captured - f64::from(shot.width) > shot.display_scale.max(1.0) {
+                    let rounded = (factor * 10_000.0).round() / 10_000.0;
+                    fields.insert(SCALE_FIELD.to_owned(), rounded.into());
+                    fields.insert(
+                        "note".to_owned(),
+                        format!("The image is scaled down: a point in it times {rounded}, plus origin, is the point on the screen.").into(),
+                    );
+                }
             }
             let mut result = CallToolResult::success(vec![
                 ContentBlock::image(shot.image_base64, mime),
@@ -40,7 +59,8 @@ pub(super) fn result(reply: Message) -> CallToolResult {
             result
         }
         other => {
-            let payload = serde_json::to_value(&other).unwrap_or(Value::Null);
+            let mut payload = serde_json::to_value(&other).unwrap_or(Value::Null);
+            budget::bound(&mut payload, plan, max_chars);
             let mut result = CallToolResult::success(vec![ContentBlock::text(payload.to_string())]);
             result.structured_content = Some(payload);
             result
@@ -57,7 +77,11 @@ mod tests {
     #[test]
     fn an_error_keeps_the_connectors_code_and_message() {
         let message = "Path is outside the allowed root.";
-        let result = result(reply(ErrorCode::PathOutsideAllowedRoot, message, None));
+        let result = result(
+            reply(ErrorCode::PathOutsideAllowedRoot, message, None),
+            Plan::Plain,
+            crate::cli::DEFAULT_MAX_ANSWER_CHARS,
+        );
         assert_eq!(result.is_error, Some(true));
         let text = result.content[0].as_text().unwrap().text.clone();
         assert_eq!(text, format!("PATH_OUTSIDE_ALLOWED_ROOT: {message}"));
@@ -69,7 +93,11 @@ mod tests {
     #[test]
     fn a_call_beyond_max_concurrent_is_the_connectors_shim_overloaded() {
         let max = std::num::NonZeroU32::new(2).unwrap();
-        let result = result(crate::error::overloaded(max));
+        let result = result(
+            crate::error::overloaded(max),
+            Plan::Plain,
+            crate::cli::DEFAULT_MAX_ANSWER_CHARS,
+        );
         assert_eq!(result.is_error, Some(true));
         let text = result.content[0].as_text().unwrap().text.clone();
         assert_eq!(
@@ -84,7 +112,11 @@ mod tests {
 
     #[test]
     fn a_success_is_its_payload() {
-        let result = result(Message::Ack(AckPayload::OK));
+        let result = result(
+            Message::Ack(AckPayload::OK),
+            Plan::Plain,
+            crate::cli::DEFAULT_MAX_ANSWER_CHARS,
+        );
         assert_ne!(result.is_error, Some(true));
         assert_eq!(result.structured_content.unwrap()["ok"], true);
     }

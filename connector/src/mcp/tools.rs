@@ -7,17 +7,23 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rmcp::handler::server::common::schema_for_input;
-use rmcp::model::JsonObject;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::budget::Plan;
+use super::schema::{self, Fault};
 use crate::error;
 use local_core::machine::exec::ShellKind;
 
-use crate::protocol::{Message, MessageType, Parsed};
+use crate::protocol::{
+    A11ySnapshotResponsePayload, AckPayload, AppListResponsePayload, ClipboardReadResponsePayload,
+    CommandResultPayload, CursorPositionResponsePayload, DisplayInfoResponsePayload,
+    FileContentsPayload, FileListResponsePayload, FileStatResponsePayload, Message, MessageType,
+    Parsed, ScreenshotResponsePayload, WindowListResponsePayload,
+};
 
 /// Which switch offers a tool; nothing is offered that the operator did not enable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +57,10 @@ pub(super) struct Limits {
     pub(super) max_file_size_bytes: u64,
     /// `command_timeout_seconds`: the ceiling of every command's timeout.
     pub(super) command_timeout_seconds: u64,
+    /// `--max-answer-chars`: the most characters of text one answer has.
+    pub(super) max_answer_chars: usize,
+    /// `--max-image-edge`: the longest side of a screenshot.
+    pub(super) max_image_edge: u32,
 }
 
 /// Why a tool's arguments became no message.
@@ -64,54 +74,161 @@ pub(super) enum Rejected {
     Payload(Box<Message>),
 }
 
+/// What a tool does to the machine, as MCP's annotations tell a client (which may ask the
+/// person before a destructive call, or run read-only ones freely).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Hints {
+    /// Changes nothing.
+    pub(super) read_only: bool,
+    /// May overwrite or remove what was there.
+    pub(super) destructive: bool,
+    /// A second identical call changes nothing more.
+    pub(super) idempotent: bool,
+    /// Reaches beyond the allowed root and the desktop (a command, an app: the network, any file).
+    pub(super) open_world: bool,
+}
+
+/// Reads only.
+const READS: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+
+/// Overwrites or removes what was there (a file, the clipboard), the same each time.
+const OVERWRITES: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+};
+
+/// Moves a file: the source is gone afterwards, so a second call is not the first.
+const MOVES: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: false,
+};
+
+/// Focuses a window: changes what has focus, nothing else.
+const FOCUSES: Hints = Hints {
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+
+/// Runs or drives something that can do anything the user can.
+const ACTS: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
+
 /// One tool.
 pub(super) struct Spec {
     /// The MCP tool name.
     pub(super) name: &'static str,
+    /// Its human-readable title.
+    pub(super) title: &'static str,
     /// The switch that offers it.
     pub(super) needs: Needs,
+    /// What it does to the machine.
+    pub(super) hints: Hints,
     /// Its description, with the configured limits.
     pub(super) describe: fn(&Limits) -> String,
     /// Its input schema.
     pub(super) schema: fn() -> Result<Arc<JsonObject>, String>,
-    /// Its arguments as the wire message the capability path serves.
-    pub(super) message: fn(JsonObject) -> Result<Message, Rejected>,
+    /// The schema of its `structuredContent`.
+    pub(super) output: fn() -> Result<Arc<JsonObject>, String>,
+    /// Its arguments as the wire message the capability path serves, and what its answer
+    /// needs to be finished with.
+    pub(super) message: fn(&str, JsonObject) -> Converted,
+}
+
+/// A tool's arguments as the wire message and the plan of its answer, or why not.
+pub(super) type Converted = Result<(Message, Plan), Rejected>;
+
+impl Spec {
+    /// The tool as `tools/list` shows it, with the configured limits.
+    pub(super) fn tool(&self, limits: &Limits) -> Result<Tool, String> {
+        let mut input = (self.schema)()?;
+        if let Some(Value::Object(timeout)) = Arc::make_mut(&mut input)
+            .get_mut("properties")
+            .and_then(|properties| properties.get_mut("timeout_seconds"))
+        {
+            // The default is the configured ceiling, known only now.
+            timeout.insert("default".to_owned(), limits.command_timeout_seconds.into());
+        }
+        let mut tool = Tool::new(self.name, (self.describe)(limits), input);
+        tool.title = Some(self.title.to_owned());
+        tool.output_schema = Some((self.output)()?);
+        tool.annotations = Some(ToolAnnotations::from_raw(
+            Some(self.title.to_owned()),
+            Some(self.hints.read_only),
+            Some(self.hints.destructive),
+            Some(self.hints.idempotent),
+            Some(self.hints.open_world),
+        ));
+        Ok(tool)
+    }
 }
 
 /// A tool's input: deserialised from the arguments (schema check), then written back as
-/// the wire payload of `TYPE`.
+/// the wire payload of `TYPE`, whose reply payload is `Output`.
 trait Input: DeserializeOwned + Serialize + JsonSchema + 'static {
     const TYPE: MessageType;
+    /// The reply's payload, the tool's `structuredContent`.
+    type Output: JsonSchema;
+    /// Fields of `Output` the result carries elsewhere (a screenshot's pixels, as an image).
+    const WITHHELD: &'static [&'static str] = &[];
+
+    /// What the answer needs beyond the budget (where a read or a listing page starts).
+    fn plan(&self) -> Plan {
+        Plan::Plain
+    }
 }
 
-fn spec<T: Input>(name: &'static str, needs: Needs, describe: fn(&Limits) -> String) -> Spec {
+fn spec<T: Input>(
+    name: &'static str,
+    title: &'static str,
+    needs: Needs,
+    hints: Hints,
+    describe: fn(&Limits) -> String,
+) -> Spec {
     Spec {
         name,
+        title,
         needs,
+        hints,
         describe,
-        schema: schema_for_input::<T>,
+        schema: schema::input::<T>,
+        output: || schema::output::<T::Output>(T::WITHHELD),
         message: to_message::<T>,
     }
 }
 
-fn to_message<T: Input>(arguments: JsonObject) -> Result<Message, Rejected> {
+fn to_message<T: Input>(tool: &str, arguments: JsonObject) -> Converted {
     let input: T = serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|err| {
-        // The serde text can quote the value (file content): only the path and the kind
-        // of mismatch are said.
-        let path = err.path().to_string();
-        let what = match err.inner().classify() {
-            serde_json::error::Category::Data => "does not fit the input schema",
-            _ => "is malformed",
+        // serde's own text can quote the value (file content): the sentence is built from
+        // the field and the schema's rule instead.
+        // The top-level field at fault; an array given for the arguments has none.
+        let path = match err.path().iter().next() {
+            Some(serde_path_to_error::Segment::Map { key }) => Some(key.clone()),
+            _ => None,
         };
-        Rejected::Schema(if path == "." {
-            format!("the arguments {what}; see the tool's inputSchema")
-        } else {
-            format!("argument `{path}` {what}; see the tool's inputSchema")
-        })
+        let message = err.inner().to_string();
+        let fault = Fault::of(&message, path.as_deref());
+        let schema = schema::input::<T>().unwrap_or_default();
+        Rejected::Schema(fault.sentence(tool, &schema))
     })?;
+    let plan = input.plan();
     let payload = serde_json::to_value(input)
         .map_err(|_| Rejected::Schema("the arguments could not be converted".to_owned()))?;
-    Message::from_payload(T::TYPE, payload).map_err(|fault| {
+    let message = Message::from_payload(T::TYPE, payload).map_err(|fault| {
         let invalid = Parsed::InvalidPayload {
             id: String::new(),
             message_type: T::TYPE,
@@ -124,112 +241,202 @@ fn to_message<T: Input>(arguments: JsonObject) -> Result<Message, Rejected> {
                 .error_reply(0.0, 0)
                 .map_or_else(error::internal, |reply| reply.message),
         ))
-    })
+    })?;
+    Ok((message, plan))
 }
 
 /// Every tool, in the order `tools/list` shows them.
 pub(super) fn catalogue() -> Vec<Spec> {
     vec![
-        spec::<ReadFile>("read_file", Needs::Files, |l| {
+        spec::<ReadFile>("read_file", "Read a file", Needs::Files, READS, |l| {
             format!(
-                "Read a file inside the allowed root (paths are relative to it; `..`, absolute paths outside it and symlinks out are refused with PATH_OUTSIDE_ALLOWED_ROOT). Returns JSON {{content, encoding, size_bytes, truncated}}. Use encoding \"base64\" for binary files; offset/length read a byte range. At most {} bytes are returned per call (text reads are budgeted lower); larger files answer FILE_TOO_LARGE, so read them in ranges.",
-                l.max_file_size_bytes
+                "Read a file inside the allowed root (paths are relative to it; `..`, absolute paths outside it and symlinks out are refused with PATH_OUTSIDE_ALLOWED_ROOT). Returns JSON {{content, encoding, size_bytes, truncated}}. Use encoding \"base64\" for binary files; offset/length read a byte range. An answer holds at most {} characters (and {} bytes): a longer file is cut, with truncated: true, next_offset and a note, so read on with offset = next_offset.",
+                l.max_answer_chars, l.max_file_size_bytes
             )
         }),
-        spec::<WriteFile>("write_file", Needs::Files, |l| {
-            format!(
-                "Write a whole file inside the allowed root, atomically (readers see the old or the new content, never half). Content is UTF-8 text, or base64 with encoding \"base64\". create_parents makes missing folders. At most {} bytes (FILE_TOO_LARGE beyond). Returns {{ok: true}}.",
-                l.max_file_size_bytes
-            )
-        }),
-        spec::<Stat>("stat", Needs::Files, |_| {
+        spec::<WriteFile>(
+            "write_file",
+            "Write a file",
+            Needs::Files,
+            OVERWRITES,
+            |l| {
+                format!(
+                    "Write a whole file inside the allowed root, atomically (readers see the old or the new content, never half). Content is UTF-8 text, or base64 with encoding \"base64\". create_parents makes missing folders. At most {} bytes (FILE_TOO_LARGE beyond). Returns {{ok: true}}.",
+                    l.max_file_size_bytes
+                )
+            },
+        ),
+        spec::<Stat>("stat", "Describe a path", Needs::Files, READS, |_| {
             "Describe a path inside the allowed root: exists, is_file, is_dir, is_symlink, size_bytes, mtime, ctime, mode, owner, mime_type. A missing path answers exists: false (not an error).".to_owned()
         }),
-        spec::<ListDirectory>("list_directory", Needs::Files, |_| {
-            "List a folder inside the allowed root: each entry's name, path, kind, size and mtime. glob filters names (e.g. \"*.rs\"), recursive descends, include_hidden shows dot-files; at most max_entries (default 1000) entries, with truncated: true when cut short.".to_owned()
-        }),
-        spec::<Delete>("delete", Needs::Files, |_| {
-            "Delete a file or folder inside the allowed root. A non-empty folder needs recursive: true (else PATH_NOT_EMPTY); missing_ok: true makes a missing path a success. The allowed root itself cannot be deleted.".to_owned()
-        }),
-        spec::<Move>("move", Needs::Files, |_| {
+        spec::<ListDirectory>(
+            "list_directory",
+            "List a folder",
+            Needs::Files,
+            READS,
+            |l| {
+                format!(
+                    "List a folder inside the allowed root: each entry's name, path, kind, size and mtime, sorted by name (a recursive listing walks each folder after its parent's entries). glob filters names (e.g. \"*.rs\"), recursive descends, include_hidden shows dot-files; at most max_entries (default 1000) entries and {} characters an answer. When more follow, the answer has truncated: true and next_offset: pass it as offset for the next page.",
+                    l.max_answer_chars
+                )
+            },
+        ),
+        spec::<Delete>(
+            "delete",
+            "Delete a file or folder",
+            Needs::Files,
+            OVERWRITES,
+            |_| {
+                "Delete a file or folder inside the allowed root. A non-empty folder needs recursive: true (else PATH_NOT_EMPTY); missing_ok: true makes a missing path a success. The allowed root itself cannot be deleted.".to_owned()
+            },
+        ),
+        spec::<Move>("move", "Move or rename", Needs::Files, MOVES, |_| {
             "Move or rename src to dst, both inside the allowed root. An existing dst needs overwrite: true (else PATH_EXISTS).".to_owned()
         }),
-        spec::<RunCommand>("run_command", Needs::Shell, |l| {
+        spec::<RunCommand>("run_command", "Run a command", Needs::Shell, ACTS, |l| {
             format!(
-                "Run a program on this machine with the user's full permissions (not confined to the allowed root: only its working directory is). Give exactly one of argv (program and arguments, no shell) or command (a command line for shell: auto, bash, sh, zsh, pwsh, powershell or cmd). cwd is inside the allowed root (default: the root). The environment is a safe baseline plus env. timeout_seconds is capped at {} s; on timeout the whole process tree is killed and timed_out is true. stdout and stderr share a budget of at most {} bytes (output_truncated when cut). Returns JSON {{stdout, stderr, exit_code, timed_out, duration_seconds, output_truncated}}; a non-zero exit is a normal result.",
-                l.command_timeout_seconds, l.max_file_size_bytes
+                "Run a program on this machine with the user's full permissions (not confined to the allowed root: only its working directory is). Give exactly one of argv (program and arguments, no shell) or command (a command line for shell: auto, bash, sh, zsh, pwsh, powershell or cmd). cwd is inside the allowed root (default: the root). The environment is a safe baseline plus env. timeout_seconds is capped at {} s; on timeout the whole process tree is killed and timed_out is true. stdout and stderr share a budget of at most {} bytes (output_truncated when cut), and an answer holds at most {} characters: longer output keeps its start and end with the middle elided and marked, and a note says how much. Returns JSON {{stdout, stderr, exit_code, timed_out, duration_seconds, output_truncated}}; a non-zero exit is a normal result.",
+                l.command_timeout_seconds, l.max_file_size_bytes, l.max_answer_chars
             )
         }),
-        spec::<Screenshot>("screenshot", Needs::ComputerUse, |l| {
-            format!(
-                "Capture the screen as an image (JPEG by default, or PNG): a monitor (index, -1 for all), a region [x1, y1, x2, y2] in screen pixels, or a window by the window_id list_windows gave. Returns the image and a JSON text with its width, height, origin and scale. At most {} bytes (FILE_TOO_LARGE beyond: lower quality or capture less).",
-                l.max_file_size_bytes
-            )
-        }),
-        spec::<InputAction>("input_action", Needs::ComputerUse, |_| {
-            "Drive the mouse and keyboard: left_click, right_click, middle_click, double_click, triple_click or mouse_move at coordinate [x, y]; mouse_down/mouse_up; drag along path; type text; key or hold_key a chord like \"ctrl+s\"; scroll; wait duration_ms. Coordinates are screen pixels and must fall on a display (INPUT_OUT_OF_BOUNDS otherwise). Returns {ok: true}.".to_owned()
-        }),
-        spec::<CursorPosition>("cursor_position", Needs::ComputerUse, |_| {
-            "Where the mouse pointer is: {x, y, monitor}.".to_owned()
-        }),
-        spec::<DisplayInfo>("display_info", Needs::ComputerUse, |_| {
-            "The monitors: index, primary, physical and logical size, scale and origin, to place coordinates.".to_owned()
-        }),
-        spec::<ListWindows>("list_windows", Needs::ComputerUse, |_| {
-            "List the open windows with a window_id each (valid until this server restarts or the window changes), title, app, pid, bounds and focus state.".to_owned()
-        }),
-        spec::<FocusWindow>("focus_window", Needs::ComputerUse, |_| {
-            "Focus (and by default raise) a window by the window_id list_windows gave; a window that closed or changed answers WINDOW_STALE.".to_owned()
-        }),
-        spec::<ListApps>("list_apps", Needs::ComputerUse, |_| {
-            "List running applications with pid, name, executable and window count.".to_owned()
-        }),
-        spec::<LaunchApp>("launch_app", Needs::ComputerUse, |_| {
-            "Start an application by executable_path (with args) in the safe environment; returns its pid.".to_owned()
-        }),
-        spec::<AccessibilitySnapshot>("accessibility_snapshot", Needs::ComputerUse, |_| {
-            "The accessibility tree of a window (by window_id from list_windows): each element's role, label, bounds and states, at most max_elements (1-500), max_depth (1-64), within deadline_ms (at most 10000). Password fields are never read.".to_owned()
-        }),
-        spec::<ReadClipboard>("read_clipboard", Needs::Clipboard, |l| {
-            format!(
-                "Read the clipboard's text. Only text this server wrote can be read back unless the operator allowed foreign reads (CLIPBOARD_CONCEALED otherwise). At most {} bytes.",
-                l.max_file_size_bytes
-            )
-        }),
-        spec::<WriteClipboard>("write_clipboard", Needs::Clipboard, |l| {
-            format!(
-                "Put text on the clipboard (at most {} bytes).",
-                l.max_file_size_bytes
-            )
-        }),
+        spec::<Screenshot>(
+            "screenshot",
+            "Take a screenshot",
+            Needs::ComputerUse,
+            READS,
+            |l| {
+                format!(
+                    "Capture the screen as an image (JPEG by default, or PNG): a monitor (index, -1 for all), a region [x1, y1, x2, y2] in screen pixels, or a window by the window_id list_windows gave. Returns the image and a JSON text with its width, height, origin and scale. A capture longer than {} pixels on a side is scaled down, and screen_pixels_per_image_pixel says by how much (screen point = origin + image point times it). At most {} bytes (FILE_TOO_LARGE beyond: lower quality or capture less).",
+                    l.max_image_edge, l.max_file_size_bytes
+                )
+            },
+        ),
+        spec::<InputAction>(
+            "input_action",
+            "Mouse and keyboard input",
+            Needs::ComputerUse,
+            ACTS,
+            |_| {
+                "Drive the mouse and keyboard: left_click, right_click, middle_click, double_click, triple_click or mouse_move at coordinate [x, y]; mouse_down/mouse_up; drag along path; type text; key or hold_key a chord like \"ctrl+s\"; scroll; wait duration_ms. Coordinates are screen pixels and must fall on a display (INPUT_OUT_OF_BOUNDS otherwise). Returns {ok: true}.".to_owned()
+            },
+        ),
+        spec::<CursorPosition>(
+            "cursor_position",
+            "Pointer position",
+            Needs::ComputerUse,
+            READS,
+            |_| "Where the mouse pointer is: {x, y, monitor}.".to_owned(),
+        ),
+        spec::<DisplayInfo>(
+            "display_info",
+            "Displays",
+            Needs::ComputerUse,
+            READS,
+            |_| {
+                "The monitors: index, primary, physical and logical size, scale and origin, to place coordinates.".to_owned()
+            },
+        ),
+        spec::<ListWindows>(
+            "list_windows",
+            "List windows",
+            Needs::ComputerUse,
+            READS,
+            |_| {
+                "List the open windows with a window_id each (valid until this server restarts or the window changes), title, app, pid, bounds and focus state.".to_owned()
+            },
+        ),
+        spec::<FocusWindow>(
+            "focus_window",
+            "Focus a window",
+            Needs::ComputerUse,
+            FOCUSES,
+            |_| {
+                "Focus (and by default raise) a window by the window_id list_windows gave; a window that closed or changed answers WINDOW_STALE.".to_owned()
+            },
+        ),
+        spec::<ListApps>(
+            "list_apps",
+            "List running apps",
+            Needs::ComputerUse,
+            READS,
+            |_| "List running applications with pid, name, executable and window count.".to_owned(),
+        ),
+        spec::<LaunchApp>(
+            "launch_app",
+            "Launch an app",
+            Needs::ComputerUse,
+            ACTS,
+            |_| {
+                "Start an application by executable_path (with args) in the safe environment; returns its pid.".to_owned()
+            },
+        ),
+        spec::<AccessibilitySnapshot>(
+            "accessibility_snapshot",
+            "A window's accessibility tree",
+            Needs::ComputerUse,
+            READS,
+            |_| {
+                "The accessibility tree of a window (by window_id from list_windows): each element's role, label, bounds and states, at most max_elements (1-500), max_depth (1-64), within deadline_ms (at most 10000). Password fields are never read.".to_owned()
+            },
+        ),
+        spec::<ReadClipboard>(
+            "read_clipboard",
+            "Read the clipboard",
+            Needs::Clipboard,
+            READS,
+            |l| {
+                format!(
+                    "Read the clipboard's text. Only text this server wrote can be read back unless the operator allowed foreign reads (CLIPBOARD_CONCEALED otherwise). At most {} bytes.",
+                    l.max_file_size_bytes
+                )
+            },
+        ),
+        spec::<WriteClipboard>(
+            "write_clipboard",
+            "Write the clipboard",
+            Needs::Clipboard,
+            OVERWRITES,
+            |l| {
+                format!(
+                    "Put text on the clipboard (at most {} bytes).",
+                    l.max_file_size_bytes
+                )
+            },
+        ),
     ]
 }
 
-/// A JSON Schema string enum of the wire's words.
-fn words(values: &[&str], description: &str) -> Schema {
-    json_schema!({ "type": "string", "enum": values, "description": description })
+/// A JSON Schema string enum of the wire's words, with the wire's default when it has one.
+fn words(values: &[&str], description: &str, default: Option<&str>) -> Schema {
+    let mut schema = json_schema!({ "type": "string", "enum": values, "description": description });
+    if let Some(default) = default {
+        schema.insert("default".to_owned(), default.into());
+    }
+    schema
 }
 
 fn encoding(_: &mut SchemaGenerator) -> Schema {
     words(
         ENCODINGS,
-        "\"utf-8\" (text, the default) or \"base64\" (raw bytes)",
+        "\"utf-8\" (text) or \"base64\" (raw bytes)",
+        Some("utf-8"),
     )
 }
 fn shell(_: &mut SchemaGenerator) -> Schema {
     words(
         SHELLS,
-        "The shell for `command` (default auto: bash, else sh)",
+        "The shell for `command` (auto: bash, else sh)",
+        Some("auto"),
     )
 }
 fn image_format(_: &mut SchemaGenerator) -> Schema {
-    words(IMAGE_FORMATS, "Image encoding (default jpeg)")
+    words(IMAGE_FORMATS, "Image encoding", Some("jpeg"))
 }
 fn action(_: &mut SchemaGenerator) -> Schema {
-    words(ACTIONS, "What to do")
+    words(ACTIONS, "What to do", None)
 }
 fn button(_: &mut SchemaGenerator) -> Schema {
-    words(BUTTONS, "Mouse button (default left)")
+    words(BUTTONS, "Mouse button", Some("left"))
 }
 fn modifiers(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
@@ -239,7 +446,7 @@ fn modifiers(_: &mut SchemaGenerator) -> Schema {
     })
 }
 fn direction(_: &mut SchemaGenerator) -> Schema {
-    words(DIRECTIONS, "Scroll direction (default down)")
+    words(DIRECTIONS, "Scroll direction", Some("down"))
 }
 
 // The wire's vocabularies, for the schemas; a unit test parses each into its wire type.
@@ -272,19 +479,29 @@ const DIRECTIONS: &[&str] = &["up", "down", "left", "right"];
 struct ReadFile {
     /// Path relative to the allowed root (or absolute inside it).
     path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "encoding")]
     encoding: Option<String>,
     /// First byte to read (default 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0))]
     offset: Option<u64>,
     /// How many bytes to read (default: to the end); positive.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     length: Option<u64>,
 }
 
 impl Input for ReadFile {
     const TYPE: MessageType = MessageType::FileRead;
+    type Output = FileContentsPayload;
+
+    fn plan(&self) -> Plan {
+        Plan::Read {
+            offset: self.offset.unwrap_or(0),
+            capped: false,
+        }
+    }
 }
 
 /// `write_file` → FILE_WRITE.
@@ -295,16 +512,18 @@ struct WriteFile {
     path: String,
     /// The whole new content, in `encoding`.
     content: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "encoding")]
     encoding: Option<String>,
     /// Create missing parent folders (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     create_parents: Option<bool>,
 }
 
 impl Input for WriteFile {
     const TYPE: MessageType = MessageType::FileWrite;
+    type Output = AckPayload;
 }
 
 /// `stat` → FILE_STAT.
@@ -314,12 +533,14 @@ struct Stat {
     /// Path relative to the allowed root (or absolute inside it).
     path: String,
     /// Describe a symlink's target rather than the link (default true).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     follow_symlinks: Option<bool>,
 }
 
 impl Input for Stat {
     const TYPE: MessageType = MessageType::FileStat;
+    type Output = FileStatResponsePayload;
 }
 
 /// `list_directory` → FILE_LIST.
@@ -329,21 +550,36 @@ struct ListDirectory {
     /// Folder relative to the allowed root ("." for the root).
     path: String,
     /// Only names matching this glob, e.g. "*.txt".
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     glob: Option<String>,
     /// Descend into subfolders (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     recursive: Option<bool>,
     /// Include names starting with a dot (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     include_hidden: Option<bool>,
+    /// Entries to skip: the next_offset a cut listing gave (default 0). This face's own
+    /// parameter; the wire's listing has none.
+    #[serde(default, skip_serializing)]
+    #[schemars(extend("default" = 0))]
+    offset: Option<u64>,
     /// Most entries to return (default 1000).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = 1000))]
     max_entries: Option<u64>,
 }
 
 impl Input for ListDirectory {
     const TYPE: MessageType = MessageType::FileList;
+    type Output = FileListResponsePayload;
+
+    fn plan(&self) -> Plan {
+        Plan::List {
+            skip: self.offset.unwrap_or(0),
+        }
+    }
 }
 
 /// `delete` → FILE_DELETE.
@@ -353,15 +589,18 @@ struct Delete {
     /// Path relative to the allowed root (or absolute inside it).
     path: String,
     /// Delete a non-empty folder with everything in it (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     recursive: Option<bool>,
     /// Succeed when the path does not exist (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     missing_ok: Option<bool>,
 }
 
 impl Input for Delete {
     const TYPE: MessageType = MessageType::FileDelete;
+    type Output = AckPayload;
 }
 
 /// `move` → FILE_MOVE.
@@ -373,12 +612,14 @@ struct Move {
     /// Where to, relative to the allowed root.
     dst: String,
     /// Replace an existing dst (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     overwrite: Option<bool>,
 }
 
 impl Input for Move {
     const TYPE: MessageType = MessageType::FileMove;
+    type Output = AckPayload;
 }
 
 /// `run_command` → EXECUTE_COMMAND.
@@ -386,28 +627,29 @@ impl Input for Move {
 #[serde(deny_unknown_fields)]
 struct RunCommand {
     /// Program and arguments, run without a shell (give this or `command`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     argv: Option<Vec<String>>,
     /// A command line for `shell` (give this or `argv`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "shell")]
     shell: Option<String>,
     /// Working directory relative to the allowed root (default: the root).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     cwd: Option<String>,
     /// Seconds before the process tree is killed (default and ceiling: the configured
     /// command timeout).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout_seconds: Option<f64>,
     /// Variables added to the safe baseline environment.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     env: Option<BTreeMap<String, String>>,
 }
 
 impl Input for RunCommand {
     const TYPE: MessageType = MessageType::ExecuteCommand;
+    type Output = CommandResultPayload;
 }
 
 /// `screenshot` → SCREENSHOT_REQUEST.
@@ -415,27 +657,32 @@ impl Input for RunCommand {
 #[serde(deny_unknown_fields)]
 struct Screenshot {
     /// Monitor index (default 0), -1 for all monitors.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1), extend("default" = 0))]
     monitor: Option<i32>,
     /// [x1, y1, x2, y2] in screen pixels; not with window_id.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     region: Option<[i64; 4]>,
     /// A window_id from list_windows; not with region.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     window_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "image_format")]
     format: Option<String>,
     /// JPEG quality 1-100 (default 75).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100), extend("default" = 75))]
     quality: Option<u8>,
     /// Draw the mouse pointer (default true).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     include_cursor: Option<bool>,
 }
 
 impl Input for Screenshot {
     const TYPE: MessageType = MessageType::ScreenshotRequest;
+    type Output = ScreenshotResponsePayload;
+    const WITHHELD: &'static [&'static str] = &[super::results::IMAGE_FIELD];
 }
 
 /// `input_action` → INPUT_ACTION.
@@ -445,39 +692,42 @@ struct InputAction {
     #[schemars(schema_with = "action")]
     action: String,
     /// [x, y] in screen pixels (clicks, mouse_move; optional for scroll and mouse_down/up).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     coordinate: Option<[i64; 2]>,
     /// Text for `type`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     text: Option<String>,
     /// Chord for `key` and `hold_key`, e.g. "ctrl+shift+t", "Return".
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "button")]
     button: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "modifiers")]
     modifiers: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "direction")]
     scroll_direction: Option<String>,
     /// Scroll clicks (default 3).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 3))]
     scroll_amount: Option<i64>,
     /// Milliseconds for `wait` and `hold_key`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     duration_ms: Option<u64>,
     /// Points of a `drag`, at least two.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     path: Option<Vec<[i64; 2]>>,
     /// `type` through the clipboard instead of key presses (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     paste: Option<bool>,
 }
 
 impl Input for InputAction {
     const TYPE: MessageType = MessageType::InputAction;
+    type Output = AckPayload;
 }
 
 /// `cursor_position` → CURSOR_POSITION_REQUEST.
@@ -487,6 +737,7 @@ struct CursorPosition {}
 
 impl Input for CursorPosition {
     const TYPE: MessageType = MessageType::CursorPositionRequest;
+    type Output = CursorPositionResponsePayload;
 }
 
 /// `display_info` → DISPLAY_INFO_REQUEST.
@@ -496,6 +747,7 @@ struct DisplayInfo {}
 
 impl Input for DisplayInfo {
     const TYPE: MessageType = MessageType::DisplayInfoRequest;
+    type Output = DisplayInfoResponsePayload;
 }
 
 /// `list_windows` → WINDOW_LIST_REQUEST.
@@ -503,18 +755,21 @@ impl Input for DisplayInfo {
 #[serde(deny_unknown_fields)]
 struct ListWindows {
     /// Only this application's windows (by app name).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     app_bundle_id: Option<String>,
     /// Include minimised windows (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     include_minimized: Option<bool>,
     /// Include windows off every screen (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     include_offscreen: Option<bool>,
 }
 
 impl Input for ListWindows {
     const TYPE: MessageType = MessageType::WindowListRequest;
+    type Output = WindowListResponsePayload;
 }
 
 /// `focus_window` → WINDOW_FOCUS.
@@ -524,12 +779,14 @@ struct FocusWindow {
     /// A window_id from list_windows.
     window_id: String,
     /// Also raise it above the others (default true).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     raise: Option<bool>,
 }
 
 impl Input for FocusWindow {
     const TYPE: MessageType = MessageType::WindowFocus;
+    type Output = AckPayload;
 }
 
 /// `list_apps` → APP_LIST_REQUEST.
@@ -537,12 +794,14 @@ impl Input for FocusWindow {
 #[serde(deny_unknown_fields)]
 struct ListApps {
     /// Include applications without a window (default false).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     include_background: Option<bool>,
 }
 
 impl Input for ListApps {
     const TYPE: MessageType = MessageType::AppListRequest;
+    type Output = AppListResponsePayload;
 }
 
 /// `launch_app` → APP_LAUNCH.
@@ -550,18 +809,20 @@ impl Input for ListApps {
 #[serde(deny_unknown_fields)]
 struct LaunchApp {
     /// The program to start (a name on PATH or an absolute path).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     executable_path: Option<String>,
     /// Its arguments.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     args: Option<Vec<String>>,
     /// Bring it to the front (default true).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     activate: Option<bool>,
 }
 
 impl Input for LaunchApp {
     const TYPE: MessageType = MessageType::AppLaunch;
+    type Output = AckPayload;
 }
 
 /// `accessibility_snapshot` → A11Y_SNAPSHOT_REQUEST.
@@ -571,18 +832,22 @@ struct AccessibilitySnapshot {
     /// A window_id from list_windows.
     window_id: String,
     /// Most elements to return, 1-500 (default 200).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 500), extend("default" = 200))]
     max_elements: Option<u32>,
     /// Deepest level to walk, 1-64 (default 32).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64), extend("default" = 32))]
     max_depth: Option<u32>,
     /// Milliseconds to spend at most, up to 10000 (default 2000).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000), extend("default" = 2000))]
     deadline_ms: Option<u64>,
 }
 
 impl Input for AccessibilitySnapshot {
     const TYPE: MessageType = MessageType::A11ySnapshotRequest;
+    type Output = A11ySnapshotResponsePayload;
 }
 
 /// `read_clipboard` → CLIPBOARD_READ (text).
@@ -592,6 +857,7 @@ struct ReadClipboard {}
 
 impl Input for ReadClipboard {
     const TYPE: MessageType = MessageType::ClipboardRead;
+    type Output = ClipboardReadResponsePayload;
 }
 
 /// `write_clipboard` → CLIPBOARD_WRITE (text).
@@ -604,6 +870,7 @@ struct WriteClipboard {
 
 impl Input for WriteClipboard {
     const TYPE: MessageType = MessageType::ClipboardWrite;
+    type Output = AckPayload;
 }
 
 #[cfg(test)]
@@ -645,17 +912,109 @@ mod tests {
         }
     }
 
+    /// What the MCP Inspector and other form-filling clients need: one type per parameter,
+    /// nothing required that has a default, every default stated, a title and all four hints,
+    /// and an object output schema.
+    #[test]
+    fn every_schema_is_one_every_client_can_fill_in() {
+        let limits = Limits {
+            max_file_size_bytes: 10,
+            command_timeout_seconds: 30,
+            max_answer_chars: 100_000,
+            max_image_edge: 1568,
+        };
+        for spec in catalogue() {
+            let tool = spec.tool(&limits).unwrap();
+            let name = spec.name;
+            let schema = Value::Object((*tool.input_schema).clone());
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for (field, property) in schema["properties"].as_object().unwrap() {
+                assert!(property["type"].is_string(), "{name}.{field}: {property}");
+                let described = property["description"].as_str().unwrap_or_default();
+                assert!(
+                    !described.contains("(default ") || property.get("default").is_some(),
+                    "{name}.{field} says a default its schema does not state"
+                );
+                if property.get("default").is_some() {
+                    assert!(!required.contains(&field.as_str()), "{name}.{field}");
+                }
+            }
+            assert!(!schema.to_string().contains("\"null\""), "{name}: {schema}");
+            assert_eq!(schema["additionalProperties"], false, "{name}");
+            let annotations = tool.annotations.unwrap();
+            assert!(
+                tool.title.is_some() && annotations.title == tool.title,
+                "{name}"
+            );
+            for hint in [
+                annotations.read_only_hint,
+                annotations.destructive_hint,
+                annotations.idempotent_hint,
+                annotations.open_world_hint,
+            ] {
+                assert!(hint.is_some(), "{name}");
+            }
+            assert_eq!(tool.output_schema.unwrap()["type"], "object", "{name}");
+        }
+        let tools = catalogue();
+        let tool = |name: &str| {
+            let spec = tools.iter().find(|spec| spec.name == name).unwrap();
+            Value::Object((*spec.tool(&limits).unwrap().input_schema).clone())
+        };
+        assert_eq!(tool("read_file")["required"], serde_json::json!(["path"]));
+        assert_eq!(
+            tool("read_file")["properties"]["encoding"]["default"],
+            "utf-8"
+        );
+        assert_eq!(
+            tool("run_command")["properties"]["timeout_seconds"]["default"],
+            30
+        );
+        let shot = catalogue()
+            .into_iter()
+            .find(|spec| spec.name == "screenshot")
+            .unwrap();
+        let output = (shot.output)().unwrap();
+        assert!(
+            output["properties"].get("image_base64").is_none(),
+            "the pixels are the image"
+        );
+    }
+
     #[test]
     fn arguments_become_the_wire_payload_and_its_rules_apply() {
         let args = |v: Value| v.as_object().cloned().unwrap();
         let tools = catalogue();
         let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap();
-        let read = (tool("read_file").message)(args(serde_json::json!({"path": "a"}))).unwrap();
-        assert!(matches!(read, Message::FileRead(p) if p.path == "a" && p.offset == 0));
+        let (read, plan) = (tool("read_file").message)(
+            "read_file",
+            args(serde_json::json!({"path": "a", "offset": 5})),
+        )
+        .unwrap();
+        assert!(matches!(read, Message::FileRead(p) if p.path == "a" && p.offset == 5));
+        assert_eq!(
+            plan,
+            Plan::Read {
+                offset: 5,
+                capped: false
+            }
+        );
+        // A listing's offset is this face's: the wire payload has none.
+        let (list, plan) = (tool("list_directory").message)(
+            "list_directory",
+            args(serde_json::json!({"path": ".", "offset": 7})),
+        )
+        .unwrap();
+        assert!(matches!(list, Message::FileList(p) if p.max_entries == 1000));
+        assert_eq!(plan, Plan::List { skip: 7 });
         // Both command and argv: the wire payload's own rule refuses it.
-        match (tool("run_command").message)(args(
-            serde_json::json!({"argv": ["true"], "command": "true"}),
-        )) {
+        match (tool("run_command").message)(
+            "run_command",
+            args(serde_json::json!({"argv": ["true"], "command": "true"})),
+        ) {
             Err(Rejected::Payload(reply)) => match *reply {
                 Message::Error(error) => {
                     assert_eq!(error.message, "invalid EXECUTE_COMMAND payload");
@@ -665,10 +1024,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A wrong type is a schema error naming the field, never quoting the value.
-        match (tool("write_file").message)(args(
-            serde_json::json!({"path": "a", "content": 7, "secret": "x"}),
-        )) {
-            Err(Rejected::Schema(text)) => assert!(!text.contains('7'), "{text}"),
+        match (tool("write_file").message)(
+            "write_file",
+            args(serde_json::json!({"path": "a", "content": 7})),
+        ) {
+            Err(Rejected::Schema(text)) => assert_eq!(text, "`content` must be a string"),
+            other => panic!("{other:?}"),
+        }
+        match (tool("read_file").message)("read_file", args(serde_json::json!({"offset": 1}))) {
+            Err(Rejected::Schema(text)) => {
+                assert_eq!(text, "`path` is required; see read_file's inputSchema");
+            }
             other => panic!("{other:?}"),
         }
     }

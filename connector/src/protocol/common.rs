@@ -13,7 +13,7 @@ pub struct EmptyPayload {}
 impl Payload for EmptyPayload {}
 
 /// `ACK` (shim → platform) for writes and fire-and-forget operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AckPayload {
     /// Always true when the shim sends it.
     pub ok: bool,

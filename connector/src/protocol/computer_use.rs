@@ -90,16 +90,23 @@ const fn yes() -> bool {
 }
 
 /// Where a capture sits in the virtual display (COMPUTER_USE.md Q1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScreenshotMeta {
     /// Top-left of the capture in display-global pixels.
     pub origin: Point,
     /// OS display identifier; kept as JSON because its type differs per OS.
+    #[schemars(schema_with = "display_id_schema")]
     pub display_id: serde_json::Value,
 }
 
+/// `display_id`'s schema: a number where the OS numbers its displays (this shim sends the
+/// output's id), a string where it names them.
+fn display_id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "anyOf": [{ "type": "integer" }, { "type": "string" }] })
+}
+
 /// `SCREENSHOT_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScreenshotResponsePayload {
     /// Base64 image bytes.
     pub image_base64: String,
@@ -257,7 +264,7 @@ impl Payload for InputActionPayload {
 }
 
 /// `CURSOR_POSITION_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CursorPositionResponsePayload {
     /// Display-global x.
     pub x: i64,
@@ -270,7 +277,7 @@ pub struct CursorPositionResponsePayload {
 impl Payload for CursorPositionResponsePayload {}
 
 /// One monitor of DISPLAY_INFO_RESPONSE.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MonitorInfo {
     /// Index as used by `monitor` fields.
     pub index: i64,
@@ -287,7 +294,7 @@ pub struct MonitorInfo {
 }
 
 /// `DISPLAY_INFO_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DisplayInfoResponsePayload {
     /// Every connected monitor.
     pub monitors: Vec<MonitorInfo>,
@@ -312,7 +319,7 @@ pub struct WindowListRequestPayload {
 impl Payload for WindowListRequestPayload {}
 
 /// One window of WINDOW_LIST_RESPONSE.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WindowInfo {
     /// Shim-minted `win_<uuid>`, valid until the next listing or HELLO.
     pub window_id: String,
@@ -337,7 +344,7 @@ pub struct WindowInfo {
 }
 
 /// `WINDOW_LIST_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WindowListResponsePayload {
     /// Windows found.
     pub windows: Vec<WindowInfo>,
@@ -384,7 +391,7 @@ pub struct AppListRequestPayload {
 impl Payload for AppListRequestPayload {}
 
 /// One app of APP_LIST_RESPONSE.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AppInfo {
     /// Process id.
     pub pid: u32,
@@ -401,7 +408,7 @@ pub struct AppInfo {
 }
 
 /// `APP_LIST_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AppListResponsePayload {
     /// Running apps.
     pub apps: Vec<AppInfo>,
@@ -429,7 +436,9 @@ pub struct AppLaunchPayload {
 impl Payload for AppLaunchPayload {}
 
 /// Clipboard content kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ClipboardFormat {
     /// Text.
@@ -462,7 +471,7 @@ fn clipboard_code(field: Option<&str>) -> ErrorCode {
 }
 
 /// `CLIPBOARD_READ_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClipboardReadResponsePayload {
     /// Kind read.
     pub format: ClipboardFormat,
@@ -586,7 +595,7 @@ impl Payload for A11ySnapshotRequestPayload {
 }
 
 /// One element of A11Y_SNAPSHOT_RESPONSE.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct A11yElement {
     /// Lower-case UI Automation control type name (`button`, `edit`, `text`, ...).
     pub role: String,
@@ -601,7 +610,7 @@ pub struct A11yElement {
 }
 
 /// `A11Y_SNAPSHOT_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct A11ySnapshotResponsePayload {
     /// Named, showing elements in document order; password fields are never included.
     pub elements: Vec<A11yElement>,

@@ -8,7 +8,9 @@ use super::messages::{Invalid, Payload};
 pub const DEFAULT_MAX_LIST_ENTRIES: u64 = 1000;
 
 /// How file content travels on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum FileEncoding {
     /// UTF-8 text (lossy on read).
     #[default]
@@ -60,7 +62,7 @@ impl Payload for FileReadPayload {
 }
 
 /// `FILE_CONTENTS` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileContentsPayload {
     /// The content, in `encoding`.
     pub content: String,
@@ -109,7 +111,7 @@ const fn yes() -> bool {
 
 /// `FILE_STAT_RESPONSE` (shim → platform); everything but `exists` (and possibly
 /// `path`) is null when the path does not exist.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileStatResponsePayload {
     /// Whether the path exists.
     pub exists: bool,
@@ -176,7 +178,7 @@ const fn default_max_entries() -> u64 {
 }
 
 /// One entry of FILE_LIST_RESPONSE.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileListEntry {
     /// Basename.
     pub name: String,
@@ -195,7 +197,7 @@ pub struct FileListEntry {
 }
 
 /// `FILE_LIST_RESPONSE` (shim → platform).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileListResponsePayload {
     /// Entries found.
     pub entries: Vec<FileListEntry>,

@@ -71,7 +71,7 @@ impl Payload for ExecuteCommandPayload {
 }
 
 /// `COMMAND_RESULT` (shim → platform); a non-zero exit is a normal result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandResultPayload {
     /// Retained stdout.
     pub stdout: String,

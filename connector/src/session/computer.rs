@@ -46,6 +46,9 @@ const ENVELOPE_ALLOWANCE: usize = 4096;
 pub struct Computer {
     desktop: Desktop,
     probe: Arc<Mutex<Option<Probe>>>,
+    /// The longest side a screenshot may have (`None`: every captured pixel, as the
+    /// platform's contract has it).
+    max_image_edge: Option<u32>,
 }
 
 impl Computer {
@@ -55,7 +58,15 @@ impl Computer {
         Self {
             desktop: Desktop::new(clipboard),
             probe: Arc::new(Mutex::new(None)),
+            max_image_edge: None,
         }
+    }
+
+    /// The same, with screenshots scaled down to at most `edge` pixels on their longer side.
+    #[must_use]
+    pub const fn with_max_image_edge(mut self, edge: u32) -> Self {
+        self.max_image_edge = Some(edge);
+        self
     }
 
     /// At each HELLO (blocking): every window id dies and the desktop is probed afresh.
@@ -233,7 +244,10 @@ impl ComputerOp {
         let (op, mut details) = self.audit_details();
         let desktop = &computer.desktop;
         let outcome = match self {
-            Self::Screenshot(p) => screenshot(desktop, &p, max_bytes, &mut details),
+            Self::Screenshot(p) => {
+                let limits = (max_bytes, computer.max_image_edge);
+                screenshot(desktop, &p, limits, &mut details)
+            }
             Self::Input(p) => input_action(desktop, &p),
             Self::Cursor => cursor(),
             Self::DisplayInfo => screen::displays().map(|displays| {
@@ -391,10 +405,11 @@ fn input_features(p: &InputActionPayload) -> Vec<&'static str> {
     needs
 }
 
+/// `limits`: the most bytes and the longest side the image may have.
 fn screenshot(
     desktop: &Desktop,
     p: &ScreenshotRequestPayload,
-    max_bytes: u64,
+    (max_bytes, max_edge): (u64, Option<u32>),
     details: &mut Map<String, Value>,
 ) -> Result<Message, DesktopError> {
     let target = match (&p.window_id, p.region) {
@@ -414,6 +429,7 @@ fn screenshot(
         include_cursor: p.include_cursor,
         encoding,
         max_bytes: max_bytes.min(frame_budget),
+        max_edge,
     })?;
     if let Some(err) = &shot.pointer_failure {
         tracing::debug!(code = err.code(), "the pointer was not drawn");

@@ -32,6 +32,9 @@ pub struct ScreenshotRequest {
     pub encoding: Encoding,
     /// Most bytes the encoded image may have; more is refused, never cut.
     pub max_bytes: u64,
+    /// Longest side the image may have, in pixels: a larger capture is scaled down (aspect
+    /// kept) before it is encoded; `None` keeps every captured pixel.
+    pub max_edge: Option<u32>,
 }
 
 /// An encoded screenshot and where its pixels came from.
@@ -39,10 +42,12 @@ pub struct ScreenshotRequest {
 pub struct Screenshot {
     /// The encoded image, as [`ScreenshotRequest::encoding`] asked.
     pub bytes: Vec<u8>,
-    /// Width in physical pixels.
+    /// The image's width in pixels (the capture's physical pixels unless it was scaled).
     pub width: u32,
-    /// Height in physical pixels.
+    /// The image's height in pixels.
     pub height: u32,
+    /// The capture's size in physical pixels, before any scaling to `max_edge`.
+    pub captured: [u32; 2],
     /// The image's top-left in display-global pixels.
     pub origin: [i64; 2],
     /// The monitor captured (for a region or a window: the one holding its top-left), `-1`
@@ -61,11 +66,18 @@ pub struct Screenshot {
 }
 
 impl Screenshot {
-    /// The image's size in logical pixels (physical divided by the monitor's scale).
+    /// The capture's size in logical pixels (physical divided by the monitor's scale).
     #[must_use]
     pub fn logical_size(&self) -> [u32; 2] {
         let logical = |side: u32| (f64::from(side) / self.scale).round() as u32;
-        [logical(self.width), logical(self.height)]
+        [logical(self.captured[0]), logical(self.captured[1])]
+    }
+
+    /// Physical screen pixels per image pixel: 1 unless the image was scaled to `max_edge`.
+    #[must_use]
+    pub fn screen_per_image_pixel(&self) -> f64 {
+        f64::from(self.captured[0].max(self.captured[1]))
+            / f64::from(self.width.max(self.height).max(1))
     }
 }
 
@@ -97,12 +109,18 @@ impl Desktop {
         } else {
             (false, None)
         };
-        let bytes = encode_within(&capture.image, request.encoding, request.max_bytes)?;
-        let (width, height) = capture.image.dimensions();
+        let captured = capture.image.dimensions();
+        let image = match request.max_edge {
+            Some(edge) => within_edge(capture.image, edge),
+            None => capture.image,
+        };
+        let bytes = encode_within(&image, request.encoding, request.max_bytes)?;
+        let (width, height) = image.dimensions();
         Ok(Screenshot {
             bytes,
             width,
             height,
+            captured: [captured.0, captured.1],
             origin: capture.origin,
             monitor: capture.monitor,
             scale: capture.scale,
@@ -111,6 +129,29 @@ impl Desktop {
             pointer_failure,
         })
     }
+}
+
+/// `image` with its longer side at most `edge` pixels (at least 1), scaled with a triangle
+/// filter, aspect kept; unchanged when it already fits.
+#[must_use]
+pub fn within_edge(image: RgbaImage, edge: u32) -> RgbaImage {
+    let (width, height) = image.dimensions();
+    let longer = width.max(height);
+    let edge = edge.max(1);
+    if longer <= edge {
+        return image;
+    }
+    let side = |length: u32| {
+        u32::try_from(u64::from(length) * u64::from(edge) / u64::from(longer))
+            .unwrap_or(edge)
+            .max(1)
+    };
+    image::imageops::resize(
+        &image,
+        side(width),
+        side(height),
+        image::imageops::FilterType::Triangle,
+    )
 }
 
 /// Encodes `image` and refuses the result when it is over `max_bytes`.
@@ -139,6 +180,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_capture_over_the_edge_is_scaled_with_its_aspect() {
+        let image = RgbaImage::from_pixel(1280, 720, image::Rgba([9, 9, 9, 255]));
+        let scaled = within_edge(image.clone(), 640);
+        assert_eq!(scaled.dimensions(), (640, 360));
+        assert_eq!(
+            within_edge(image, 2000).dimensions(),
+            (1280, 720),
+            "a fitting image stays"
+        );
+        let tall = RgbaImage::new(10, 3000);
+        assert_eq!(within_edge(tall, 1000).dimensions(), (3, 1000));
+        assert_eq!(
+            within_edge(RgbaImage::new(5000, 1), 100).dimensions(),
+            (100, 1)
+        );
+    }
+
+    #[test]
     fn an_encoding_over_the_limit_is_refused_with_its_size_and_the_limit() {
         let image = RgbaImage::from_fn(64, 64, |x, y| image::Rgba([x as u8, y as u8, 7, 255]));
         let bytes = encode_within(&image, Encoding::Png, u64::MAX).unwrap();
@@ -161,10 +220,11 @@ mod tests {
 
     #[test]
     fn the_logical_size_divides_by_the_scale_and_rounds() {
-        let shot = Screenshot {
+        let mut shot = Screenshot {
             bytes: Vec::new(),
             width: 2561,
             height: 1440,
+            captured: [2561, 1440],
             origin: [0, 0],
             monitor: 0,
             scale: 2.0,
@@ -173,5 +233,10 @@ mod tests {
             pointer_failure: None,
         };
         assert_eq!(shot.logical_size(), [1281, 720]);
+        assert!((shot.screen_per_image_pixel() - 1.0).abs() < 1e-9);
+        // Scaled to half: the logical size is still the capture's, each image pixel two.
+        (shot.width, shot.height) = (1280, 720);
+        assert_eq!(shot.logical_size(), [1281, 720]);
+        assert!((shot.screen_per_image_pixel() - 2561.0 / 1280.0).abs() < 1e-9);
     }
 }
