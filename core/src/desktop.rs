@@ -313,6 +313,7 @@ impl DesktopError {
     }
 }
 
+#[cfg(any(windows, target_os = "macos"))]
 impl From<xcap::XCapError> for DesktopError {
     fn from(err: xcap::XCapError) -> Self {
         Self::Failed(err.to_string())

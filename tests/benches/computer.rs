@@ -1,6 +1,5 @@
 //! Computer-use figures on a private 1920×1080 Xvfb desktop with the witness window open:
-//! in-process capture of the primary monitor alone (the baseline), the display list (both also
-//! through xcap, the path they replaced), capture +
+//! in-process capture of the primary monitor alone (the baseline), the display list, capture +
 //! JPEG q75, capture + PNG and the pointer overlay (medians of 30, interleaved); then through the test
 //! platform with the real binary, the SCREENSHOT_REQUEST round trip (JPEG q75, median of 10:
 //! the rate limit allows ten a minute) and the INPUT_ACTION mouse_move round trip (median of
@@ -97,20 +96,15 @@ mod bench {
         Capture,
         /// The display list every screenshot and input action starts with.
         Displays,
-        /// xcap's display list and capture: the path ours replaced on X11.
-        XcapDisplays,
-        XcapCapture,
         Jpeg,
         Png,
         /// What include_cursor adds: asking X for the pointer and blending it.
         Pointer,
     }
 
-    const VARIANTS: [Variant; 7] = [
+    const VARIANTS: [Variant; 5] = [
         Variant::Capture,
         Variant::Displays,
-        Variant::XcapDisplays,
-        Variant::XcapCapture,
         Variant::Jpeg,
         Variant::Png,
         Variant::Pointer,
@@ -132,16 +126,6 @@ mod bench {
         match variant {
             Variant::Capture => drop(capture()),
             Variant::Displays => assert!(!screen::displays().unwrap().is_empty()),
-            Variant::XcapDisplays => {
-                for monitor in &xcap::Monitor::all().unwrap() {
-                    let _ = (monitor.x(), monitor.y(), monitor.width(), monitor.height());
-                    let _ = (monitor.is_primary(), monitor.scale_factor(), monitor.id());
-                }
-            }
-            Variant::XcapCapture => {
-                let image = xcap::Monitor::all().unwrap()[0].capture_image().unwrap();
-                assert_eq!(image.dimensions(), (1920, 1080));
-            }
             Variant::Jpeg => encoded(Encoding::Jpeg { quality: 75 }),
             Variant::Png => encoded(Encoding::Png),
             Variant::Pointer => assert!(screen::draw_cursor(shot).unwrap()),
@@ -159,28 +143,13 @@ mod bench {
                 times.push(ms(started));
             }
         }
-        let [
-            capture,
-            displays,
-            xcap_displays,
-            xcap_capture,
-            jpeg,
-            png,
-            pointer,
-        ] = samples.iter_mut().map(|s| median(s)).collect::<Vec<_>>()[..]
+        let [capture, displays, jpeg, png, pointer] =
+            samples.iter_mut().map(|s| median(s)).collect::<Vec<_>>()[..]
         else {
             unreachable!("one median per variant")
         };
         println!("  capture 1920x1080 (baseline)         median {capture:>8.2} ms");
-        println!(
-            "  xcap capture 1920x1080 (before)      median {xcap_capture:>8.2} ms  (ours {:.2}x)",
-            capture / xcap_capture
-        );
         println!("  display list                         median {displays:>8.2} ms");
-        println!(
-            "  xcap display list (before)           median {xcap_displays:>8.2} ms  (ours {:.2}x)",
-            displays / xcap_displays
-        );
         println!(
             "  capture + JPEG q75                   median {jpeg:>8.2} ms  ({:.2}x capture; target <= 40 ms)",
             jpeg / capture

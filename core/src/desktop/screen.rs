@@ -14,12 +14,14 @@ pub fn displays() -> Result<Vec<Display>, DesktopError> {
     Ok(monitors()?.0)
 }
 
-/// Where pixels come from: the X server itself on X11, xcap elsewhere (Wayland's portal,
-/// Windows, macOS).
+/// Where pixels come from: the X server itself on X11, the compositor's screencopy on Wayland,
+/// xcap on Windows and macOS (Linux builds do not link xcap: it brought libgbm, libdrm and
+/// libwayland-server into the binary, loaded at every start, for captures done here anyway).
 enum Grabber {
     #[cfg(all(unix, not(target_os = "macos")))]
     X11(Box<x11::Screen>),
     /// xcap's monitors, in the order of the displays they belong to.
+    #[cfg(any(windows, target_os = "macos"))]
     Xcap(Vec<xcap::Monitor>),
     /// The Wayland compositor's screencopy, one whole output at a time.
     #[cfg(target_os = "linux")]
@@ -29,6 +31,8 @@ enum Grabber {
 impl Grabber {
     /// The pixels of `rect` (display-global), which lies on `display`.
     fn grab(&self, display: &Display, rect: Rect) -> Result<RgbaImage, DesktopError> {
+        let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
+        let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         match self {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab(rect),
@@ -38,8 +42,6 @@ impl Grabber {
                 if rect == display.rect {
                     return Ok(image);
                 }
-                let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
-                let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
                 Ok(image::imageops::crop_imm(
                     &image,
                     offset(rect.x, display.rect.x),
@@ -49,6 +51,7 @@ impl Grabber {
                 )
                 .to_image())
             }
+            #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
                 let monitor = monitors
                     .get(display.index)
@@ -56,14 +59,36 @@ impl Grabber {
                 if rect == display.rect {
                     return Ok(screen_pixels(monitor.capture_image()?));
                 }
-                let offset = |v: i64, base: i64| u32::try_from(v - base).unwrap_or(0);
-                let side = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
                 Ok(screen_pixels(monitor.capture_region(
                     offset(rect.x, display.rect.x),
                     offset(rect.y, display.rect.y),
                     side(rect.width),
                     side(rect.height),
                 )?))
+            }
+        }
+    }
+
+    /// One window's pixels and their top-left, display-global.
+    fn window(&self, id: u32) -> Result<(RgbaImage, [i64; 2]), DesktopError> {
+        match self {
+            #[cfg(all(unix, not(target_os = "macos")))]
+            Self::X11(screen) => screen.grab_window(id),
+            #[cfg(target_os = "linux")]
+            Self::Wayland => Err(DesktopError::unsupported(
+                "screenshot.window",
+                "Wayland compositors tell no client where a window is",
+            )),
+            #[cfg(any(windows, target_os = "macos"))]
+            Self::Xcap(_) => {
+                let window = xcap::Window::all()?
+                    .into_iter()
+                    .find(|w| w.id().ok() == Some(id))
+                    .ok_or_else(|| {
+                        DesktopError::Failed("the window closed during capture".to_owned())
+                    })?;
+                let origin = [i64::from(window.x()?), i64::from(window.y()?)];
+                Ok((screen_pixels(window.capture_image()?), origin))
             }
         }
     }
@@ -88,14 +113,26 @@ fn opaque(mut image: RgbaImage) -> RgbaImage {
 /// The displays, primary first and indexed, and where their pixels come from.
 fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
     #[cfg(all(unix, not(target_os = "macos")))]
-    if super::session::Session::detect() == super::session::Session::X11 {
-        let screen = x11::Screen::open()?;
-        return Ok((order(screen.displays()?), Grabber::X11(Box::new(screen))));
+    {
+        use super::session::Session;
+        let session = Session::detect();
+        if session == Session::X11 {
+            let screen = x11::Screen::open()?;
+            return Ok((order(screen.displays()?), Grabber::X11(Box::new(screen))));
+        }
+        #[cfg(target_os = "linux")]
+        if session == Session::Wayland {
+            return Ok((order(super::wayland::displays()?), Grabber::Wayland));
+        }
+        Err(DesktopError::unsupported("screenshot", session.reason()))
     }
-    #[cfg(target_os = "linux")]
-    if super::session::Session::detect() == super::session::Session::Wayland {
-        return Ok((order(super::wayland::displays()?), Grabber::Wayland));
-    }
+    #[cfg(any(windows, target_os = "macos"))]
+    xcap_monitors()
+}
+
+/// Every monitor as xcap lists it.
+#[cfg(any(windows, target_os = "macos"))]
+fn xcap_monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
     let mut all = Vec::new();
     for monitor in xcap::Monitor::all()? {
         let rect = Rect {
@@ -274,14 +311,7 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
             })
         }
         Source::Window(id) => {
-            let window = xcap::Window::all()?
-                .into_iter()
-                .find(|w| w.id().ok() == Some(id))
-                .ok_or_else(|| {
-                    DesktopError::Failed("the window closed during capture".to_owned())
-                })?;
-            let origin = [i64::from(window.x()?), i64::from(window.y()?)];
-            let image = screen_pixels(window.capture_image()?);
+            let (image, origin) = grabber.window(id)?;
             let (monitor, scale, os_id) = display_at(&displays, origin[0], origin[1])
                 .map_or((0, primary.scale, primary.os_id), summary);
             Ok(Capture {

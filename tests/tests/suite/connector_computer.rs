@@ -126,6 +126,7 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
     assert_eq!(full["payload"]["meta"]["origin"], json!([0, 0]));
     assert_eq!(full["payload"]["logical_size"], json!([1920, 1080]));
     assert_eq!(full["payload"]["display_scale"], 1.0);
+    let screen = pixels.clone();
 
     // 2: JPEG by default.
     let jpeg = conn.call("SCREENSHOT_REQUEST", "s2", json!({})).await;
@@ -181,17 +182,18 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
         "screenshot.region"
     );
 
-    // 6: one window by its listed id, at its own size.
+    // 6: one window by its listed id, at its own size, its pixels those the whole screen showed
+    // there (it is on top; its red area includes the centre).
     let window = listed_window(&mut conn, "Witness A").await;
     let bounds: Vec<i64> = serde_json::from_value(window["bounds"].clone()).unwrap();
     let shot = conn
         .call(
             "SCREENSHOT_REQUEST",
             "s6",
-            json!({"format": "png", "window_id": window["window_id"]}),
+            json!({"format": "png", "window_id": window["window_id"], "include_cursor": false}),
         )
         .await;
-    let (w, h, _) = decode_png(&shot);
+    let (w, h, own) = decode_png(&shot);
     assert_eq!(
         (i64::from(w), i64::from(h)),
         (bounds[2] - bounds[0], bounds[3] - bounds[1])
@@ -199,6 +201,21 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
     assert_eq!(
         shot["payload"]["meta"]["origin"],
         json!([bounds[0], bounds[1]])
+    );
+    let same = (0..i64::from(h))
+        .flat_map(|y| (0..i64::from(w)).map(move |x| [x, y]))
+        .filter(|&[x, y]| {
+            pixel(&own, w, [x, y]) == pixel(&screen, width, [x + bounds[0], y + bounds[1]])
+        })
+        .count();
+    assert_eq!(
+        same,
+        usize::try_from(w * h).unwrap(),
+        "window pixels differ from the screen's"
+    );
+    assert_eq!(
+        pixel(&own, w, [cx - bounds[0], cy - bounds[1]]),
+        [255, 0, 0, 255]
     );
 
     // 7: every monitor stitched (one here).
@@ -277,6 +294,64 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
         .await;
     assert_eq!(error_code(&after), "WINDOW_STALE");
     drop(witness);
+}
+
+/// A window partly off the screen cannot be read from the window itself (the X server refuses
+/// GetImage there): its capture is the part on the screen, with that part's origin.
+#[tokio::test]
+async fn a_window_partly_off_the_screen_is_captured_where_it_shows() {
+    let desktop = Desktop::start();
+    let witness = Witness::start_at(&desktop, "Witness Edge", [1200, 300]);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&desktop, &platform, "cu-edge", &[]);
+    let (mut conn, _) = platform.session(&["files", "computer_use"], |_| {}).await;
+    let bounds_of =
+        |window: &Value| -> Vec<i64> { serde_json::from_value(window["bounds"].clone()).unwrap() };
+    let before = bounds_of(&listed_window(&mut conn, "Witness Edge").await);
+    // The window manager keeps new windows on the screen: moved past its edge afterwards.
+    let moved = desktop
+        .command("xdotool")
+        .args([
+            "search",
+            "--name",
+            "^Witness Edge$",
+            "windowmove",
+            "--sync",
+            "1600",
+            "300",
+        ])
+        .status()
+        .unwrap();
+    assert!(moved.success());
+    let window = listed_window(&mut conn, "Witness Edge").await;
+    let bounds = bounds_of(&window);
+    assert!(
+        bounds[0] < 1920 && bounds[2] > 1920,
+        "the window should reach past the right edge: {bounds:?}"
+    );
+    let shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "e",
+            json!({"format": "png", "window_id": window["window_id"], "include_cursor": false}),
+        )
+        .await;
+    let (w, h, pixels) = decode_png(&shot);
+    assert_eq!(
+        (i64::from(w), i64::from(h)),
+        (1920 - bounds[0], bounds[3] - bounds[1])
+    );
+    assert_eq!(
+        shot["payload"]["meta"]["origin"],
+        json!([bounds[0], bounds[1]])
+    );
+    // The red area's top-left corner, moved with the window, is red in the capture.
+    let [x, y] = witness.at(4, 4);
+    let corner = [x + bounds[0] - before[0], y + bounds[1] - before[1]];
+    assert_eq!(
+        pixel(&pixels, w, [corner[0] - bounds[0], corner[1] - bounds[1]]),
+        [255, 0, 0, 255]
+    );
 }
 
 #[tokio::test]

@@ -1,12 +1,15 @@
-//! X11 screens on one connection: monitors from RandR, pixels from GetImage on the root window,
-//! the pointer from XFIXES. xcap opens a connection per question and converts pixel by pixel
-//! through a function pointer, which made a 1920×1080 capture cost 2-3× what the transfer does.
+//! X11 screens on one connection: monitors from RandR, pixels from GetImage on the root window
+//! (a window's from GetImage on the window itself), the pointer from XFIXES. xcap opened a
+//! connection per question and converted pixel by pixel through a function pointer, which made
+//! a 1920×1080 capture cost 2-3× what the transfer does; on Linux it is no longer used at all.
 
 use image::RgbaImage;
 use x11rb::connection::Connection;
 use x11rb::protocol::randr::ConnectionExt as _;
 use x11rb::protocol::xfixes::ConnectionExt as _;
-use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _, ImageFormat, ImageOrder};
+use x11rb::protocol::xproto::{
+    AtomEnum, ConnectionExt as _, GetImageReply, ImageFormat, ImageOrder, MapState,
+};
 use x11rb::rust_connection::RustConnection;
 
 use super::{CursorImage, DesktopError, Display, Rect};
@@ -99,6 +102,78 @@ impl Screen {
             .map_err(failed)?
             .reply()
             .map_err(failed)?;
+        self.to_rgba(&reply, width, height)
+    }
+
+    /// One window's pixels as RGBA and its top-left, display-global: the window's own contents
+    /// (GetImage on the window, what xcap did), or, when part of it lies off the screen (where
+    /// the server refuses that), the part on the screen as the root window shows it.
+    pub(super) fn grab_window(&self, window: u32) -> Result<(RgbaImage, [i64; 2]), DesktopError> {
+        let closed = |_| DesktopError::Failed("the window closed during capture".to_owned());
+        let attributes = self.conn.get_window_attributes(window).map_err(failed)?;
+        let geometry = self.conn.get_geometry(window).map_err(failed)?;
+        let origin = self
+            .conn
+            .translate_coordinates(window, self.root, 0, 0)
+            .map_err(failed)?;
+        let attributes = attributes.reply().map_err(closed)?;
+        let geometry = geometry.reply().map_err(closed)?;
+        let origin = origin.reply().map_err(closed)?;
+        if attributes.map_state != MapState::VIEWABLE {
+            return Err(DesktopError::Failed(
+                "the window is not shown (minimised or hidden): restore it, then capture it"
+                    .to_owned(),
+            ));
+        }
+        let at = [i64::from(origin.dst_x), i64::from(origin.dst_y)];
+        let own = self
+            .conn
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                window,
+                0,
+                0,
+                geometry.width,
+                geometry.height,
+                !0,
+            )
+            .map_err(failed)?
+            .reply();
+        if let Ok(reply) = own {
+            return Ok((self.to_rgba(&reply, geometry.width, geometry.height)?, at));
+        }
+        let screen = self.conn.setup().roots.iter().find(|s| s.root == self.root);
+        let visible = screen
+            .and_then(|s| {
+                Rect {
+                    x: at[0],
+                    y: at[1],
+                    width: u64::from(geometry.width),
+                    height: u64::from(geometry.height),
+                }
+                .intersect(&Rect {
+                    x: 0,
+                    y: 0,
+                    width: u64::from(s.width_in_pixels),
+                    height: u64::from(s.height_in_pixels),
+                })
+            })
+            .ok_or_else(|| {
+                DesktopError::Failed(
+                    "the window lies wholly off the screen: move it onto a display, then capture it"
+                        .to_owned(),
+                )
+            })?;
+        Ok((self.grab(visible)?, [visible.x, visible.y]))
+    }
+
+    /// A GetImage answer of `width`×`height` as RGBA, when its pixel format is one this reads.
+    fn to_rgba(
+        &self,
+        reply: &GetImageReply,
+        width: u16,
+        height: u16,
+    ) -> Result<RgbaImage, DesktopError> {
         let setup = self.conn.setup();
         let bits = setup
             .pixmap_formats
