@@ -98,11 +98,13 @@ impl Grabber {
 /// into a 32-bit bitmap whose fourth byte GDI leaves unused ("not used" in BI_RGB), and hands
 /// that byte on as alpha: under Wine it is what the X server left in its padding byte, so
 /// anti-aliased text came out translucent in PNG screenshots. A screen has no transparency.
+#[cfg(any(windows, target_os = "macos"))]
 fn screen_pixels(image: RgbaImage) -> RgbaImage {
     if cfg!(windows) { opaque(image) } else { image }
 }
 
 /// `image` with every pixel fully opaque.
+#[cfg(any(windows, target_os = "macos", test))]
 fn opaque(mut image: RgbaImage) -> RgbaImage {
     for pixel in image.pixels_mut() {
         pixel.0[3] = u8::MAX;
