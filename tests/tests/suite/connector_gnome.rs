@@ -329,3 +329,34 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     assert_eq!(error_code(&shot), "FEATURE_NOT_SUPPORTED", "{shot}");
     assert_eq!(shot["payload"]["details"]["feature"], "screenshot");
 }
+
+#[test]
+fn doctor_says_input_goes_through_the_portal_and_screencast_is_not_used() {
+    let gnome = Gnome::start();
+    let (home, root) = home_and_root("gnome-doctor");
+    let root = root.to_string_lossy().into_owned();
+    let mut env = gnome.env();
+    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = e2e::platform::shim_command(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
+        &env,
+    )
+    .output()
+    .unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
+    let wlroots = "sway, Hyprland, river and labwc offer it";
+    assert_eq!(
+        wayland,
+        [
+            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; {wlroots}; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"),
+            "[WARN] Wayland  no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run in the desktop's own dialog and types only what the keyboard layout has; this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again".to_owned(),
+            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
+        ],
+        "{out}"
+    );
+}
