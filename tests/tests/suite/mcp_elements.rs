@@ -95,7 +95,7 @@ fn elements_of_a_snapshot_are_clicked_and_typed_into_and_stale_ids_refused() {
         ok_typed[0]["details"]["text_length"],
         json!(TYPED.chars().count())
     );
-    assert_eq!(ok_typed[0]["details"]["role"], "edit");
+    assert_eq!(ok_typed[0]["details"]["role"], "text");
     assert!(has(&records, "A11Y_SNAPSHOT_REQUEST", None));
     // Metadata only: neither the typed text nor an element's name is on record.
     let log = std::fs::read_to_string(
