@@ -61,6 +61,9 @@ mod llm_client;
 // Process groups, /proc and a Python venv (scripts/mcp-env).
 #[cfg(target_os = "linux")]
 mod mcp;
+// The MCP element tools on Xvfb with AT-SPI (scripts/mcp-env).
+#[cfg(target_os = "linux")]
+mod mcp_elements;
 mod model_provider;
 mod openapi;
 // A headless GNOME: mutter, the desktop portal, PipeWire and AT-SPI.
