@@ -77,7 +77,8 @@ impl Gnome {
                 gnome.runtime_dir.display()
             ))
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // The services it starts (the portal and its backends) write here too.
+            .stderr(std::fs::File::create(gnome.runtime_dir.join("bus.log")).unwrap())
             .spawn()
             .expect("start dbus-daemon");
         let mut line = String::new();
@@ -139,6 +140,18 @@ impl Gnome {
     #[must_use]
     pub fn bus_address(&self) -> &str {
         &self.bus_address
+    }
+
+    /// What a program outside this desktop (the shim under test) needs to reach it: the
+    /// Wayland display, the session bus with its portal, and that this is GNOME.
+    #[must_use]
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("WAYLAND_DISPLAY", WAYLAND_DISPLAY.to_owned()),
+            ("XDG_RUNTIME_DIR", self.runtime_dir.display().to_string()),
+            ("DBUS_SESSION_BUS_ADDRESS", self.bus_address.clone()),
+            ("XDG_CURRENT_DESKTOP", "GNOME".to_owned()),
+        ]
     }
 
     /// The runtime folder, removed on drop: a place for a test's files.

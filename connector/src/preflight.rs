@@ -134,7 +134,7 @@ impl Compositor {
             if Session::detect() != Session::Wayland {
                 return None;
             }
-            Some(match wayland::protocols() {
+            Some(match wayland::protocols_and_portal() {
                 Ok(protocols) => Self::Missing(protocols.missing()),
                 Err(err) => Self::Unreachable(err.to_string()),
             })

@@ -19,6 +19,8 @@ pub mod screen;
 pub mod screenshot;
 pub mod session;
 #[cfg(target_os = "linux")]
+pub mod virtual_input;
+#[cfg(target_os = "linux")]
 pub mod wayland;
 pub mod windows;
 

@@ -11,16 +11,25 @@
 //! from RemoteDesktop version 2, and this code asks for one when the portal offers it.
 //! Absolute pointer motion is relative to a screen-cast stream, so the session also selects
 //! every monitor as a source; the streams' PipeWire frames are never read.
+//!
+//! The connector keeps one session for the whole run ([`perform`]): opened at the first input
+//! action, kept, and opened again (a new dialog, unless the portal gave a restore token) only
+//! when the portal closes it. mutter and KWin type only keysyms of the current keyboard layout
+//! and drop the rest without a word, so a text or chord with any other is refused before a key
+//! is sent.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
-use super::DesktopError;
+use super::action::{Action, Button, MAX_WAIT, ScrollDirection};
+use super::virtual_input::{self, Device, Key};
+use super::{DesktopError, Display};
 
 const DESTINATION: &str = "org.freedesktop.portal.Desktop";
 const PATH: &str = "/org/freedesktop/portal/desktop";
@@ -40,6 +49,8 @@ const PERSIST_UNTIL_REVOKED: u32 = 2;
 const WAKE: Duration = Duration::from_millis(300);
 /// How long a portal call other than the consent may take.
 const CALL_DEADLINE: Duration = Duration::from_secs(10);
+/// How long the first input action waits for the person to answer the portal's dialog.
+pub const CONSENT_DEADLINE: Duration = Duration::from_secs(60);
 
 /// What the portal offers, asked without opening a session (no dialog).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,23 +85,6 @@ pub fn locate(streams: &[Stream], x: f64, y: f64) -> Option<(u32, f64, f64)> {
     })
 }
 
-/// The X keysym that types `c`: Latin-1 characters are their own keysyms, Return and Tab have
-/// named ones, and every other character is its Unicode keysym. The compositor still needs
-/// the keysym in its current layout: mutter drops the rest (said in docs/computer-use.md).
-#[must_use]
-pub fn keysym(c: char) -> i32 {
-    let code = u32::from(c);
-    let sym = match c {
-        '\n' | '\r' => 0xff0d,
-        '\t' => 0xff09,
-        '\u{8}' => 0xff08,
-        ' '..='~' | '\u{a0}'..='\u{ff}' => code,
-        _ => 0x0100_0000 + code,
-    };
-    // Unicode ends at 0x10ffff, so every keysym fits an i32.
-    i32::try_from(sym).unwrap_or(0)
-}
-
 /// One input event for the portal.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event {
@@ -120,7 +114,7 @@ pub enum Event {
     /// A key, by its X keysym, pressed or released.
     Key {
         /// The keysym.
-        keysym: i32,
+        keysym: u32,
         /// Pressed (true) or released.
         pressed: bool,
     },
@@ -170,6 +164,9 @@ pub struct Session {
     jobs: tokio::sync::mpsc::UnboundedSender<(Event, std_mpsc::Sender<Result<(), DesktopError>>)>,
     streams: Vec<Stream>,
     restore_token: Option<String>,
+    /// Set when the portal closed the session (the person stopped sharing) or its connection
+    /// broke.
+    ended: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -193,6 +190,8 @@ impl Session {
             std_mpsc::Sender<Result<(), DesktopError>>,
         )>();
         let (ready, opened) = std_mpsc::channel();
+        let ended = Arc::new(AtomicBool::new(false));
+        let ending = Arc::clone(&ended);
         let owner = move || {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -217,8 +216,34 @@ impl Session {
                         return;
                     }
                 };
-                while let Some((event, done)) = queue.recv().await {
-                    let _ = done.send(notify(&bus, &session, event).await);
+                let closed = async {
+                    let proxy = zbus::Proxy::new(
+                        &bus,
+                        DESTINATION,
+                        session.as_ref(),
+                        "org.freedesktop.portal.Session",
+                    )
+                    .await
+                    .ok()?;
+                    proxy.receive_signal("Closed").await.ok()
+                }
+                .await;
+                let Some(mut closed) = closed else {
+                    ending.store(true, Ordering::SeqCst);
+                    return;
+                };
+                loop {
+                    tokio::select! {
+                        job = queue.recv() => {
+                            let Some((event, done)) = job else { break };
+                            let _ = done.send(notify(&bus, &session, event).await);
+                        }
+                        // The portal closed it, or the bus went away: nothing more can be sent.
+                        _ = closed.next() => {
+                            ending.store(true, Ordering::SeqCst);
+                            return;
+                        }
+                    }
                 }
                 // The session ends with its connection anyway; closing says so at once.
                 let _ = bus
@@ -243,7 +268,14 @@ impl Session {
             jobs,
             streams,
             restore_token,
+            ended,
         })
+    }
+
+    /// Whether the session still takes input: the portal has not closed it.
+    #[must_use]
+    pub fn is_open(&self) -> bool {
+        !self.ended.load(Ordering::SeqCst) && !self.jobs.is_closed()
     }
 
     /// The shared monitors.
@@ -265,10 +297,275 @@ impl Session {
     /// person stopped sharing); a new session asks again.
     pub fn send(&self, event: Event) -> Result<(), DesktopError> {
         let (done, taken) = std_mpsc::channel();
-        let ended = || DesktopError::Failed("the desktop portal's session has ended".to_owned());
         self.jobs.send((event, done)).map_err(|_| ended())?;
         taken.recv().map_err(|_| ended())?
     }
+}
+
+/// The session kept for the connector's run, and what outlives one session.
+struct Kept {
+    session: Option<Session>,
+    /// The session bus it was opened on (`DBUS_SESSION_BUS_ADDRESS`).
+    bus: Option<String>,
+    /// The portal's last restore token (RemoteDesktop version 2 and later).
+    restore_token: Option<String>,
+    /// The last point the pointer was moved to, display-global.
+    cursor: Option<[i64; 2]>,
+}
+
+static KEPT: Mutex<Kept> = Mutex::new(Kept {
+    session: None,
+    bus: None,
+    restore_token: None,
+    cursor: None,
+});
+
+/// Performs `action`, whose points the caller has checked against `displays`, through the
+/// kept session, opening it first (the portal's dialog, waiting up to [`CONSENT_DEADLINE`]
+/// for the person) when there is none or the portal closed it.
+///
+/// # Errors
+/// [`DesktopError::NotSupported`] (`input.type`, `input.key`) for a character or key the
+/// keyboard layout lacks, before anything is sent; [`DesktopError::PermissionPending`] when
+/// the person declines; [`DesktopError::Failed`] when the portal fails or the session ends
+/// mid-action.
+pub fn perform(action: &Action, displays: &[Display]) -> Result<(), DesktopError> {
+    if let Action::Wait { duration } = action {
+        std::thread::sleep((*duration).min(MAX_WAIT));
+        return Ok(());
+    }
+    let wanted = keys_of(action)?;
+    // The layout is known once a keyboard exists; a new session makes one (mutter), so when
+    // it cannot be read yet it is read again once the session is open.
+    let mut chosen = if wanted.is_empty() {
+        Some(HashMap::new())
+    } else {
+        match super::wayland::layout() {
+            Ok(layout) => Some(choose(action, &wanted, &layout)?),
+            Err(_) => None,
+        }
+    };
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS").ok();
+    let open = kept
+        .session
+        .as_ref()
+        .is_some_and(|session| session.is_open() && kept.bus == bus);
+    if !open {
+        kept.session = None;
+        let session = Session::open(None, kept.restore_token.clone(), CONSENT_DEADLINE)?;
+        if let Some(token) = session.restore_token() {
+            kept.restore_token = Some(token.to_owned());
+        }
+        kept.session = Some(session);
+        kept.bus = bus;
+    }
+    let chosen = match chosen.take() {
+        Some(chosen) => chosen,
+        None => choose(action, &wanted, &super::wayland::layout()?)?,
+    };
+    let Kept {
+        session, cursor, ..
+    } = &mut *kept;
+    let Some(session) = session.as_ref() else {
+        return Err(ended());
+    };
+    let mut device = Remote {
+        session,
+        displays,
+        cursor,
+        chosen,
+    };
+    virtual_input::perform(&mut device, action, false)
+}
+
+/// The last point the kept session moved the pointer to.
+#[must_use]
+pub fn cursor() -> Option<[i64; 2]> {
+    KEPT.lock().unwrap_or_else(PoisonError::into_inner).cursor
+}
+
+/// Whether a session is open now: the person consented and has not stopped sharing. `None`
+/// while a session is being opened.
+#[must_use]
+pub fn consented() -> Option<bool> {
+    let kept = KEPT.try_lock().ok()?;
+    Some(kept.session.as_ref().is_some_and(Session::is_open))
+}
+
+/// What the portal on this process's session bus offers, asked without a dialog; `None`
+/// without a session bus or a portal with RemoteDesktop.
+#[must_use]
+pub fn offered() -> Option<Offer> {
+    std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    runtime.block_on(async {
+        let bus = tokio::time::timeout(
+            CALL_DEADLINE,
+            zbus::connection::Builder::session().ok()?.build(),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        offer(&bus).await
+    })
+}
+
+/// Every key the action sends.
+fn keys_of(action: &Action) -> Result<Vec<Key>, DesktopError> {
+    Ok(match action {
+        Action::Type { text, .. } => text.chars().map(Key::Char).collect(),
+        Action::Key { chord } | Action::HoldKey { chord, .. } => virtual_input::keys(chord)?,
+        Action::Click { modifiers, .. } | Action::Scroll { modifiers, .. } => modifiers
+            .iter()
+            .map(|m| virtual_input::modifier(*m))
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// The keysym each character of `wanted` is sent as: one the keyboard layout has. Refuses,
+/// before anything is sent, an action with a key the layout lacks: the compositor would drop
+/// it without a word.
+fn choose(
+    action: &Action,
+    wanted: &[Key],
+    layout: &super::wayland::Layout,
+) -> Result<HashMap<char, u32>, DesktopError> {
+    let mut chosen = HashMap::new();
+    for key in wanted {
+        let found = match key {
+            Key::Char(c) => virtual_input::char_keysyms(*c)
+                .into_iter()
+                .find(|sym| layout.has(*sym))
+                .map(|sym| {
+                    chosen.insert(*c, sym);
+                }),
+            Key::Named(_) => layout.has(key.keysym()).then_some(()),
+        };
+        if found.is_some() {
+            continue;
+        }
+        let what = match key {
+            Key::Char(c) => format!("“{c}” (U+{:04X})", u32::from(*c)),
+            Key::Named(i) => virtual_input::NAMED
+                .get(*i)
+                .map_or_else(String::new, |(_, name, _)| (*name).to_owned()),
+        };
+        let feature = match action {
+            Action::Type { .. } => "input.type",
+            Action::Key { .. } => "input.key",
+            Action::HoldKey { .. } => "input.key.hold",
+            _ => "input.click.modifiers",
+        };
+        return Err(DesktopError::unsupported(
+            feature,
+            format!(
+                "the keyboard layout has no key for {what}, and the desktop portal types only what the layout has: nothing was sent; add a layout that has it"
+            ),
+        ));
+    }
+    Ok(chosen)
+}
+
+/// The kept session, on the displays of one action.
+struct Remote<'a> {
+    session: &'a Session,
+    displays: &'a [Display],
+    cursor: &'a mut Option<[i64; 2]>,
+    /// The keysym each character is sent as (see [`choose`]).
+    chosen: HashMap<char, u32>,
+}
+
+impl Remote<'_> {
+    fn keysym(&self, key: Key) -> u32 {
+        match key {
+            Key::Char(c) => self
+                .chosen
+                .get(&c)
+                .copied()
+                .unwrap_or_else(|| virtual_input::keysym(c)),
+            Key::Named(_) => key.keysym(),
+        }
+    }
+}
+
+impl Device for Remote<'_> {
+    fn move_to(&mut self, at: [i64; 2]) -> Result<(), DesktopError> {
+        let (x, y) = logical(self.displays, at).ok_or_else(|| DesktopError::OutOfBounds {
+            coordinate: at,
+            displays: self.displays.iter().map(|d| (d.index, d.rect)).collect(),
+        })?;
+        let (stream, x, y) = locate(self.session.streams(), x, y).ok_or_else(|| {
+            DesktopError::unsupported(
+                "input",
+                "that point is on a monitor the person did not share in the desktop portal's dialog",
+            )
+        })?;
+        self.session.send(Event::Motion { stream, x, y })?;
+        *self.cursor = Some(at);
+        Ok(())
+    }
+
+    fn button(&mut self, button: Button, pressed: bool) -> Result<(), DesktopError> {
+        let code = i32::try_from(virtual_input::evdev(button)).unwrap_or(0);
+        self.session.send(Event::Button { code, pressed })
+    }
+
+    fn key(&mut self, _chord: &[Key], key: Key, pressed: bool) -> Result<(), DesktopError> {
+        self.session.send(Event::Key {
+            keysym: self.keysym(key),
+            pressed,
+        })
+    }
+
+    fn type_text(&mut self, text: &str) -> Result<(), DesktopError> {
+        for c in text.chars() {
+            let keysym = self.keysym(Key::Char(c));
+            for pressed in [true, false] {
+                self.session.send(Event::Key { keysym, pressed })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn scroll(&mut self, direction: ScrollDirection, clicks: i32) -> Result<(), DesktopError> {
+        let (axis, step) = match direction {
+            ScrollDirection::Up => (0, -1),
+            ScrollDirection::Down => (0, 1),
+            ScrollDirection::Left => (1, -1),
+            ScrollDirection::Right => (1, 1),
+        };
+        // One call a notch: each is one wheel click whatever the compositor does with more.
+        for _ in 0..clicks.max(0) {
+            self.session.send(Event::Scroll { axis, steps: step })?;
+        }
+        Ok(())
+    }
+
+    // Every event waits for the portal's reply, so everything sent has been taken.
+    fn settle(&mut self) -> Result<(), DesktopError> {
+        Ok(())
+    }
+}
+
+/// A display-global point in the compositor's logical layout, where the portal's streams are:
+/// each display sits at its logical position times the largest scale (`wayland`'s coordinates).
+fn logical(displays: &[Display], [x, y]: [i64; 2]) -> Option<(f64, f64)> {
+    let display = displays.iter().find(|d| d.rect.contains(x, y))?;
+    let factor = displays.iter().map(|d| d.scale).fold(1.0_f64, f64::max);
+    // Coordinates are far below 2^52, so these conversions are exact.
+    let along = |origin: i64, v: i64| origin as f64 / factor + (v - origin) as f64 / display.scale;
+    Some((along(display.rect.x, x), along(display.rect.y, y)))
+}
+
+fn ended() -> DesktopError {
+    DesktopError::Failed(
+        "the desktop portal's session has ended (the person stopped sharing); the next input action asks again".to_owned(),
+    )
 }
 
 async fn notify(
@@ -296,6 +593,8 @@ async fn notify(
             call(bus, REMOTE_DESKTOP, method, &(path, &options, axis, steps)).await
         }
         Event::Key { keysym, pressed } => {
+            // The call takes an i32; keysyms end at 0x1110ffff.
+            let keysym = i32::try_from(keysym).unwrap_or(0);
             call(
                 bus,
                 REMOTE_DESKTOP,
@@ -311,7 +610,7 @@ async fn notify(
 /// mutter drops the first keys of a new session's virtual keyboard (two characters in our
 /// test); a Shift press and release, and a moment, wake it before anything real is sent.
 async fn wake(bus: &zbus::Connection, session: &OwnedObjectPath) {
-    const SHIFT: i32 = 0xffe1;
+    const SHIFT: u32 = 0xffe1;
     for pressed in [true, false] {
         let _ = notify(
             bus,
@@ -592,16 +891,59 @@ mod tests {
     }
 
     #[test]
-    fn characters_become_their_keysyms() {
-        assert_eq!(keysym('a'), 0x61);
-        assert_eq!(keysym('A'), 0x41);
-        assert_eq!(keysym(' '), 0x20);
-        assert_eq!(keysym('é'), 0xe9);
-        assert_eq!(keysym('\n'), 0xff0d);
-        assert_eq!(keysym('\t'), 0xff09);
-        assert_eq!(keysym('✓'), 0x0100_2713);
-        assert_eq!(keysym('日'), 0x0100_65e5);
-        assert_eq!(keysym('🙂'), 0x0101_f642);
+    fn display_points_become_logical_points_and_unknown_keys_are_refused() {
+        let display = |index: usize, x: i64, width: u64, scale: f64| Display {
+            index,
+            primary: index == 0,
+            rect: super::super::Rect {
+                x,
+                y: 0,
+                width,
+                height: 800,
+            },
+            scale,
+            os_id: 1,
+        };
+        // One output at scale 2 (1280×800 physical): (801, 501) is the logical (400.5, 250.5).
+        assert_eq!(
+            logical(&[display(0, 0, 1280, 2.0)], [801, 501]),
+            Some((400.5, 250.5))
+        );
+        // Scale 1 beside it at logical x 640, display-global x 1280.
+        let two = [display(0, 0, 1280, 2.0), display(1, 1280, 800, 1.0)];
+        assert_eq!(logical(&two, [1290, 4]), Some((650.0, 4.0)));
+        assert_eq!(logical(&two, [2080, 4]), None);
+
+        let layout = super::super::wayland::Layout::parse(
+            "xkb_symbols \"us\" {\n key <AC01> { [ a, A ] };\n key <AB03> { [ c, C ] };\n\
+             key <SPCE> { [ space ] };\n key <RTRN> { [ Return ] };\n key <AE10> { [ EuroSign ] };\n};",
+            0,
+        );
+        let typed = Action::Type {
+            text: "a✓c".to_owned(),
+            paste: false,
+            preserve_clipboard: false,
+        };
+        let err = choose(&typed, &keys_of(&typed).unwrap(), &layout).unwrap_err();
+        assert_eq!(err.code(), "FEATURE_NOT_SUPPORTED");
+        assert_eq!(
+            err.details().unwrap(),
+            serde_json::json!({"feature": "input.type", "reason": "the keyboard layout has no key for “✓” (U+2713), and the desktop portal types only what the layout has: nothing was sent; add a layout that has it"})
+        );
+        // € goes as the layout's EuroSign, not as its Unicode keysym.
+        let fine = Action::Type {
+            text: "cA €\n".to_owned(),
+            paste: false,
+            preserve_clipboard: false,
+        };
+        let chosen = choose(&fine, &keys_of(&fine).unwrap(), &layout).unwrap();
+        assert_eq!(chosen[&'€'], 0x20ac);
+        assert_eq!(chosen[&'\n'], 0xff0d);
+        let chord = Action::Key {
+            chord: super::super::action::Chord::parse("ctrl+a").unwrap(),
+        };
+        let err = choose(&chord, &keys_of(&chord).unwrap(), &layout).unwrap_err();
+        assert!(err.to_string().contains("no key for Control_L"), "{err}");
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub fn probe(clipboard: bool) -> Probe {
 /// What a Wayland compositor offers, from the protocols in its registry now.
 #[cfg(target_os = "linux")]
 fn wayland_probe(clipboard: bool) -> Probe {
-    let protocols = super::wayland::protocols().unwrap_or_default();
+    let protocols = super::wayland::protocols_and_portal().unwrap_or_default();
     let Some(primary) = protocols.displays.first() else {
         return Probe {
             session: Session::None,
@@ -131,7 +131,9 @@ fn wayland_probe(clipboard: bool) -> Probe {
             screen_resolution: None,
         };
     };
-    let input = protocols.pointer() && protocols.keyboard();
+    // The wlr protocols, or the desktop portal's RemoteDesktop where they are missing (GNOME,
+    // KDE): the same actions either way, the portal's after one consent per run.
+    let input = protocols.input() || protocols.portal_input();
     let mut coarse = Vec::new();
     let mut fine = Vec::new();
     if protocols.screenshots() {
@@ -214,7 +216,17 @@ fn wayland_permission(name: &str) -> Permission {
     };
     let granted = match name {
         "screen_recording" => protocols.screenshots(),
-        "input_monitoring" => protocols.pointer() && protocols.keyboard(),
+        "input_monitoring" if !protocols.input() => {
+            // The portal asks the person at the first input action; until then nobody knows.
+            return match super::portal::consented() {
+                Some(true) => Permission::Granted,
+                _ if super::portal::offered().is_some_and(|p| p.pointer && p.keyboard) => {
+                    Permission::Unknown
+                }
+                _ => Permission::Denied,
+            };
+        }
+        "input_monitoring" => true,
         _ => return Permission::Unknown,
     };
     if granted {

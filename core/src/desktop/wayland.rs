@@ -22,7 +22,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use wayland_client::globals::{GlobalList, GlobalListContents, registry_queue_init};
-use wayland_client::protocol::{wl_output, wl_registry, wl_seat, wl_shm};
+use wayland_client::protocol::{wl_keyboard, wl_output, wl_registry, wl_seat, wl_shm};
 use wayland_client::{Connection, Dispatch, EventQueue, QueueHandle, delegate_noop};
 use wayland_protocols::xdg::xdg_output::zv1::client::{zxdg_output_manager_v1, zxdg_output_v1};
 use wayland_protocols_misc::zwp_virtual_keyboard_v1::client::zwp_virtual_keyboard_manager_v1::ZwpVirtualKeyboardManagerV1;
@@ -35,6 +35,8 @@ use super::{DesktopError, Display, Rect};
 
 /// How long one job may take before the caller gives up on the compositor.
 const JOB_DEADLINE: Duration = Duration::from_secs(15);
+/// How long the compositor may take to send its keymap.
+const KEYMAP_DEADLINE: Duration = Duration::from_secs(3);
 /// How long the owner thread sleeps in poll(2) when there is nothing to read: the most a job
 /// waits before it starts.
 const IDLE_POLL: Duration = Duration::from_millis(5);
@@ -78,6 +80,9 @@ pub struct Protocols {
     pub displays: Vec<Display>,
     /// The virtual pointer manager's version (2 is needed: one pointer per output).
     pub virtual_pointer_version: u32,
+    /// What the desktop portal's RemoteDesktop offers, when it was asked (only where the wlr
+    /// input protocols are missing) and answered.
+    pub portal: Option<super::portal::Offer>,
 }
 
 impl Protocols {
@@ -111,6 +116,19 @@ impl Protocols {
         self.seat() && self.has(VIRTUAL_KEYBOARD)
     }
 
+    /// Input through the wlr protocols: a virtual pointer and a virtual keyboard.
+    #[must_use]
+    pub fn input(&self) -> bool {
+        self.pointer() && self.keyboard()
+    }
+
+    /// Input through the desktop portal instead (GNOME, KDE): no wlr input, and a RemoteDesktop
+    /// interface that offers a pointer and a keyboard.
+    #[must_use]
+    pub fn portal_input(&self) -> bool {
+        !self.input() && self.portal.is_some_and(|p| p.pointer && p.keyboard)
+    }
+
     /// The window list and focus.
     #[must_use]
     pub fn windows(&self) -> bool {
@@ -130,8 +148,13 @@ impl Protocols {
         let wlroots = "sway, Hyprland, river and labwc offer it";
         let mut out = Vec::new();
         if !self.has(SCREENCOPY) {
+            let portal = if self.portal.is_some() {
+                "; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"
+            } else {
+                ""
+            };
             out.push(format!(
-                "no screen capture protocol ({SCREENCOPY}): screenshots are unavailable; {wlroots}"
+                "no screen capture protocol ({SCREENCOPY}): screenshots are unavailable; {wlroots}{portal}"
             ));
         }
         if !self.seat() {
@@ -140,15 +163,26 @@ impl Protocols {
                     .to_owned(),
             );
         }
-        if self.virtual_pointer_version < 2 {
+        if let Some(offer) = self.portal.filter(|_| self.portal_input()) {
+            let keep = if offer.version >= 2 {
+                "a restore token spares the dialog when the session is reopened"
+            } else {
+                "this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again"
+            };
             out.push(format!(
-                "no virtual pointer protocol ({VIRTUAL_POINTER} version 2): clicks and pointer moves are unavailable; {wlroots}"
+                "no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run in the desktop's own dialog and types only what the keyboard layout has; {keep}"
             ));
-        }
-        if !self.has(VIRTUAL_KEYBOARD) {
-            out.push(format!(
-                "no virtual keyboard protocol ({VIRTUAL_KEYBOARD}): typing is unavailable; {wlroots}"
-            ));
+        } else {
+            if self.virtual_pointer_version < 2 {
+                out.push(format!(
+                    "no virtual pointer protocol ({VIRTUAL_POINTER} version 2): clicks and pointer moves are unavailable; {wlroots}"
+                ));
+            }
+            if !self.has(VIRTUAL_KEYBOARD) {
+                out.push(format!(
+                    "no virtual keyboard protocol ({VIRTUAL_KEYBOARD}): typing is unavailable; {wlroots}"
+                ));
+            }
         }
         if !self.has(FOREIGN_TOPLEVEL) {
             out.push(format!(
@@ -172,19 +206,94 @@ pub fn protocols() -> Result<Protocols, DesktopError> {
     run(|wl| {
         wl.roundtrip()?;
         wl.sync_outputs()?;
-        let globals = wl.globals.contents().clone_list();
-        let virtual_pointer_version = globals
-            .iter()
-            .filter(|g| g.interface == VIRTUAL_POINTER)
-            .map(|g| g.version)
-            .max()
-            .unwrap_or(0);
-        Ok(Protocols {
-            globals: globals.into_iter().map(|g| g.interface).collect(),
-            displays: wl.displays(),
-            virtual_pointer_version,
-        })
+        Ok(wl.offered())
     })
+}
+
+/// [`protocols`], and where the wlr input protocols are missing, what the desktop portal's
+/// RemoteDesktop offers instead (asked on the session bus, with no dialog).
+///
+/// # Errors
+/// [`DesktopError::Failed`] when the compositor cannot be reached.
+pub fn protocols_and_portal() -> Result<Protocols, DesktopError> {
+    let mut protocols = protocols()?;
+    if !protocols.input() {
+        protocols.portal = super::portal::offered();
+    }
+    Ok(protocols)
+}
+
+/// The compositor's current keyboard layout, from the keymap it sends its clients.
+///
+/// # Errors
+/// [`DesktopError::Failed`] when the compositor sends no keymap.
+pub fn layout() -> Result<Layout, DesktopError> {
+    let (text, group) = run(|wl| {
+        if wl.keyboard.is_none() {
+            let seat = wl.seat("input")?;
+            wl.roundtrip()?;
+            // Asked before the seat has one (mutter before the portal's session makes one),
+            // a keyboard would never get a keymap.
+            if !wl.state.seat_keyboard {
+                return Err(DesktopError::Failed(
+                    "the compositor's seat has no keyboard yet".to_owned(),
+                ));
+            }
+            wl.keyboard = Some(seat.get_keyboard(&wl.qh, ()));
+        }
+        wl.until(KEYMAP_DEADLINE, "the compositor sent no keymap", |state| {
+            state.keymap.is_some()
+        })?;
+        Ok((wl.state.keymap.clone().unwrap_or_default(), wl.state.group))
+    })?;
+    Ok(Layout::parse(&text, group))
+}
+
+/// The keysyms one layout of a keymap has, by the names the keymap's text gives them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    names: std::collections::HashSet<String>,
+}
+
+impl Layout {
+    /// The keysym names of XKB group `group` (0-based) in a keymap's text (the format
+    /// `xkb_keymap_get_as_string` writes: a key with one group as `[ a, A ]`, one with more, or
+    /// with explicit types or actions, as `symbols[Group1]= [ … ]`). A key without the group
+    /// wraps to its first, as XKB does.
+    #[must_use]
+    pub fn parse(keymap: &str, group: u32) -> Self {
+        let mut names = std::collections::HashSet::new();
+        let Some(start) = keymap.find("xkb_symbols") else {
+            return Self { names };
+        };
+        let wanted = format!("symbols[Group{}]", group + 1);
+        for block in keymap[start..].split("key <").skip(1) {
+            let block = block.split("};").next().unwrap_or_default();
+            let list = [wanted.as_str(), "symbols[Group1]"]
+                .iter()
+                .find_map(|label| block.find(label).map(|at| &block[at + label.len()..]))
+                .unwrap_or(block);
+            let Some((_, rest)) = list.split_once('[') else {
+                continue;
+            };
+            let levels = rest.split(']').next().unwrap_or_default();
+            names.extend(
+                levels
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '+'))
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        Self { names }
+    }
+
+    /// Whether some key of the layout has `keysym`.
+    #[must_use]
+    pub fn has(&self, keysym: u32) -> bool {
+        super::virtual_input::keysym_names(keysym)
+            .iter()
+            .any(|name| self.names.contains(name))
+    }
 }
 
 /// Every output as a display (see the module's coordinates).
@@ -263,6 +372,12 @@ struct State {
     /// The last point the virtual pointer was sent to, display-global: Wayland has no way to
     /// ask where the pointer is.
     cursor: Option<[i64; 2]>,
+    /// The keyboard's keymap as the compositor last sent it (XKB text), once asked for.
+    keymap: Option<String>,
+    /// The keyboard's current layout (XKB group).
+    group: u32,
+    /// Whether the seat has a keyboard now (mutter has none until a portal session makes one).
+    seat_keyboard: bool,
 }
 
 /// The connection and what lives on it, owned by the connection's thread.
@@ -275,6 +390,8 @@ struct Wl {
     seat: Option<wl_seat::WlSeat>,
     xdg_manager: Option<zxdg_output_manager_v1::ZxdgOutputManagerV1>,
     devices: input::Devices,
+    /// The seat's keyboard, created when the layout is first asked for.
+    keyboard: Option<wl_keyboard::WlKeyboard>,
 }
 
 fn failed(what: &str, err: impl std::fmt::Display) -> DesktopError {
@@ -301,6 +418,7 @@ impl Wl {
             seat,
             xdg_manager,
             devices: input::Devices::default(),
+            keyboard: None,
         };
         // Windows are tracked from the start, so a listing is a snapshot of what is known.
         if let Ok(manager) =
@@ -311,6 +429,23 @@ impl Wl {
         }
         wl.sync_outputs()?;
         Ok(wl)
+    }
+
+    /// What the registry offers now (the outputs as last synced).
+    fn offered(&self) -> Protocols {
+        let globals = self.globals.contents().clone_list();
+        let virtual_pointer_version = globals
+            .iter()
+            .filter(|g| g.interface == VIRTUAL_POINTER)
+            .map(|g| g.version)
+            .max()
+            .unwrap_or(0);
+        Protocols {
+            globals: globals.into_iter().map(|g| g.interface).collect(),
+            displays: self.displays(),
+            virtual_pointer_version,
+            portal: None,
+        }
     }
 
     fn roundtrip(&mut self) -> Result<(), DesktopError> {
@@ -606,7 +741,23 @@ impl Dispatch<wl_registry::WlRegistry, GlobalListContents> for State {
     }
 }
 
-delegate_noop!(State: ignore wl_seat::WlSeat);
+impl Dispatch<wl_seat::WlSeat, ()> for State {
+    fn event(
+        state: &mut Self,
+        _: &wl_seat::WlSeat,
+        event: wl_seat::Event,
+        (): &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        if let wl_seat::Event::Capabilities {
+            capabilities: wayland_client::WEnum::Value(capabilities),
+        } = event
+        {
+            state.seat_keyboard = capabilities.contains(wl_seat::Capability::Keyboard);
+        }
+    }
+}
 delegate_noop!(State: ignore wl_shm::WlShm);
 delegate_noop!(State: zxdg_output_manager_v1::ZxdgOutputManagerV1);
 delegate_noop!(State: ZwlrScreencopyManagerV1);
@@ -643,6 +794,35 @@ impl Dispatch<wl_output::WlOutput, u32> for State {
             }
             wl_output::Event::Scale { factor } => output.scale = factor,
             wl_output::Event::Geometry { x, y, .. } => output.position = (x, y),
+            _ => {}
+        }
+    }
+}
+
+impl Dispatch<wl_keyboard::WlKeyboard, ()> for State {
+    fn event(
+        state: &mut Self,
+        _: &wl_keyboard::WlKeyboard,
+        event: wl_keyboard::Event,
+        (): &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        match event {
+            wl_keyboard::Event::Keymap { format, fd, size } => {
+                if format != wayland_client::WEnum::Value(wl_keyboard::KeymapFormat::XkbV1) {
+                    return;
+                }
+                // Read, not mapped (mapping would need unsafe code); the text ends in a NUL.
+                let mut text = vec![0; usize::try_from(size).unwrap_or(0)];
+                let file = std::fs::File::from(fd);
+                if std::os::unix::fs::FileExt::read_exact_at(&file, &mut text, 0).is_ok() {
+                    let end = text.iter().position(|b| *b == 0).unwrap_or(text.len());
+                    text.truncate(end);
+                    state.keymap = Some(String::from_utf8_lossy(&text).into_owned());
+                }
+            }
+            wl_keyboard::Event::Modifiers { group, .. } => state.group = group,
             _ => {}
         }
     }
@@ -702,11 +882,37 @@ mod tests {
     }
 
     #[test]
+    fn a_layout_is_read_from_the_keymaps_text() {
+        // As mutter sends it, cut short: simple keys, a key with an explicit type, a key with
+        // two groups, and a modifier with its actions.
+        let keymap = "xkb_keymap {\nxkb_keycodes \"evdev+aliases(qwerty)\" {\n\t<AE01> = 10;\n};\n\
+            xkb_symbols \"pc+us+ru:2\" {\n\tname[Group1]=\"English (US)\";\n\
+            \tkey <AE01>                {\t[               1,          exclam ] };\n\
+            \tkey <AD01>                {\n\t\ttype= \"ALPHABETIC\",\n\t\tsymbols[Group1]= [               q,               Q ]\n\t};\n\
+            \tkey <AC01>                {\n\t\tsymbols[Group1]= [               a,               A ],\n\t\tsymbols[Group2]= [ Cyrillic_ef, Cyrillic_EF ]\n\t};\n\
+            \tkey <LFSH>                {\n\t\tsymbols[Group1]= [ Shift_L ],\n\t\tactions[Group1]= [ SetMods(modifiers=Shift) ]\n\t};\n\
+            \tkey <I147>                {\t[     XF86MenuKB ] };\n\
+            \tmodifier_map Shift { <LFSH> };\n};\n};\n";
+        let us = Layout::parse(keymap, 0);
+        for keysym in [0x31, 0x21, 0x71, 0x51, 0x61, 0x41, 0xffe1] {
+            assert!(us.has(keysym), "{keysym:#x}");
+        }
+        assert!(!us.has(0x6c6), "Cyrillic_ef is in the second group");
+        assert!(!us.has(0x2713) && !us.has(0x0100_2713));
+        let ru = Layout::parse(keymap, 1);
+        assert!(ru.has(0x6c6) && !ru.has(0x61));
+        // Keys with one group wrap to it in any group.
+        assert!(ru.has(0x21) && ru.has(0xffe1));
+        assert!(!us.names.contains("SetMods") && !us.names.contains("ALPHABETIC"));
+    }
+
+    #[test]
     fn doctor_names_every_missing_protocol_in_a_sentence() {
         let weston = Protocols {
             globals: vec!["wl_shm".to_owned(), "wl_output".to_owned()],
             displays: Vec::new(),
             virtual_pointer_version: 0,
+            portal: None,
         };
         let missing = weston.missing();
         assert_eq!(missing.len(), 6, "{missing:?}");
@@ -727,7 +933,27 @@ mod tests {
             .to_vec(),
             displays: Vec::new(),
             virtual_pointer_version: 2,
+            portal: None,
         };
+        // GNOME: no wlr protocol, input through the portal's RemoteDesktop version 1.
+        let gnome = Protocols {
+            globals: ["wl_seat", "wl_shm", "wl_output", XDG_OUTPUT]
+                .map(str::to_owned)
+                .to_vec(),
+            displays: Vec::new(),
+            virtual_pointer_version: 0,
+            portal: Some(super::super::portal::Offer {
+                version: 1,
+                keyboard: true,
+                pointer: true,
+            }),
+        };
+        assert!(gnome.portal_input() && !gnome.input());
+        let missing = gnome.missing();
+        assert_eq!(missing.len(), 4, "{missing:?}");
+        assert!(missing[0].ends_with("offer it; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"), "{missing:?}");
+        assert!(missing[1].starts_with("no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run"), "{missing:?}");
+        assert!(missing[1].ends_with("this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again"), "{missing:?}");
         assert_eq!(sway.missing(), Vec::<String>::new());
         assert!(sway.pointer() && sway.keyboard() && sway.windows() && sway.clipboard());
         assert!(!sway.screenshots(), "no output, no screenshot");

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use e2e::gnome::{Gnome, START_DEADLINE};
 use local_core::desktop::DesktopError;
-use local_core::desktop::portal::{Event, Session, keysym};
+use local_core::desktop::portal::{Event, Session};
+use local_core::desktop::virtual_input::keysym;
 
 /// The person's answer and what it printed.
 fn answered(person: Child) -> String {

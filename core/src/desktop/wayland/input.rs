@@ -22,10 +22,8 @@ use wayland_protocols_wlr::virtual_pointer::v1::client::{
 };
 
 use super::{State, Wl, failed, memfd, now_ms, run};
-use crate::desktop::action::{
-    Action, Button, Chord, DRAG_STEP, MAX_HOLD, MAX_WAIT, Modifier, PASTE_SETTLE, ScrollDirection,
-    TRIPLE_CLICK_GAP, subsample,
-};
+use crate::desktop::action::{Action, Button, MAX_WAIT, ScrollDirection};
+use crate::desktop::virtual_input::{self, Device, Key, NAMED, evdev, keysym};
 use crate::desktop::{DesktopError, Display};
 
 /// What a new device is given before its first event counts (measured on sway: 100 ms was
@@ -33,41 +31,7 @@ use crate::desktop::{DesktopError, Display};
 const NEW_DEVICE_SETTLE: Duration = Duration::from_millis(300);
 /// How long the keys of a typed chunk are given to reach the client before the keymap changes.
 const CHUNK_SETTLE: Duration = Duration::from_millis(30);
-/// Keycodes reserved for named keys; the rest of XKB's 8..=255 carry characters.
-const NAMED: &[(&str, &str)] = &[
-    ("LFSH", "Shift_L"),
-    ("LCTL", "Control_L"),
-    ("LALT", "Alt_L"),
-    ("LWIN", "Super_L"),
-    ("RTRN", "Return"),
-    ("ESC", "Escape"),
-    ("TAB", "Tab"),
-    ("BKSP", "BackSpace"),
-    ("DELE", "Delete"),
-    ("HOME", "Home"),
-    ("END", "End"),
-    ("PGUP", "Prior"),
-    ("PGDN", "Next"),
-    ("UP", "Up"),
-    ("DOWN", "Down"),
-    ("LEFT", "Left"),
-    ("RGHT", "Right"),
-    ("CAPS", "Caps_Lock"),
-    ("INS", "Insert"),
-    ("FK01", "F1"),
-    ("FK02", "F2"),
-    ("FK03", "F3"),
-    ("FK04", "F4"),
-    ("FK05", "F5"),
-    ("FK06", "F6"),
-    ("FK07", "F7"),
-    ("FK08", "F8"),
-    ("FK09", "F9"),
-    ("FK10", "F10"),
-    ("FK11", "F11"),
-    ("FK12", "F12"),
-];
-/// Characters one keymap can carry: XKB keycodes 9..=255 less the named keys.
+/// Characters one keymap can carry: XKB keycodes 9..=255 less the named keys (which come first).
 const CHARS_PER_KEYMAP: usize = 247 - NAMED.len();
 
 /// The input devices of one connection.
@@ -82,96 +46,13 @@ pub(super) struct Devices {
     mods: u32,
 }
 
-/// A key of this shim's keymap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
-    /// A named key by its index in [`NAMED`].
-    Named(usize),
-    /// A character.
-    Char(char),
-}
-
-fn named(name: &str) -> Key {
-    Key::Named(NAMED.iter().position(|(_, sym)| *sym == name).unwrap_or(0))
-}
-
-fn from_enigo(key: enigo::Key) -> Result<Key, DesktopError> {
-    use enigo::Key as K;
-    Ok(match key {
-        K::Shift | K::LShift | K::RShift => named("Shift_L"),
-        K::Control | K::LControl | K::RControl => named("Control_L"),
-        K::Alt => named("Alt_L"),
-        K::Meta => named("Super_L"),
-        K::Return => named("Return"),
-        K::Escape => named("Escape"),
-        K::Tab => named("Tab"),
-        K::Space => Key::Char(' '),
-        K::Backspace => named("BackSpace"),
-        K::Delete => named("Delete"),
-        K::Home => named("Home"),
-        K::End => named("End"),
-        K::PageUp => named("Prior"),
-        K::PageDown => named("Next"),
-        K::UpArrow => named("Up"),
-        K::DownArrow => named("Down"),
-        K::LeftArrow => named("Left"),
-        K::RightArrow => named("Right"),
-        K::CapsLock => named("Caps_Lock"),
-        K::Insert => named("Insert"),
-        K::F1 => named("F1"),
-        K::F2 => named("F2"),
-        K::F3 => named("F3"),
-        K::F4 => named("F4"),
-        K::F5 => named("F5"),
-        K::F6 => named("F6"),
-        K::F7 => named("F7"),
-        K::F8 => named("F8"),
-        K::F9 => named("F9"),
-        K::F10 => named("F10"),
-        K::F11 => named("F11"),
-        K::F12 => named("F12"),
-        K::Unicode(c) => Key::Char(c),
-        _ => {
-            return Err(DesktopError::unsupported(
-                "input.key",
-                "that key has no Wayland keysym here",
-            ));
-        }
-    })
-}
-
-/// The modifier bit a named key sets, if it is a modifier.
-fn modifier_bit(key: Key) -> u32 {
-    match key {
-        Key::Named(i) => match NAMED.get(i).map(|(_, s)| *s) {
-            Some("Shift_L") => 1,
-            Some("Control_L") => 4,
-            Some("Alt_L") => 8,
-            Some("Super_L") => 64,
-            _ => 0,
-        },
-        Key::Char(_) => 0,
-    }
-}
-
-fn modifier(m: Modifier) -> Key {
-    named(match m {
-        Modifier::Shift => "Shift_L",
-        Modifier::Ctrl => "Control_L",
-        Modifier::Alt => "Alt_L",
-        Modifier::Super => "Super_L",
-    })
-}
-
-/// The XKB keysym of a character: Latin-1 keysyms are the code point, the rest Unicode's.
-fn keysym(c: char) -> String {
-    let code = u32::from(c);
-    match c {
-        '\n' | '\r' => "Return".to_owned(),
-        '\t' => "Tab".to_owned(),
-        '\u{8}' => "BackSpace".to_owned(),
-        '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{ff}' => format!("{code:#06x}"),
-        _ => format!("{:#010x}", 0x0100_0000 + code),
+/// How a character's keysym is written in a keymap.
+fn keymap_sym(c: char) -> String {
+    let sym = keysym(c);
+    if sym < 0x100 {
+        format!("{sym:#06x}")
+    } else {
+        format!("{sym:#010x}")
     }
 }
 
@@ -181,12 +62,12 @@ fn keymap(chars: &[char]) -> String {
     let mut symbols = String::new();
     let names = NAMED
         .iter()
-        .map(|(code, sym)| ((*code).to_owned(), (*sym).to_owned()))
+        .map(|(code, sym, _)| ((*code).to_owned(), (*sym).to_owned()))
         .chain(
             chars
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (format!("C{i}"), keysym(*c))),
+                .map(|(i, c)| (format!("C{i}"), keymap_sym(*c))),
         );
     for (i, (code, sym)) in names.enumerate() {
         codes.push_str(&format!("<{code}> = {};\n", i + 9));
@@ -291,7 +172,7 @@ impl Wl {
             u32::try_from(code + 1).unwrap_or(0),
             u32::from(pressed),
         );
-        let bit = modifier_bit(key);
+        let bit = key.modifier_bit();
         if bit != 0 {
             if pressed {
                 self.devices.mods |= bit;
@@ -348,12 +229,7 @@ impl Wl {
         pressed: bool,
     ) -> Result<(), DesktopError> {
         let pointer = self.current_pointer(displays)?;
-        // Linux input event codes BTN_LEFT, BTN_RIGHT, BTN_MIDDLE.
-        let code = match button {
-            Button::Left => 0x110,
-            Button::Right => 0x111,
-            Button::Middle => 0x112,
-        };
+        let code = evdev(button);
         let state = if pressed {
             wl_pointer::ButtonState::Pressed
         } else {
@@ -364,54 +240,6 @@ impl Wl {
         self.conn
             .flush()
             .map_err(|e| failed("the compositor went away", e))
-    }
-
-    fn modifiers_then(
-        &mut self,
-        modifiers: &[Modifier],
-        inner: impl FnOnce(&mut Self) -> Result<(), DesktopError>,
-    ) -> Result<(), DesktopError> {
-        let keys: Vec<Key> = modifiers.iter().map(|m| modifier(*m)).collect();
-        self.chord_then(&keys, inner)
-    }
-
-    /// Holds `keys` in order, runs `inner`, and releases them in reverse whatever happened.
-    fn chord_then(
-        &mut self,
-        keys: &[Key],
-        inner: impl FnOnce(&mut Self) -> Result<(), DesktopError>,
-    ) -> Result<(), DesktopError> {
-        let chars = chars_of(keys);
-        let mut pressed = Vec::new();
-        let mut outcome = Ok(());
-        for key in keys {
-            outcome = self.key(&chars, *key, true);
-            if outcome.is_err() {
-                break;
-            }
-            pressed.push(*key);
-        }
-        if outcome.is_ok() {
-            outcome = inner(self);
-        }
-        let released = pressed
-            .iter()
-            .rev()
-            .map(|key| self.key(&chars, *key, false))
-            .fold(Ok(()), Result::and);
-        outcome.and(released)
-    }
-
-    fn tap(&mut self, keys: &[Key]) -> Result<(), DesktopError> {
-        let Some((last, held)) = keys.split_last() else {
-            return Ok(());
-        };
-        let chars = chars_of(keys);
-        let last = *last;
-        self.chord_then(held, |wl| {
-            wl.key(&chars, last, true)?;
-            wl.key(&chars, last, false)
-        })
     }
 
     fn type_text(&mut self, text: &str) -> Result<(), DesktopError> {
@@ -467,111 +295,47 @@ impl Wl {
             .flush()
             .map_err(|e| failed("the compositor went away", e))
     }
-
-    fn act(
-        &mut self,
-        action: &Action,
-        displays: &[Display],
-        clipboard: bool,
-    ) -> Result<(), DesktopError> {
-        match action {
-            Action::Click {
-                at,
-                button,
-                count,
-                modifiers,
-            } => {
-                self.move_to(displays, *at)?;
-                self.modifiers_then(modifiers, |wl| {
-                    for n in 0..*count {
-                        if n > 0 && *count > 2 {
-                            sleep(TRIPLE_CLICK_GAP);
-                        }
-                        wl.button(displays, *button, true)?;
-                        wl.button(displays, *button, false)?;
-                    }
-                    Ok(())
-                })
-            }
-            Action::Move { to } => self.move_to(displays, *to),
-            Action::Down { at, button } | Action::Up { at, button } => {
-                if let Some(at) = at {
-                    self.move_to(displays, *at)?;
-                }
-                self.button(displays, *button, matches!(action, Action::Down { .. }))
-            }
-            Action::Drag { path, button } => {
-                let points = subsample(path);
-                let Some((first, rest)) = points.split_first() else {
-                    return Ok(());
-                };
-                self.move_to(displays, *first)?;
-                self.button(displays, *button, true)?;
-                let moved = rest.iter().try_for_each(|point| {
-                    sleep(DRAG_STEP);
-                    self.move_to(displays, *point)
-                });
-                let released = self.button(displays, *button, false);
-                moved.and(released)
-            }
-            Action::Type {
-                text,
-                paste,
-                preserve_clipboard,
-            } => {
-                if clipboard && *paste {
-                    self.paste(text, *preserve_clipboard)
-                } else {
-                    self.type_text(text)
-                }
-            }
-            Action::Key { chord } => self.tap(&keys(chord)?),
-            Action::HoldKey { chord, duration } => {
-                let keys = keys(chord)?;
-                self.chord_then(&keys, |wl| {
-                    wl.roundtrip()?;
-                    sleep((*duration).min(MAX_HOLD));
-                    Ok(())
-                })
-            }
-            Action::Scroll {
-                at,
-                direction,
-                clicks,
-                modifiers,
-            } => {
-                if let Some(at) = at {
-                    self.move_to(displays, *at)?;
-                }
-                self.modifiers_then(modifiers, |wl| wl.scroll(displays, *direction, *clicks))
-            }
-            Action::Wait { duration } => {
-                sleep((*duration).min(MAX_WAIT));
-                Ok(())
-            }
-        }
-    }
-
-    fn paste(&mut self, text: &str, preserve: bool) -> Result<(), DesktopError> {
-        // The clipboard is served by this very thread, so it is set here, not through a job.
-        let previous = preserve
-            .then(|| super::clipboard::get(self, u64::MAX).ok())
-            .flatten();
-        if super::clipboard::set(self, text).is_err() {
-            return self.type_text(text);
-        }
-        let pasted = self.tap(&[named("Control_L"), Key::Char('v')]);
-        if let Some(previous) = previous {
-            let _ = self.roundtrip();
-            sleep(PASTE_SETTLE);
-            let _ = super::clipboard::set(self, &previous);
-        }
-        pasted
-    }
 }
 
-fn keys(chord: &Chord) -> Result<Vec<Key>, DesktopError> {
-    chord.keys().iter().map(|k| from_enigo(*k)).collect()
+/// The wlr devices of one connection, on the displays of one action.
+struct Wlr<'a> {
+    wl: &'a mut Wl,
+    displays: &'a [Display],
+}
+
+impl Device for Wlr<'_> {
+    fn move_to(&mut self, at: [i64; 2]) -> Result<(), DesktopError> {
+        self.wl.move_to(self.displays, at)
+    }
+
+    fn button(&mut self, button: Button, pressed: bool) -> Result<(), DesktopError> {
+        self.wl.button(self.displays, button, pressed)
+    }
+
+    fn key(&mut self, chord: &[Key], key: Key, pressed: bool) -> Result<(), DesktopError> {
+        self.wl.key(&chars_of(chord), key, pressed)
+    }
+
+    fn type_text(&mut self, text: &str) -> Result<(), DesktopError> {
+        self.wl.type_text(text)
+    }
+
+    fn scroll(&mut self, direction: ScrollDirection, clicks: i32) -> Result<(), DesktopError> {
+        self.wl.scroll(self.displays, direction, clicks)
+    }
+
+    fn settle(&mut self) -> Result<(), DesktopError> {
+        self.wl.roundtrip()
+    }
+
+    // The clipboard is served by this very thread, so it is used here, not through a job.
+    fn clipboard_text(&mut self) -> Option<String> {
+        super::clipboard::get(self.wl, u64::MAX).ok()
+    }
+
+    fn set_clipboard(&mut self, text: &str) -> Result<(), DesktopError> {
+        super::clipboard::set(self.wl, text)
+    }
 }
 
 fn chars_of(keys: &[Key]) -> Vec<char> {
@@ -592,24 +356,36 @@ fn display_at(displays: &[Display], x: i64, y: i64) -> Option<&Display> {
     displays.iter().find(|d| d.rect.contains(x, y))
 }
 
-/// Performs `action`, whose points the caller has checked against `displays`; `paste` says
-/// whether the clipboard is enabled for `type` with `paste`.
+/// Performs `action`, whose points the caller has checked against `displays`, through the
+/// wlr protocols, or through the desktop portal where the compositor lacks them (GNOME, KDE);
+/// `paste` says whether the clipboard is enabled for `type` with `paste`.
 ///
 /// # Errors
-/// [`DesktopError::NotSupported`] without the protocol, [`DesktopError::Failed`] when the
-/// compositor goes away.
+/// [`DesktopError::NotSupported`] without either, [`DesktopError::Failed`] when the compositor
+/// goes away, and the portal's own errors.
 pub fn perform(action: &Action, displays: &[Display], paste: bool) -> Result<(), DesktopError> {
     if let Action::Wait { duration } = action {
         sleep((*duration).min(MAX_WAIT));
         return Ok(());
     }
-    let action = action.clone();
-    let displays = displays.to_vec();
-    run(move |wl| {
-        let outcome = wl.act(&action, &displays, paste);
-        let _ = wl.roundtrip();
-        outcome
-    })
+    let (job_action, job_displays) = (action.clone(), displays.to_vec());
+    let through_wlr = run(move |wl| {
+        if !wl.offered().input() {
+            return Ok(false);
+        }
+        let mut device = Wlr {
+            wl,
+            displays: &job_displays,
+        };
+        let outcome = virtual_input::perform(&mut device, &job_action, paste);
+        let _ = device.wl.roundtrip();
+        outcome.map(|()| true)
+    })?;
+    if through_wlr {
+        Ok(())
+    } else {
+        crate::desktop::portal::perform(action, displays)
+    }
 }
 
 /// The last point this shim moved the pointer to.
@@ -618,13 +394,17 @@ pub fn perform(action: &Action, displays: &[Display], paste: bool) -> Result<(),
 /// [`DesktopError::NotSupported`] (`cursor.position`) before the first move: Wayland tells no
 /// client where the pointer is.
 pub fn cursor() -> Result<[i64; 2], DesktopError> {
-    run(|wl| {
-        wl.state.cursor.ok_or_else(|| {
-            DesktopError::unsupported(
-                "cursor.position",
-                "Wayland tells no client where the pointer is; it is known once the shim has moved it",
-            )
-        })
+    let (wlr, cursor) = run(|wl| Ok((wl.offered().input(), wl.state.cursor)))?;
+    let cursor = if wlr {
+        cursor
+    } else {
+        crate::desktop::portal::cursor()
+    };
+    cursor.ok_or_else(|| {
+        DesktopError::unsupported(
+            "cursor.position",
+            "Wayland tells no client where the pointer is; it is known once the shim has moved it",
+        )
     })
 }
 
@@ -634,6 +414,7 @@ delegate_noop!(State: zwp_virtual_keyboard_v1::ZwpVirtualKeyboardV1);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::desktop::virtual_input::named;
 
     #[test]
     fn the_keymap_has_the_named_keys_then_one_key_per_character() {
@@ -644,24 +425,21 @@ mod tests {
         assert!(map.contains("key <C1> { [ 0x00e9 ] };"));
         assert!(map.contains("key <C2> { [ 0x01002713 ] };"));
         assert!(map.contains("key <C3> { [ 0x0101f642 ] };"));
-        assert!(map.contains("key <C4> { [ Return ] };"));
+        assert!(map.contains("key <C4> { [ 0x0000ff0d ] };"));
         assert!(map.contains("modifier_map Control { <LCTL> };"));
         // 255 is XKB's last keycode.
         assert_eq!(9 + NAMED.len() + CHARS_PER_KEYMAP - 1, 255);
     }
 
     #[test]
-    fn chords_map_to_named_keys_and_characters() {
-        let chord = Chord::parse("ctrl+shift+T").unwrap();
+    fn chords_use_the_named_keys_and_the_chords_characters() {
+        let keys =
+            virtual_input::keys(&crate::desktop::action::Chord::parse("ctrl+shift+T").unwrap())
+                .unwrap();
         assert_eq!(
-            keys(&chord).unwrap(),
+            keys,
             vec![named("Control_L"), named("Shift_L"), Key::Char('t')]
         );
-        assert_eq!(modifier_bit(named("Control_L")), 4);
-        assert_eq!(modifier_bit(Key::Char('t')), 0);
-        assert_eq!(
-            keys(&Chord::parse("alt+F4").unwrap()).unwrap()[1],
-            named("F4")
-        );
+        assert_eq!(chars_of(&keys), ['t']);
     }
 }

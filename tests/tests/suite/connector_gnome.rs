@@ -1,0 +1,362 @@
+//! Computer use through the real `autogpt-shim` binary on a headless GNOME (`e2e::gnome`:
+//! mutter, xdg-desktop-portal with its GNOME backend, PipeWire), which offers none of the wlr
+//! protocols: input goes through the desktop portal's RemoteDesktop after one consent, given
+//! by the person (`fixtures/portal_consent.py`) in GNOME's own dialog at the first action.
+//! The witness the compositor does not own is foot running `cat` (typed text and keys);
+//! pointer events have none, as headless mutter 43 offers clients no pointer (wev shows it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use e2e::display::require;
+use e2e::gnome::{Gnome, START_DEADLINE};
+use e2e::platform::{Conn, Platform, Shim, error_code};
+use e2e::wayland::file_contains;
+use serde_json::{Value, json};
+
+use super::connector::{home_and_root, spawn_env};
+
+/// How long a witness may take to see what the shim did, on a loaded machine.
+const SEEN_DEADLINE: Duration = Duration::from_secs(20);
+
+/// The shim in a home of its own, both gone when the value drops.
+struct ShimIn {
+    shim: Option<Shim>,
+    home: PathBuf,
+}
+
+impl Drop for ShimIn {
+    fn drop(&mut self) {
+        drop(self.shim.take());
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+fn shim_on(gnome: &Gnome, platform: &Platform, tag: &str) -> ShimIn {
+    let (home, root) = home_and_root(tag);
+    let env = gnome.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    ShimIn {
+        shim: Some(spawn_env(
+            &home,
+            platform,
+            &root,
+            &["--enable-computer-use"],
+            &env,
+        )),
+        home,
+    }
+}
+
+/// The person's answer and what it printed.
+fn answered(person: Child) -> String {
+    let out = person.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the person could not answer: {said}");
+    said
+}
+
+async fn act(conn: &mut Conn, gnome: &Gnome, id: &str, payload: Value) {
+    let reply = conn.call("INPUT_ACTION", id, payload).await;
+    assert_eq!(
+        reply["type"],
+        "ACK",
+        "{reply}\nthe session bus and its services said: {}\nmutter said: {}",
+        gnome.log("bus.log"),
+        gnome.log("mutter.log")
+    );
+}
+
+/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
+async fn eventually(what: &str, seen: impl Fn() -> bool) {
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    while !seen() {
+        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A foot terminal whose `cat` writes what it reads to `file`, once it runs.
+fn foot_cat(gnome: &mut Gnome, file: &Path) {
+    require("foot", "foot");
+    let foot = gnome
+        .command("foot")
+        .args(["--app-id=typetarget", "sh", "-c"])
+        .arg(format!("exec cat > '{}'", file.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start foot");
+    gnome.keep(foot);
+    let deadline = Instant::now() + START_DEADLINE;
+    while !file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "foot did not start: {}",
+            gnome.log("mutter.log")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its window
+/// is configured.
+fn wev(gnome: &mut Gnome, log: &Path) {
+    require("wev", "wev");
+    require("script", "bsdutils");
+    let script = gnome
+        .command("script")
+        .args(["-qfc", "wev"])
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start wev");
+    gnome.keep(script);
+    let deadline = Instant::now() + START_DEADLINE;
+    while !file_contains(log, "xdg_toplevel] configure") {
+        assert!(
+            Instant::now() < deadline,
+            "wev did not map its window: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
+    let mut gnome = Gnome::start();
+    let typed = gnome.dir().join("typed.txt");
+    foot_cat(&mut gnome, &typed);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&gnome, &platform, "gnome-portal");
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["screen_resolution"], json!([1280, 800]));
+    // No wlr protocol: no screenshots, windows or clipboard; input through the portal.
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["input", "apps", "permissions"])
+    );
+    assert_eq!(
+        payload["computer_use_features"],
+        json!([
+            "input.click.modifiers",
+            "input.click.button",
+            "input.drag.path",
+            "input.key.hold",
+            "input.mouse.down_up",
+            "input.scroll.amount",
+            "input.wait",
+            "cursor.position",
+            "display.info",
+            "app.list",
+            "app.launch",
+            "permissions.check"
+        ])
+    );
+    let permissions = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm0", json!({}))
+        .await;
+    assert_eq!(
+        permissions["payload"]["permissions"]["input_monitoring"], "unknown",
+        "{permissions}"
+    );
+
+    // The first action opens the portal's session: GNOME asks the person, who shares.
+    let person = gnome.person("share");
+    let text = "Hello, Portal! 123 ~#\n";
+    act(
+        &mut conn,
+        &gnome,
+        "t1",
+        json!({"action": "type", "text": text}),
+    )
+    .await;
+    let said = answered(person);
+    eventually(&format!("the typed line in foot ({said})"), || {
+        file_contains(&typed, text)
+    })
+    .await;
+
+    // Named keys, and a chord with a modifier: ctrl+u erases the line in the tty's editing.
+    act(
+        &mut conn,
+        &gnome,
+        "t2",
+        json!({"action": "type", "text": "xyz"}),
+    )
+    .await;
+    act(
+        &mut conn,
+        &gnome,
+        "k1",
+        json!({"action": "key", "key": "BackSpace"}),
+    )
+    .await;
+    act(
+        &mut conn,
+        &gnome,
+        "k2",
+        json!({"action": "key", "key": "Return"}),
+    )
+    .await;
+    act(
+        &mut conn,
+        &gnome,
+        "t3",
+        json!({"action": "type", "text": "junk"}),
+    )
+    .await;
+    act(
+        &mut conn,
+        &gnome,
+        "k3",
+        json!({"action": "key", "key": "ctrl+u"}),
+    )
+    .await;
+    act(
+        &mut conn,
+        &gnome,
+        "t4",
+        json!({"action": "type", "text": "ok\n"}),
+    )
+    .await;
+    let so_far = format!("{text}xy\nok\n");
+    eventually("xy after a BackSpace, then ok after ctrl+u", || {
+        std::fs::read_to_string(&typed).unwrap_or_default() == so_far
+    })
+    .await;
+
+    // A character the US layout cannot type is refused with a sentence; nothing is sent.
+    let refused = conn
+        .call(
+            "INPUT_ACTION",
+            "t5",
+            json!({"action": "type", "text": "a✓"}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), "FEATURE_NOT_SUPPORTED", "{refused}");
+    assert_eq!(refused["payload"]["details"]["feature"], "input.type");
+    assert_eq!(
+        refused["payload"]["details"]["reason"],
+        "the keyboard layout has no key for “✓” (U+2713), and the desktop portal types only what the layout has: nothing was sent; add a layout that has it"
+    );
+    act(
+        &mut conn,
+        &gnome,
+        "t6",
+        json!({"action": "type", "text": "z\n"}),
+    )
+    .await;
+    let so_far = format!("{so_far}z\n");
+    eventually("z alone after the refusal", || {
+        std::fs::read_to_string(&typed).unwrap_or_default() == so_far
+    })
+    .await;
+    let permissions = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm1", json!({}))
+        .await;
+    assert_eq!(
+        permissions["payload"]["permissions"]["input_monitoring"], "granted",
+        "{permissions}"
+    );
+
+    // The pointer: headless mutter 43's seat offers its clients a keyboard and no pointer
+    // (wev, started after the session, reports `capabilities: keyboard`), so no client can
+    // witness pointer events there; the portal takes every one (each Notify* call answered).
+    let wev_log = gnome.dir().join("wev.log");
+    wev(&mut gnome, &wev_log);
+    assert!(
+        file_contains(&wev_log, "capabilities: keyboard \n")
+            || file_contains(&wev_log, "capabilities: keyboard \r\n"),
+        "the seat now has a pointer: witness the pointer through wev here: {}",
+        std::fs::read_to_string(&wev_log).unwrap_or_default()
+    );
+    let target = [677, 423];
+    let end = [target[0] + 20, target[1] + 10];
+    for (id, payload) in [
+        ("m1", json!({"action": "mouse_move", "coordinate": target})),
+        ("c1", json!({"action": "left_click", "coordinate": target})),
+        (
+            "c2",
+            json!({"action": "double_click", "coordinate": target}),
+        ),
+        (
+            "c3",
+            json!({"action": "right_click", "coordinate": target, "modifiers": ["shift"]}),
+        ),
+        ("c4", json!({"action": "mouse_down", "button": "middle"})),
+        ("c5", json!({"action": "mouse_up", "button": "middle"})),
+        (
+            "s1",
+            json!({"action": "scroll", "coordinate": target, "scroll_direction": "down", "clicks": 3}),
+        ),
+        (
+            "s2",
+            json!({"action": "scroll", "coordinate": target, "scroll_direction": "right", "clicks": 1}),
+        ),
+        (
+            "d1",
+            json!({"action": "drag", "path": [target, [target[0] + 10, target[1] + 5], end]}),
+        ),
+    ] {
+        act(&mut conn, &gnome, id, payload).await;
+    }
+
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": end[0], "y": end[1], "monitor": 0}),
+        "{cursor}"
+    );
+    let outside = conn
+        .call(
+            "INPUT_ACTION",
+            "o",
+            json!({"action": "mouse_move", "coordinate": [1280, 10]}),
+        )
+        .await;
+    assert_eq!(error_code(&outside), "INPUT_OUT_OF_BOUNDS", "{outside}");
+    // Screenshots need ScreenCast, not used yet: refused before any backend call.
+    let shot = conn.call("SCREENSHOT_REQUEST", "shot", json!({})).await;
+    assert_eq!(error_code(&shot), "FEATURE_NOT_SUPPORTED", "{shot}");
+    assert_eq!(shot["payload"]["details"]["feature"], "screenshot");
+}
+
+#[test]
+fn doctor_says_input_goes_through_the_portal_and_screencast_is_not_used() {
+    let gnome = Gnome::start();
+    let (home, root) = home_and_root("gnome-doctor");
+    let root = root.to_string_lossy().into_owned();
+    let mut env = gnome.env();
+    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = e2e::platform::shim_command(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
+        &env,
+    )
+    .output()
+    .unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
+    let wlroots = "sway, Hyprland, river and labwc offer it";
+    assert_eq!(
+        wayland,
+        [
+            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; {wlroots}; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"),
+            "[WARN] Wayland  no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run in the desktop's own dialog and types only what the keyboard layout has; this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again".to_owned(),
+            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
+        ],
+        "{out}"
+    );
+}
