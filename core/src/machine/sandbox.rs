@@ -298,9 +298,10 @@ impl Support {
     /// every mode is refused with that.
     #[must_use]
     pub fn without_launcher(why: String) -> Self {
+        let unknown = Self::unknown(Path::new(""), &why);
         Self {
-            launcher: Err(why.clone()),
-            ..Self::unknown(Path::new(""), &why)
+            launcher: Err(why),
+            ..unknown
         }
     }
 
