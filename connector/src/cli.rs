@@ -399,6 +399,25 @@ pub fn load_config(cli: &Cli, env: &impl Env) -> Result<(ShimConfig, Vec<String>
     Ok(config::load(&overrides(cli), env)?)
 }
 
+/// The configuration as [`load_config`] loads it, and the checks' inputs gathered from it (the
+/// shell sandbox probed once when a mode is configured): `mcp` starts here. [`resolve`] gathers
+/// the same inputs for `start` (going on past refused values, so the checks list them all).
+/// Returns the inputs and the warnings for the operator.
+///
+/// # Errors
+/// A [`Refusal`] (exit 78) for the first refused value or unreadable file, as [`load_config`].
+pub fn gather(cli: &Cli, env: &impl Env) -> Result<(preflight::Inputs, Vec<String>), Refusal> {
+    let mut loaded = config::load_all(&overrides(cli), env);
+    if !loaded.problems.is_empty() {
+        return Err(loaded.problems.remove(0).into());
+    }
+    let warnings = loaded.warnings.clone();
+    Ok((
+        preflight::Inputs::gather(loaded, &cli.log_level, env),
+        warnings,
+    ))
+}
+
 /// Resolves `start` into a start configuration, or the refusal: every failed check of
 /// [`crate::preflight`] (the list `doctor` prints), one line each.
 ///

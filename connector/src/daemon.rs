@@ -33,7 +33,7 @@ use crate::ws::{DataConnection, Outcome, Shutdown, StateObserver, run_data_conne
 use local_core::desktop::clipboard::Policy as ClipboardPolicy;
 use local_core::machine::own_files::FileLock;
 use local_core::machine::root_grant::GrantKey;
-use local_core::machine::sandbox::{self, Sandbox, SandboxMode, Support};
+use local_core::machine::sandbox::{Sandbox, SandboxMode, Support};
 
 /// The reference's backend timeouts: 2 s to list the models at HELLO, 60 s per completion.
 const LLM_LIST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -118,7 +118,7 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     })?;
     let machine_id = config.machine_id.clone().unwrap_or_else(machine_id);
 
-    let sandbox = shell_sandbox(settings, config.sandbox_support.clone())?;
+    let sandbox = shell_sandbox(settings, config.sandbox_support.as_ref())?;
     let places = Places::from_env(env);
     let (audit, key) = open_audit(settings, env, config.session_id.clone(), &machine_id)?;
     let grant_key = GrantKey::derive(&key);
@@ -190,32 +190,32 @@ pub fn prepare(config: StartConfig, env: &impl Env) -> Result<Prepared, Refusal>
     })
 }
 
-/// The executable that confines a sandboxed command: this one, by the kernel's own link, so a
-/// connector whose file was replaced by an upgrade still starts its own launcher.
-pub(crate) const SANDBOX_LAUNCHER: &str = "/proc/self/exe";
-
-/// The sandbox `settings` ask for (`shell_sandbox`), once a probe has shown this kernel
-/// enforces it in full; `None` for `off`. `start` passes what its checks already probed;
-/// `mcp` has it probed here. Both start here, before anything is opened that a refusal would
-/// leave behind.
+/// The sandbox `settings` ask for (`shell_sandbox`), when `support` (what the checks' one probe
+/// found: [`crate::preflight::Inputs`], gathered by `start` and `mcp` alike) shows this kernel
+/// enforces it in full; `None` for `off`. Both faces start here, before anything is opened
+/// that a refusal would leave behind.
 ///
 /// # Errors
-/// A [`Refusal`] (exit 78) naming what the kernel is missing, or that the sandbox is
-/// Linux-only: the checks' own sentence.
+/// A [`Refusal`] (exit 78): the checks' own sentence, naming what the kernel is missing, or
+/// that the sandbox is Linux-only.
 pub(crate) fn shell_sandbox(
     settings: &config::ShimConfig,
-    probed: Option<Support>,
+    support: Option<&Support>,
 ) -> Result<Option<Sandbox>, Refusal> {
     let mode = settings.shell_sandbox;
     if mode == SandboxMode::Off {
         return Ok(None);
     }
-    let launcher = PathBuf::from(SANDBOX_LAUNCHER);
-    let support = probed.or_else(|| cfg!(target_os = "linux").then(|| sandbox::probe(&launcher)));
-    if let Some(refusal) = crate::preflight::sandbox_refusal(mode, support.as_ref()) {
+    if let Some(refusal) = crate::preflight::sandbox_refusal(mode, support) {
         return Err(preflight(refusal.sentence()));
     }
-    Ok(Sandbox::new(mode, launcher))
+    // The launcher the probe ran: the one that showed the mode can be enforced.
+    let launcher = support.and_then(Support::launcher).ok_or_else(|| {
+        preflight(
+            "the shell sandbox was not probed: start again, or start with --shell-sandbox off",
+        )
+    })?;
+    Ok(Sandbox::new(mode, launcher.to_path_buf()))
 }
 
 /// The start-up line about commands `who` may run: what they may do, and what the sandbox

@@ -10,21 +10,8 @@ use std::sync::atomic::AtomicBool;
 use autogpt_shim::cli::{Cli, Command, EXIT_PREFLIGHT, ProcessEnv, resolve};
 use autogpt_shim::{commands, daemon, mcp, try_platform};
 use clap::Parser;
-use local_core::machine::sandbox::{self, Launched};
 
 fn main() -> ExitCode {
-    // A sandboxed command starts as this binary (`__sandbox-exec`), which confines itself and
-    // becomes the command: first, while the process is still single-threaded, and before
-    // anything else of the connector runs in it.
-    if let Some(launched) = sandbox::launch_if_asked() {
-        return match launched {
-            Launched::Report(report) => {
-                print!("{report}");
-                ExitCode::SUCCESS
-            }
-            Launched::Failed { message, code } => fail(&message, code),
-        };
-    }
     let cli = Cli::parse();
     if let Command::Mcp(_) = cli.command {
         // stdout is the MCP transport: every log line goes to stderr from here on.

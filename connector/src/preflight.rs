@@ -177,10 +177,36 @@ impl Inputs {
             && self.sandbox_support.is_none()
             && (always || self.config.shell_sandbox != SandboxMode::Off)
         {
-            self.sandbox_support = Some(sandbox::probe(Path::new(crate::daemon::SANDBOX_LAUNCHER)));
+            self.sandbox_support = Some(probe_sandbox());
         }
         self
     }
+}
+
+/// The shell sandbox's launcher: this file name beside the connector's own executable, where
+/// the build and `install` put it (`connector/src/bin/autogpt-shim-sandbox.rs`).
+pub(crate) const SANDBOX_LAUNCHER: &str = "autogpt-shim-sandbox";
+
+/// What the kernel offers the shell sandbox, tried by the launcher beside this executable; a
+/// missing launcher is what the findings say then, so every mode is refused.
+fn probe_sandbox() -> Support {
+    let launcher = match std::env::current_exe() {
+        // A replaced executable reads as `name (deleted)`: its folder is still the one.
+        Ok(exe) => exe.with_file_name(SANDBOX_LAUNCHER),
+        Err(err) => {
+            return Support::without_launcher(format!(
+                "cannot be found, since this program's own file cannot be ({}); start autogpt-shim by its full path",
+                local_core::io_words::io_words(&err)
+            ));
+        }
+    };
+    if !launcher.is_file() {
+        return Support::without_launcher(format!(
+            "{} is missing (it ships beside autogpt-shim, and `autogpt-shim install` copies both)",
+            launcher.display()
+        ));
+    }
+    sandbox::probe(&launcher)
 }
 
 const MODE: &str = "mode";

@@ -45,7 +45,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use crate::audit::{Entry, details};
 use crate::cli::{
     Cli, Command, DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_IMAGE_EDGE, EXIT_PREFLIGHT, Env, McpArgs,
-    Refusal, load_config, tracing_level,
+    Refusal, gather, tracing_level,
 };
 use crate::config::ShimConfig;
 use crate::daemon;
@@ -128,7 +128,8 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             cli.log_level
         ))
     })?;
-    let (settings, warnings) = load_config(cli, env)?;
+    let (inputs, warnings) = gather(cli, env)?;
+    let settings = inputs.config;
     let root = settings.allowed_root.clone().ok_or_else(|| {
         preflight(
             "no allowed root: pass --allowed-root, set AUTOGPT_SHIM_ALLOWED_ROOT or set HOME"
@@ -141,7 +142,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             root.display()
         ))
     })?;
-    let sandbox = daemon::shell_sandbox(&settings, None)?;
+    let sandbox = daemon::shell_sandbox(&settings, inputs.sandbox_support.as_ref())?;
     let machine_id = settings
         .machine_id
         .clone()

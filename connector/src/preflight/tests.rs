@@ -364,6 +364,7 @@ fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce
     own_files::ensure_dir(inputs.config.allowed_root.as_ref().unwrap()).unwrap();
     inputs.config.enable_shell = true;
     let full = Support {
+        launcher: Ok(PathBuf::from("/opt/x/autogpt-shim-sandbox")),
         landlock: Ok(7),
         namespaces: Ok(()),
         seccomp: Ok(()),
@@ -397,6 +398,19 @@ fn the_shell_sandbox_line_reports_the_kernel_and_blocks_a_mode_it_cannot_enforce
         out.contains("[FAIL] shell sandbox  `strict` cannot be enforced here: user and mount namespaces are not available (unshare: ENOSPC: No space left on device); fix that, or start with --shell-sandbox off"),
         "{out}"
     );
+
+    // A launcher missing beside the connector: the one thing named, every mode refused.
+    inputs.sandbox_support = Some(Support::without_launcher(
+        "/opt/x/autogpt-shim-sandbox is missing".to_owned(),
+    ));
+    let (code, out) = run(&inputs);
+    assert_eq!(code, EXIT_BLOCKED, "{out}");
+    if cfg!(target_os = "linux") {
+        assert!(
+            out.contains("[FAIL] shell sandbox  `strict` cannot be enforced here: the sandbox launcher /opt/x/autogpt-shim-sandbox is missing; fix that, or start with --shell-sandbox off"),
+            "{out}"
+        );
+    }
 
     inputs.sandbox_support = None;
     let (code, out) = run(&inputs);

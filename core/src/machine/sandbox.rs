@@ -2,12 +2,12 @@
 //! confines a command between fork and exec, the private temporary folder a confined command
 //! gets, and the probe that tells whether this kernel can enforce a mode.
 //!
-//! A confined command is started as the launcher (the connector's own executable, which the
-//! caller names) with [`LAUNCH_ARG`] and the policy before the program. The launcher is a
-//! fresh single-threaded process: it confines itself (`confine.rs`) and then `exec`s the
-//! program, so the command keeps the pid, the process group and the pipes that
-//! [`exec`](super::exec) supervises, and nothing of the connector itself is confined. The
-//! workspace forbids `unsafe`, which rules out `pre_exec`; re-executing a binary that calls
+//! A confined command is started as the launcher (a small executable of the connector's whose
+//! `main` calls [`launch_if_asked`]; the caller names it) with [`LAUNCH_ARG`] and the policy
+//! before the program. The launcher is a fresh single-threaded process: it confines itself
+//! (`confine.rs`) and then `exec`s the program, so the command keeps the pid, the process group
+//! and the pipes that [`exec`](super::exec) supervises, and nothing of the connector itself is
+//! confined. The workspace forbids `unsafe`, which rules out `pre_exec`; a binary that calls
 //! [`launch_if_asked`] first thing in `main` needs none.
 //!
 //! The modes, on Linux (elsewhere a mode other than `off` is refused):
@@ -224,6 +224,8 @@ pub fn launch_if_asked() -> Option<Launched> {
 /// What the kernel offers the sandbox, as the launcher found it by trying each part.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Support {
+    /// The launcher that was probed, and that confines the commands, or why it cannot be run.
+    pub launcher: Result<PathBuf, String>,
     /// The Landlock ABI, or why Landlock is unavailable.
     pub landlock: Result<u32, String>,
     /// Whether user, mount and network namespaces (with the mounts a mode makes) work, or why not.
@@ -242,6 +244,9 @@ impl Support {
         }
         if !cfg!(target_os = "linux") {
             return Some("the shell sandbox is Linux-only for now".to_owned());
+        }
+        if let Err(why) = &self.launcher {
+            return Some(format!("the sandbox launcher {why}"));
         }
         let mut missing = Vec::new();
         match &self.landlock {
@@ -265,6 +270,9 @@ impl Support {
     /// The findings in one line: `Landlock ABI 7, user namespaces available, seccomp available`.
     #[must_use]
     pub fn summary(&self) -> String {
+        if self.launcher.is_err() {
+            return "no sandbox launcher, so nothing was tried".to_owned();
+        }
         let landlock = match &self.landlock {
             Ok(abi) => format!("Landlock ABI {abi}"),
             Err(why) => format!("no Landlock ({why})"),
@@ -280,9 +288,26 @@ impl Support {
         format!("{landlock}, {namespaces}, {seccomp}")
     }
 
-    /// Reads the launcher's probe report (see `confine::probe`).
-    fn from_report(report: &str) -> Self {
-        let mut support = Self::unknown("the probe did not report it");
+    /// The launcher these findings are for, when it could be run.
+    #[must_use]
+    pub fn launcher(&self) -> Option<&Path> {
+        self.launcher.as_deref().ok()
+    }
+
+    /// No launcher to probe with, and why (`is missing …`, completing "the sandbox launcher"):
+    /// every mode is refused with that.
+    #[must_use]
+    pub fn without_launcher(why: String) -> Self {
+        let unknown = Self::unknown(Path::new(""), &why);
+        Self {
+            launcher: Err(why),
+            ..unknown
+        }
+    }
+
+    /// Reads `launcher`'s probe report (see `confine::probe`).
+    fn from_report(launcher: &Path, report: &str) -> Self {
+        let mut support = Self::unknown(launcher, "the probe did not report it");
         for line in report.lines() {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
             let outcome = match value.strip_prefix("error ") {
@@ -304,8 +329,9 @@ impl Support {
         support
     }
 
-    fn unknown(why: &str) -> Self {
+    fn unknown(launcher: &Path, why: &str) -> Self {
         Self {
+            launcher: Ok(launcher.to_path_buf()),
             landlock: Err(why.to_owned()),
             namespaces: Err(why.to_owned()),
             seccomp: Err(why.to_owned()),
@@ -320,15 +346,15 @@ impl Support {
 #[must_use]
 pub fn probe(launcher: &Path) -> Support {
     if !cfg!(target_os = "linux") {
-        return Support::unknown("the shell sandbox is Linux-only for now");
+        return Support::unknown(launcher, "the shell sandbox is Linux-only for now");
     }
     let scratch = match PrivateTmp::create() {
         Ok(scratch) => scratch,
         Err(err) => {
-            return Support::unknown(&format!(
-                "no scratch folder in the temporary folder: {}",
-                err.kind()
-            ));
+            return Support::unknown(
+                launcher,
+                &format!("no scratch folder in the temporary folder: {}", err.kind()),
+            );
         }
     };
     let (root, tmp) = (scratch.path().join("root"), scratch.path().join("tmp"));
@@ -345,8 +371,12 @@ pub fn probe(launcher: &Path) -> Support {
     });
     scratch.remove();
     match report {
-        Ok(output) => Support::from_report(&String::from_utf8_lossy(&output.stdout)),
-        Err(err) => Support::unknown(&format!("the probe could not run: {}", err.kind())),
+        Ok(output) => Support::from_report(launcher, &String::from_utf8_lossy(&output.stdout)),
+        Err(err) => Support::without_launcher(format!(
+            "{} cannot be run ({})",
+            launcher.display(),
+            err.kind()
+        )),
     }
 }
 
@@ -394,10 +424,15 @@ impl PrivateTmp {
         }
     }
 
-    /// Removes the folder on a blocking thread and waits for it, so a command that filled its
-    /// folder does not stall the runtime.
+    /// Removes the folder and waits for it: an empty one (most commands leave it so) at once,
+    /// one with content on a blocking thread, so a command that filled its folder does not
+    /// stall the runtime.
     pub(crate) async fn remove_async(mut self) {
         if let Some(path) = self.path.take() {
+            // One rmdir instead of a round trip through the blocking pool, on every command.
+            if std::fs::remove_dir(&path).is_ok() {
+                return;
+            }
             let _ = tokio::task::spawn_blocking(move || remove_tree(&path)).await;
         }
     }

@@ -484,6 +484,18 @@ fn install_without_a_user_manager_says_what_to_do_and_runs_a_stable_copy() {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o755);
+    // The shell sandbox's launcher goes beside it: the copy runs the one beside its own file.
+    let launcher = home.join(".local/bin/autogpt-shim-sandbox");
+    assert!(
+        out.contains(&format!(
+            "copied {} to {}, the shell sandbox's launcher beside it",
+            e2e::platform::binary("autogpt-shim-sandbox").display(),
+            launcher.display()
+        )),
+        "{out}"
+    );
+    let mode = std::fs::metadata(&launcher).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755);
     let text = std::fs::read_to_string(&unit).unwrap();
     assert!(
         text.contains(&format!("ExecStart=\"{}\" --config", copy.display())),

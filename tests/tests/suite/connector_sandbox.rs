@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use e2e::platform::{Conn, Platform, Shim, TOKEN, binary, fresh_dir, shim_command};
+use e2e::platform::{
+    Conn, Platform, Shim, TOKEN, binary, fresh_dir, shim_command, shim_command_with,
+};
 use serde_json::{Value, json};
 
 use super::connector::{audit_records, home_and_root, spawn_env};
@@ -708,7 +710,7 @@ fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
     std::fs::create_dir_all(&tmp).unwrap();
     let marker = root.join("ran");
     let deny = binary("examples/deny-syscalls");
-    let shim = binary("autogpt-shim");
+    let shim = binary("autogpt-shim-sandbox");
     let (root_arg, tmp_arg) = (root.to_str().unwrap(), tmp.to_str().unwrap());
     let script = format!("echo ran > {}", marker.display());
     let launch = |wrapper: &[&str], mode: &str, root: &str| {
@@ -745,7 +747,7 @@ fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
         assert_eq!(code, Some(125), "{wrapper:?} {mode} {root}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(
-            stderr.starts_with("autogpt-shim: the command was not run: "),
+            stderr.starts_with("autogpt-shim-sandbox: the command was not run: "),
             "{stderr}"
         );
         assert!(
@@ -761,5 +763,91 @@ fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
     let (code, stderr) = launch(&[], "workspace", root_arg);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(marker.exists());
+    // Started by hand, it says what it is and runs nothing.
+    let bare = Command::new(&shim).output().unwrap();
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("run autogpt-shim instead"),
+        "{bare:?}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// The launcher ships beside the connector: a connector without it refuses every sandbox mode
+/// (exit 78, one sentence naming the missing file), `mcp` too, and `doctor` says so; with the
+/// sandbox off it starts as ever.
+#[tokio::test]
+async fn a_connector_without_its_launcher_refuses_the_mode_with_exit_78() {
+    let (home, root) = home_and_root("shim-sandbox-no-launcher");
+    let alone = home.join("bin");
+    std::fs::create_dir_all(&alone).unwrap();
+    let shim = alone.join("autogpt-shim");
+    std::fs::copy(binary("autogpt-shim"), &shim).unwrap();
+    let platform = Platform::bind().await;
+    let root_arg = root.to_str().unwrap();
+    let missing = format!(
+        "the sandbox launcher {} is missing",
+        alone.join("autogpt-shim-sandbox").display()
+    );
+    let mut start = platform.start_args(&root, "INFO", &["--enable-shell"]);
+    start.extend(["--shell-sandbox".to_owned(), "workspace".to_owned()]);
+    let mcp = [
+        "--allowed-root",
+        root_arg,
+        "mcp",
+        "--enable-shell",
+        "--shell-sandbox",
+        "strict",
+    ]
+    .map(str::to_owned);
+    for (args, mode) in [(&start[..], "workspace"), (&mcp[..], "strict")] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = shim_command_with(&shim, &home, &args, &[("AUTOGPT_SHIM_TOKEN", TOKEN)])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprintln!("without its launcher: {stderr}");
+        assert_eq!(output.status.code(), Some(78), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one sentence: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "autogpt-shim: shell sandbox: `{mode}` cannot be enforced here: {missing} (it ships beside autogpt-shim"
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains("--shell-sandbox off"), "{stderr}");
+        assert_readable(&stderr, "--shell-sandbox off");
+    }
+    let doctor = Command::new(&shim)
+        .args(["--allowed-root", root_arg, "doctor"])
+        .env("HOME", &home)
+        .env("AUTOGPT_SHIM_SHELL_SANDBOX", "workspace")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        report.contains(&format!(
+            "[FAIL] shell sandbox  `workspace` cannot be enforced here: {missing}"
+        )),
+        "{report}"
+    );
+    assert_eq!(doctor.status.code(), Some(78));
+
+    // With the sandbox off it needs no launcher.
+    let args = platform.start_args(&root, "INFO", &["--enable-shell"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let running = Shim::spawn_binary(&shim, &home, &args, &[("AUTOGPT_SHIM_TOKEN", TOKEN)]);
+    let (mut conn, _) = platform.session(&["shell", "files"], |_| {}).await;
+    let reply = conn
+        .call("EXECUTE_COMMAND", "off", json!({"argv": ["true"]}))
+        .await;
+    assert_eq!(
+        reply["payload"]["exit_code"],
+        0,
+        "{reply}: {}",
+        running.stderr()
+    );
+    drop(conn);
+    drop(running);
     let _ = std::fs::remove_dir_all(&home);
 }

@@ -154,9 +154,40 @@ pub fn place_binary(binary: &Binary, out: &mut dyn Write) -> Result<PathBuf, Ser
                 from.display(),
                 to.display()
             )?;
+            if cfg!(target_os = "linux") {
+                place_launcher(from, to, out)?;
+            }
         }
     }
     Ok(binary.path().to_path_buf())
+}
+
+/// Copies the shell sandbox's launcher from beside `from` to beside `to`: the connector runs
+/// the one beside its own file (`crate::preflight::SANDBOX_LAUNCHER`). Without it the copy
+/// runs, but refuses every `--shell-sandbox` mode; the note says so.
+fn place_launcher(from: &Path, to: &Path, out: &mut dyn Write) -> Result<(), ServiceError> {
+    let name = crate::preflight::SANDBOX_LAUNCHER;
+    let (source, copy) = (from.with_file_name(name), to.with_file_name(name));
+    if own_files::look(&source).is_err() {
+        writeln!(
+            out,
+            "note: {} is missing, so the service cannot confine commands (--shell-sandbox): put it beside {} and run install again",
+            source.display(),
+            from.display()
+        )?;
+        return Ok(());
+    }
+    own_files::copy_atomic(&source, &copy, 0o755).map_err(|source| ServiceError::Io {
+        path: copy.clone(),
+        source,
+    })?;
+    writeln!(
+        out,
+        "copied {} to {}, the shell sandbox's launcher beside it",
+        source.display(),
+        copy.display()
+    )?;
+    Ok(())
 }
 
 /// Whether the folder `dir` is on `PATH`.

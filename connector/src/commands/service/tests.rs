@@ -527,7 +527,33 @@ fn the_service_runs_a_copy_in_a_stable_place_never_one_in_target() {
         own_files::read_capped(&stable, 64).unwrap().unwrap(),
         b"#!/bin/true\n"
     );
-    assert!(String::from_utf8(out).unwrap().starts_with("copied "));
+    let said = String::from_utf8(out).unwrap();
+    assert!(said.starts_with("copied "), "{said}");
+    // No sandbox launcher beside the build: the copy is made, and the note says what it lacks.
+    if cfg!(target_os = "linux") {
+        assert!(
+            said.contains(
+                "autogpt-shim-sandbox is missing, so the service cannot confine commands"
+            ),
+            "{said}"
+        );
+        // With one beside it, it goes beside the copy.
+        let launcher = built.with_file_name("autogpt-shim-sandbox");
+        own_files::write_atomic(&launcher, b"#!/bin/false\n", 0o755).unwrap();
+        let mut out = Vec::new();
+        place_binary(&plan, &mut out).unwrap();
+        assert_eq!(
+            own_files::read_capped(&stable.with_file_name("autogpt-shim-sandbox"), 64)
+                .unwrap()
+                .unwrap(),
+            b"#!/bin/false\n"
+        );
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains("the shell sandbox's launcher beside it")
+        );
+    }
     // Run from the copy, install keeps it.
     assert_eq!(
         plan_binary(&stable, Some(&stable), false).unwrap(),

@@ -57,7 +57,7 @@ fn the_launcher_gets_the_policy_then_the_program() {
 
 #[test]
 fn the_probe_report_says_what_each_mode_misses() {
-    let all = Support::from_report("namespaces ok\nseccomp ok\nlandlock 7\n");
+    let all = Support::from_report(launcher(), "namespaces ok\nseccomp ok\nlandlock 7\n");
     assert_eq!(all.landlock, Ok(7));
     assert_eq!(all.missing(SandboxMode::Off), None);
     if cfg!(target_os = "linux") {
@@ -70,6 +70,7 @@ fn the_probe_report_says_what_each_mode_misses() {
     );
 
     let no_userns = Support::from_report(
+        launcher(),
         "namespaces error unshare: ENOSPC: No space left on device; user.max_user_namespaces is 0\nseccomp ok\nlandlock 2\n",
     );
     let missing = no_userns.missing(SandboxMode::Workspace).unwrap();
@@ -84,7 +85,10 @@ fn the_probe_report_says_what_each_mode_misses() {
         assert_eq!(missing, "the shell sandbox is Linux-only for now");
     }
 
-    let no_seccomp = Support::from_report("namespaces ok\nseccomp error EINVAL\nlandlock 6\n");
+    let no_seccomp = Support::from_report(
+        launcher(),
+        "namespaces ok\nseccomp error EINVAL\nlandlock 6\n",
+    );
     if cfg!(target_os = "linux") {
         for mode in [SandboxMode::Workspace, SandboxMode::Strict] {
             let missing = no_seccomp.missing(mode).unwrap();
@@ -93,10 +97,32 @@ fn the_probe_report_says_what_each_mode_misses() {
     }
 
     // A probe that died before reporting misses everything, never nothing.
-    let silent = Support::from_report("");
+    let silent = Support::from_report(launcher(), "");
     assert!(silent.missing(SandboxMode::Workspace).is_some());
-    let garbled = Support::from_report("namespaces ok\nseccomp ok\nlandlock seven\n");
+    let garbled = Support::from_report(launcher(), "namespaces ok\nseccomp ok\nlandlock seven\n");
     assert!(garbled.missing(SandboxMode::Workspace).is_some());
+
+    // Without its launcher no mode is enforced, and the one clause says so.
+    assert_eq!(all.launcher(), Some(launcher()));
+    let no_launcher = Support::without_launcher("/opt/x/launcher is missing".to_owned());
+    assert_eq!(no_launcher.launcher(), None);
+    if cfg!(target_os = "linux") {
+        assert_eq!(
+            no_launcher.missing(SandboxMode::Workspace).as_deref(),
+            Some("the sandbox launcher /opt/x/launcher is missing")
+        );
+        assert!(no_launcher.missing(SandboxMode::Strict).is_some());
+    }
+    assert_eq!(no_launcher.missing(SandboxMode::Off), None);
+    assert_eq!(
+        no_launcher.summary(),
+        "no sandbox launcher, so nothing was tried"
+    );
+}
+
+/// The launcher the probe reports are from.
+fn launcher() -> &'static Path {
+    Path::new("/opt/x/launcher")
 }
 
 #[test]
