@@ -24,6 +24,8 @@ pub struct Witness {
     /// The red drawing area's root geometry `[x, y, width, height]`.
     pub area: [i64; 4],
     pub pid: u32,
+    /// Its ready report, whole (with `WITNESS_ELEMENTS`, the button's and entry's geometry).
+    pub ready: Value,
 }
 
 impl Witness {
@@ -42,6 +44,15 @@ impl Witness {
     /// accessibility, and its button is relabelled "Pressed" once clicked.
     pub fn start_for_elements(desktop: &Desktop, title: &str) -> Self {
         Self::launch(desktop, title, [100, 100], &[("WITNESS_ELEMENTS", "1")])
+    }
+
+    /// [`Witness::start_for_elements`] with GTK scaling the window by `scale` itself
+    /// (`GDK_SCALE`): twice as large on screen, while GTK's own coordinates (and its
+    /// accessibility boxes) stay in its logical pixels. It asks for (100, 100) logical.
+    pub fn start_for_elements_scaled(desktop: &Desktop, title: &str, scale: u32) -> Self {
+        let scale = scale.to_string();
+        let env = [("WITNESS_ELEMENTS", "1"), ("GDK_SCALE", scale.as_str())];
+        Self::launch(desktop, title, [100, 100], &env)
     }
 
     fn launch(desktop: &Desktop, title: &str, at: [i64; 2], env: &[(&str, &str)]) -> Self {
@@ -80,6 +91,7 @@ impl Witness {
             events,
             area: [0; 4],
             pid: 0,
+            ready: Value::Null,
         };
         let ready = witness.expect("ready", |_| true);
         let area: Vec<i64> = ready["area"]
@@ -90,6 +102,7 @@ impl Witness {
             .collect();
         witness.area = [area[0], area[1], area[2], area[3]];
         witness.pid = u32::try_from(ready["pid"].as_u64().expect("pid")).expect("pid fits");
+        witness.ready = ready;
         witness
     }
 

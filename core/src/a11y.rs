@@ -71,6 +71,27 @@ impl ScreenRect {
         })
     }
 
+    /// This rectangle of a toolkit's own pixels in screen pixels, `scale` screen pixels to one
+    /// of its pixels, the screen's origin shared (a toolkit that scales itself, GTK under
+    /// `GDK_SCALE`, divides every screen coordinate by its scale, root origin included). The
+    /// edges are scaled rather than the size, so a box keeps touching its neighbours.
+    #[must_use]
+    pub fn scaled(&self, scale: f64) -> Self {
+        let at = |v: i64| (v as f64 * scale).round() as i64;
+        let x = at(i64::from(self.x));
+        let y = at(i64::from(self.y));
+        let right = at(i64::from(self.x) + i64::from(self.width));
+        let bottom = at(i64::from(self.y) + i64::from(self.height));
+        let side = |from: i64, to: i64| u32::try_from((to - from).max(1)).unwrap_or(u32::MAX);
+        let clamp = |v: i64| i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX });
+        Self {
+            x: clamp(x),
+            y: clamp(y),
+            width: side(x, right),
+            height: side(y, bottom),
+        }
+    }
+
     /// The centre pixel.
     #[must_use]
     pub fn centre(&self) -> (i32, i32) {
@@ -80,6 +101,46 @@ impl ScreenRect {
             self.y.saturating_add(half(self.height)),
         )
     }
+}
+
+/// Within this fraction of a whole number, a toolkit's scale is that whole number: the frame a
+/// toolkit reports includes the window manager's decorations (a few pixels at the sides), which
+/// the window's own size lacks, so its ratio falls a little short of the real scale.
+const WHOLE_SCALE_SLACK: f64 = 0.02;
+
+/// Above this, a ratio of sizes is no toolkit's scale but a frame that is not the window's.
+const MAX_TOOLKIT_SCALE: f64 = 4.0;
+
+/// How many screen pixels make one pixel of a toolkit whose accessibility boxes are in its own
+/// logical pixels, from `real`, the window as the window system lists it (screen pixels), and
+/// `reported`, its frame as the toolkit reports it; `None` when the toolkit reports screen
+/// pixels (the sizes agree, give or take its decorations).
+///
+/// On X11 a toolkit may scale its windows itself (GTK 3 under `GDK_SCALE=2`, Qt under
+/// `QT_SCALE_FACTOR`) and then report boxes in its logical pixels, a fraction of the screen's,
+/// while window bounds, screenshots and input are in screen pixels; this ratio brings the boxes
+/// into that one space. The larger ratio of the two sides is taken, as decorations (a title bar)
+/// only make the reported frame larger; a ratio near a whole number is that number (GTK scales
+/// by whole numbers only), and any other above 1 is kept as it is (a fractional scale, to
+/// within the decorations' share of the window). `GDK_DPI_SCALE` only scales fonts, not
+/// geometry, so it needs nothing here. Both sides must be larger than reported: a frame smaller
+/// on one side only is another window's, not a scaled one.
+#[must_use]
+pub fn toolkit_scale(real: ScreenRect, reported: ScreenRect) -> Option<f64> {
+    let ratio = |real: u32, reported: u32| f64::from(real) / f64::from(reported);
+    let across = ratio(real.width, reported.width);
+    let down = ratio(real.height, reported.height);
+    if across.min(down) <= 1.0 + WHOLE_SCALE_SLACK {
+        return None;
+    }
+    let scale = across.max(down);
+    let whole = scale.round();
+    let scale = if (scale - whole).abs() <= whole * WHOLE_SCALE_SLACK {
+        whole
+    } else {
+        scale
+    };
+    (scale <= MAX_TOOLKIT_SCALE).then_some(scale)
 }
 
 /// The states of an element that matter to guidance.
@@ -443,6 +504,48 @@ mod tests {
         assert_eq!(clean_label(&exact), exact);
         let long = "é".repeat(MAX_LABEL_CHARS + 1);
         assert_eq!(clean_label(&long).chars().count(), MAX_LABEL_CHARS);
+    }
+
+    #[test]
+    fn a_toolkit_scaled_by_two_is_found_through_its_decorations() {
+        let at = |x, y, w, h| ScreenRect::from_extents(x, y, w, h).unwrap();
+        // What openbox and GTK 3 gave: the window's client area, and the frame GTK reports.
+        // Undecorated at GDK_SCALE=2, decorated (1, 1, 20, 5) at 2, and decorated at 1.
+        assert_eq!(
+            toolkit_scale(at(200, 200, 600, 400), at(100, 100, 300, 200)),
+            Some(2.0)
+        );
+        assert_eq!(
+            toolkit_scale(at(201, 220, 600, 400), at(100, 100, 301, 213)),
+            Some(2.0)
+        );
+        assert_eq!(
+            toolkit_scale(at(101, 120, 300, 200), at(100, 100, 302, 225)),
+            None
+        );
+        assert_eq!(toolkit_scale(at(0, 0, 640, 480), at(0, 0, 640, 480)), None);
+        // A fractional scale is kept as it is; a frame smaller on one side only is not a scale.
+        assert_eq!(
+            toolkit_scale(at(0, 0, 960, 720), at(0, 0, 640, 480)),
+            Some(1.5)
+        );
+        assert_eq!(toolkit_scale(at(0, 0, 960, 400), at(0, 0, 640, 480)), None);
+        assert_eq!(toolkit_scale(at(0, 0, 1000, 1000), at(0, 0, 10, 10)), None);
+    }
+
+    #[test]
+    fn a_scaled_box_scales_its_edges() {
+        let r = ScreenRect::from_extents(100, 110, 300, 34).unwrap();
+        assert_eq!(
+            r.scaled(2.0),
+            ScreenRect::from_extents(200, 220, 600, 68).unwrap()
+        );
+        assert_eq!(r.scaled(1.0), r);
+        let odd = ScreenRect::from_extents(3, 5, 3, 1).unwrap();
+        assert_eq!(
+            odd.scaled(1.5),
+            ScreenRect::from_extents(5, 8, 4, 1).unwrap()
+        );
     }
 
     #[test]

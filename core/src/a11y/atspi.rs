@@ -17,7 +17,7 @@ use atspi::{
 
 use super::{
     A11yError, Budget, Collector, Element, ElementStates, ScreenRect, Snapshot, Visit,
-    WindowTarget, clean_label,
+    WindowTarget, clean_label, toolkit_scale,
 };
 
 /// How often the registry is asked again while a toolkit has not registered its window yet.
@@ -28,6 +28,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
     let mut collector = Collector::new(budget, started);
     let (connection, frame) = frame(target, collector.deadline()).await?;
     let bus = connection.connection();
+    let scale = frame_scale(bus, &frame, target).await;
 
     // Depth-first, document order: children are pushed in reverse.
     let mut stack = vec![(frame, 0_usize, Vec::new())];
@@ -50,7 +51,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
         if depth > 0 {
             let label = proxy.name().await.unwrap_or_default();
             if !label.trim().is_empty() {
-                let bounds = extents(&proxy).await;
+                let bounds = extents(&proxy).await.map(|b| in_screen_pixels(b, scale));
                 let states = element_states(states);
                 if !collector.keep_at(uia_role(role), &label, bounds, states, path.clone()) {
                     break;
@@ -112,6 +113,7 @@ pub(super) async fn element_at(
 ) -> Result<Option<Element>, A11yError> {
     let (connection, mut node) = frame(target, Instant::now() + deadline).await?;
     let bus = connection.connection();
+    let scale = frame_scale(bus, &node, target).await;
     let lost = |e: &dyn std::fmt::Display| A11yError::Unavailable(e.to_string());
     for (depth, index) in path.iter().enumerate() {
         let proxy = node.as_accessible_proxy(bus).await.map_err(|e| lost(&e))?;
@@ -138,7 +140,11 @@ pub(super) async fn element_at(
         return Ok(None);
     }
     let label = clean_label(&proxy.name().await.unwrap_or_default());
-    let Some(bounds) = extents(&proxy).await.filter(|_| !label.is_empty()) else {
+    let Some(bounds) = extents(&proxy)
+        .await
+        .filter(|_| !label.is_empty())
+        .map(|b| in_screen_pixels(b, scale))
+    else {
         return Ok(None);
     };
     Ok(Some(Element {
@@ -215,7 +221,27 @@ async fn process_of(bus: &zbus::Connection, bus_name: &str) -> Option<u32> {
     reply.body().deserialize::<u32>().ok()
 }
 
-/// The node's screen box, when it has the Component interface and an area.
+/// How many screen pixels one pixel of `frame`'s toolkit is, when it reports its boxes in its
+/// own logical pixels ([`toolkit_scale`]): GTK 3 under `GDK_SCALE=2` on X11 reports its button
+/// at half the place and size the screen shows it, while the window system lists the window at
+/// its real size; `None` (boxes taken as they are) when they agree or either is unknown.
+async fn frame_scale(
+    bus: &zbus::Connection,
+    frame: &atspi::ObjectRefOwned,
+    target: &WindowTarget,
+) -> Option<f64> {
+    let real = target.bounds?;
+    let reported = extents(&frame.as_accessible_proxy(bus).await.ok()?).await?;
+    toolkit_scale(real, reported)
+}
+
+/// A box as the toolkit reported it, in screen pixels: scaled by `scale` when the toolkit
+/// scales itself, exactly as reported otherwise.
+fn in_screen_pixels(reported: ScreenRect, scale: Option<f64>) -> ScreenRect {
+    scale.map_or(reported, |scale| reported.scaled(scale))
+}
+
+/// The node's box as the toolkit reports it, when it has the Component interface and an area.
 async fn extents(proxy: &AccessibleProxy<'_>) -> Option<ScreenRect> {
     let component = proxy.proxies().await.ok()?.component().await.ok()?;
     let (x, y, width, height) = component.get_extents(CoordType::Screen).await.ok()?;

@@ -4,9 +4,10 @@
 //! and what the audit chain holds.
 //!
 //! X11 has no output scale, and Wayland compositors offer no window geometry for the
-//! accessibility snapshot (docs/computer-use.md), so the scaled case here is the screenshot
+//! accessibility snapshot (docs/computer-use.md), so the scaled cases here are the screenshot
 //! scaled to `--max-image-edge` while element boxes, clicks and the pointer stay in screen
-//! pixels.
+//! pixels, and a window GTK scales by 2 itself (`GDK_SCALE=2`), whose accessibility boxes GTK
+//! gives in its logical pixels and the server in screen pixels (`tests/mcp/elements_scaled.py`).
 
 use std::time::Duration;
 
@@ -107,4 +108,59 @@ fn elements_of_a_snapshot_are_clicked_and_typed_into_and_stale_ids_refused() {
     for secret in ["typed into", "never typed", "Your name", "Press me"] {
         assert!(!log.contains(secret), "{secret:?} in the audit log");
     }
+}
+
+/// `x y width height` of a geometry the witness reported.
+fn geometry(report: &Value) -> [i64; 4] {
+    let sides: Vec<i64> = report
+        .as_array()
+        .unwrap_or_else(|| panic!("not a geometry: {report}"))
+        .iter()
+        .map(|v| v.as_i64().unwrap_or_else(|| panic!("not a number: {v}")))
+        .collect();
+    [sides[0], sides[1], sides[2], sides[3]]
+}
+
+#[test]
+fn elements_of_a_window_gtk_scales_by_two_are_in_screen_pixels() {
+    // GTK scales the witness itself (GDK_SCALE=2; X11 has no output scale): 640x480 of its
+    // pixels at (100, 100) of them is 1280x960 at (200, 200) of the screen's, which fits here.
+    let desktop = Desktop::with_size(1920, 1280);
+    let title = "Witness Scaled";
+    let mut witness = Witness::start_for_elements_scaled(&desktop, title, 2);
+    assert_eq!(witness.ready["scale"], 2, "{}", witness.ready);
+    let button = geometry(&witness.ready["button"]);
+    let entry = geometry(&witness.ready["entry"]);
+    let place = Place::new();
+    let mut env = desktop.env();
+    let text = |[x, y, w, h]: [i64; 4]| format!("{x} {y} {w} {h}");
+    env.extend([
+        ("MCP_WITNESS_TITLE", title.to_owned()),
+        ("MCP_WITNESS_BUTTON", text(button)),
+        ("MCP_WITNESS_ENTRY", text(entry)),
+        ("MCP_TYPED", TYPED.to_owned()),
+    ]);
+    let passed = place.drive("elements_scaled", &env);
+    assert_eq!(
+        passed,
+        [
+            "boxes_in_screen_pixels",
+            "click_element",
+            "type_into_element"
+        ]
+    );
+
+    // The click landed on the button, inside its real geometry (the snapshot's box, whose
+    // centre was clicked, is that geometry give or take a pixel: the Python side checked).
+    let press = witness.expect("press", |p| p["widget"] == "button");
+    let [x, y] = [press["x"].as_i64().unwrap(), press["y"].as_i64().unwrap()];
+    assert!(
+        (button[0]..button[0] + button[2]).contains(&x)
+            && (button[1]..button[1] + button[3]).contains(&y),
+        "the press at {press} is outside the button at {button:?}"
+    );
+    let clicked = witness.expect("clicked", |_| true);
+    assert_eq!(clicked["widget"], "Press me", "{clicked}");
+    let typed = witness.expect("text", |t| t["text"] == TYPED);
+    assert_eq!(typed["text"], TYPED);
 }
