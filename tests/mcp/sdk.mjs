@@ -157,7 +157,9 @@ async function protocolError(client, name, args) {
   } catch (err) {
     assert.ok(err instanceof McpError, String(err));
     assert.equal(err.code, -32602, err.message);
-    return err.message;
+    // The SDK puts its own prefix before the server's message.
+    assert.ok(err.message.startsWith("MCP error -32602: "), err.message);
+    return err.message.slice("MCP error -32602: ".length);
   }
   assert.fail(`${name}(${JSON.stringify(args)}) answered instead of a protocol error`);
 }
