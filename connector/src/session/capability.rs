@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use local_core::machine::files::FileLimits;
+use serde_json::{Map, Value};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::{self, JoinSet};
 
@@ -19,7 +20,7 @@ use super::host::Gate;
 use super::llm::LlmRequest;
 use super::shell::{ShellLimits, ShellRequest};
 use crate::audit::{Auditor, Entry, warn_unwritten};
-use crate::error;
+use crate::error::{self, WireError};
 use crate::protocol::Message;
 
 /// Every capability a data connection serves, tried in this order for each request.
@@ -84,6 +85,42 @@ impl Refusal {
     pub(super) fn unaudited(reply: Message) -> Box<Self> {
         Box::new(Self { reply, audit: None })
     }
+
+    /// A core failure refused before the request ran, audited as [`failed`] records it.
+    pub(super) fn failed(
+        op: &'static str,
+        details: Map<String, Value>,
+        err: &impl WireError,
+    ) -> Box<Self> {
+        let (reply, entry) = failed(op, details, err);
+        Self::audited(reply, entry)
+    }
+}
+
+/// A capability's outcome as its reply and audit record: the success message with an `ok`
+/// record, or [`failed`]. Every capability ends here, so a reply and its record never
+/// disagree on the outcome.
+pub(super) fn conclude(
+    op: &'static str,
+    details: Map<String, Value>,
+    outcome: Result<Message, impl WireError>,
+) -> (Message, Entry) {
+    match outcome {
+        Ok(message) => (message, Entry::ok(op, details)),
+        Err(err) => failed(op, details, &err),
+    }
+}
+
+/// A core failure's ERROR and its `failed` record, both with the failure's code.
+pub(super) fn failed(
+    op: &'static str,
+    details: Map<String, Value>,
+    err: &impl WireError,
+) -> (Message, Entry) {
+    (
+        error::failure(err),
+        Entry::failed(op, details, err.error_code().as_str()),
+    )
 }
 
 /// How a request ended: its reply, and the audit records to write before it goes out (none

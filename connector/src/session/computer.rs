@@ -21,9 +21,9 @@ use local_core::desktop::{Desktop, DesktopError, Rect, apps, clipboard};
 use serde_json::{Map, Value, json};
 
 use super::Host;
-use super::capability::{Done, Handler, Refusal, Run};
+use super::capability::{self, Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
-use crate::error::{self, WireError, failure, reply};
+use crate::error::{self, reply};
 use crate::protocol::{
     self as wire, A11yElement, A11ySnapshotRequestPayload, A11ySnapshotResponsePayload, AckPayload,
     AppInfo, AppLaunchPayload, AppListResponsePayload, Capability, ClipboardFormat,
@@ -232,10 +232,7 @@ impl ComputerOp {
         };
         let err = DesktopError::unsupported(feature, reason);
         let (op, details) = self.audit_details();
-        Err(Refusal::audited(
-            failure(&err),
-            Entry::failed(op, details, err.error_code().as_str()),
-        ))
+        Err(Refusal::failed(op, details, &err))
     }
 
     /// Runs the operation (blocking) and returns the reply and its audit record.
@@ -297,13 +294,7 @@ impl ComputerOp {
                 Message::A11ySnapshotResponse(snapshot)
             }),
         };
-        match outcome {
-            Ok(message) => (message, Entry::ok(op, details)),
-            Err(err) => (
-                failure(&err),
-                Entry::failed(op, details, err.error_code().as_str()),
-            ),
-        }
+        capability::conclude(op, details, outcome)
     }
 
     /// The reference's audit op and request metadata: sizes and names, never content.

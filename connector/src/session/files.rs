@@ -12,9 +12,8 @@ use local_core::machine::jail::Jail;
 use serde_json::{Map, Value, json};
 
 use super::Host;
-use super::capability::{Done, Handler, Refusal, Run};
+use super::capability::{self, Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
-use crate::error::{WireError, failure};
 use crate::protocol::{
     AckPayload, ErrorCode, FileContentsPayload, FileDeletePayload, FileEncoding, FileFormat,
     FileListEntry, FileListPayload, FileListResponsePayload, FileMovePayload, FileReadPayload,
@@ -99,13 +98,7 @@ impl FileOp {
                 ack()
             }),
         };
-        match outcome {
-            Ok(message) => (message, Entry::ok(op, details)),
-            Err(err) => (
-                failure(&err),
-                Entry::failed(op, details, err.error_code().as_str()),
-            ),
-        }
+        capability::conclude(op, details, outcome)
     }
 
     /// The reference's audit op and request metadata (never content).
@@ -330,6 +323,7 @@ fn wire_path(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::failure;
     use crate::protocol::OrUnknown;
     use local_core::machine::files::FileError;
     use local_core::machine::jail::JailError;

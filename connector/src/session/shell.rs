@@ -11,9 +11,9 @@ use local_core::machine::sandbox::SandboxMode;
 use serde_json::{Map, Value, json};
 
 use super::Host;
-use super::capability::{Done, Handler, Refusal, Run};
+use super::capability::{self, Done, Handler, Refusal, Run};
 use crate::audit::{Entry, details};
-use crate::error::{WireError, failure, reply};
+use crate::error::{WireError, reply};
 use crate::protocol::{CommandResultPayload, ErrorCode, ExecuteCommandPayload, Message};
 
 /// An EXECUTE_COMMAND request.
@@ -107,9 +107,8 @@ impl ShellOp {
                     let err = FileError::Jail(err);
                     let mut details = request_details(payload, None);
                     details.insert("sandbox".to_owned(), json!(sandbox.as_str()));
-                    let entry =
-                        Entry::failed("EXECUTE_COMMAND", details, err.error_code().as_str());
-                    return (failure(&err), entry.with_duration(started.elapsed()));
+                    let (reply, entry) = capability::failed("EXECUTE_COMMAND", details, &err);
+                    return (reply, entry.with_duration(started.elapsed()));
                 }
             },
         };
@@ -149,9 +148,8 @@ impl ShellOp {
                 (result_message(outcome), entry)
             }
             Err(err) => {
-                let entry = Entry::failed("EXECUTE_COMMAND", details, err.error_code().as_str())
-                    .with_duration(started.elapsed());
-                (failure(&err), entry)
+                let (reply, entry) = capability::failed("EXECUTE_COMMAND", details, &err);
+                (reply, entry.with_duration(started.elapsed()))
             }
         }
     }
