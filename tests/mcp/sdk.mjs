@@ -9,7 +9,8 @@
 // server with SIGTERM (exit 0). Scenarios: `tools` (every file tool and run_command with every
 // optional parameter, then out-of-root refusals), `budget` (--max-answer-chars 5000: pages and
 // their continuation), `roots` (the client's roots narrow the tools, a change applies) and,
-// over `http` only, `signal` (SIGTERM under a running command).
+// over `http` only, `signal` (SIGTERM under a running command); `desktop` (every desktop tool
+// with every optional parameter) needs the private desktop's variables and a witness window.
 //
 // Every check asserts exact codes and messages; the first failure ends the run with a stack
 // and exit status 1. Each passed check prints `ok NAME`, which the Rust test counts.
@@ -428,7 +429,108 @@ async function signal() {
   ok("a_signal_stops_the_server_and_its_command");
 }
 
-const SCENARIOS = { tools, budget, roots, signal };
+const COMPUTER_TOOLS = [
+  "screenshot",
+  "input_action",
+  "cursor_position",
+  "display_info",
+  "list_windows",
+  "focus_window",
+  "list_apps",
+  "launch_app",
+  "accessibility_snapshot",
+];
+
+function pngSize(base64) {
+  const data = Buffer.from(base64, "base64");
+  assert.ok(data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])));
+  return [data.readUInt32BE(16), data.readUInt32BE(20)];
+}
+
+/// Every desktop tool with every optional parameter on the private desktop the Rust side
+/// started (its variables passed through), beside a witness window titled MCP_WITNESS_TITLE
+/// whose process is MCP_WITNESS_PID.
+async function desktop() {
+  const [width, height] = [Number(process.env.MCP_SCREEN_WIDTH), Number(process.env.MCP_SCREEN_HEIGHT)];
+  const title = process.env.MCP_WITNESS_TITLE;
+  const witnessPid = Number(process.env.MCP_WITNESS_PID);
+  const desktopEnv = {};
+  for (const key of ["DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_SESSION_TYPE"]) {
+    if (process.env[key] !== undefined) desktopEnv[key] = process.env[key];
+  }
+  const session = await connect(["--enable-computer-use", "--enable-clipboard"], {
+    extraEnv: { ...desktopEnv, AUTOGPT_SHIM_MAX_FILE_SIZE_BYTES: String(10 * 1024 * 1024) },
+  });
+  const { client } = session;
+  await session.connect();
+  const listed = await listing(client, [...FILE_TOOLS, ...COMPUTER_TOOLS, "read_clipboard", "write_clipboard"]);
+  const { call, used } = caller(client);
+
+  const info = payload(await call("display_info", {}));
+  assert.deepEqual(info.monitors.map((m) => m.physical_size), [[width, height]]);
+  const windows = payload(await call("list_windows", { include_minimized: true, include_offscreen: true }));
+  const mine = windows.windows.filter((w) => w.title === title);
+  assert.equal(mine.length, 1, JSON.stringify(windows));
+  const [{ app_name: appName }] = mine;
+  // Each listing binds ids of its own: the latest one's are used from here on.
+  const byApp = payload(await call("list_windows", { app_bundle_id: appName ?? "python3" }));
+  const ours = byApp.windows.filter((w) => w.title === title);
+  assert.equal(ours.length, 1, JSON.stringify(byApp));
+  const [{ window_id: windowId, bounds }] = ours;
+  assert.deepEqual(payload(await call("focus_window", { window_id: windowId, raise: true })), { ok: true });
+  ok("windows");
+
+  const shot = await call("screenshot", { monitor: 0, format: "png", include_cursor: false });
+  assert.notEqual(shot.isError, true);
+  assert.deepEqual(pngSize(shot.content[0].data), [width, height]);
+  const region = await call("screenshot", { region: [10, 20, 110, 70], format: "jpeg", quality: 60, include_cursor: true });
+  assert.equal(region.content[0].mimeType, "image/jpeg");
+  assert.ok(Buffer.from(region.content[0].data, "base64").subarray(0, 2).equals(Buffer.from([0xff, 0xd8])));
+  const window = await call("screenshot", { window_id: windowId, format: "png" });
+  const [w, h] = pngSize(window.content[0].data);
+  assert.ok(w > 0 && w <= bounds[2] - bounds[0] + 64 && h > 0, JSON.stringify([w, h, bounds]));
+  ok("screenshot");
+
+  const centre = [Math.round((bounds[0] + bounds[2]) / 2), Math.round((bounds[1] + bounds[3]) / 2)];
+  const acts = [
+    { action: "mouse_move", coordinate: centre },
+    { action: "left_click", coordinate: centre, button: "left", modifiers: ["shift"] },
+    { action: "scroll", coordinate: centre, scroll_direction: "down", scroll_amount: 1, modifiers: [] },
+    { action: "drag", path: [centre, [centre[0] + 5, centre[1] + 5]] },
+    { action: "hold_key", key: "shift", duration_ms: 20 },
+    { action: "wait", duration_ms: 20 },
+    { action: "type", text: "ts", paste: false },
+  ];
+  for (const act of acts) assert.deepEqual(payload(await call("input_action", act)), { ok: true }, JSON.stringify(act));
+  const at = payload(await call("cursor_position", {}));
+  assert.equal(at.monitor, 0);
+  failed(await call("input_action", { action: "left_click", coordinate: [width + 50, 10] }), "INPUT_OUT_OF_BOUNDS");
+  ok("input_action");
+
+  const apps = payload(await call("list_apps", { include_background: true })).apps;
+  assert.ok(apps.some((app) => app.pid === witnessPid), JSON.stringify(apps));
+  const launched = payload(await call("launch_app", { executable_path: "/bin/sleep", args: ["30"], activate: false }));
+  assert.equal(typeof launched.pid, "number");
+  process.kill(launched.pid, "SIGTERM");
+  ok("apps");
+
+  const snapshot = payload(await call("accessibility_snapshot", { window_id: windowId, max_elements: 50, max_depth: 32, deadline_ms: 8000 }));
+  assert.ok(snapshot.elements.some((e) => e.label === "Press me" && e.role === "button"), JSON.stringify(snapshot));
+  failed(await call("accessibility_snapshot", { window_id: "w-stale" }), "WINDOW_STALE");
+  assert.deepEqual(payload(await call("write_clipboard", { content: "from the ts sdk" })), { ok: true });
+  assert.equal(payload(await call("read_clipboard", {})).content, "from the ts sdk");
+  ok("accessibility_and_clipboard");
+
+  for (const [name, tool] of Object.entries(listed)) {
+    if (!COMPUTER_TOOLS.includes(name) && !name.endsWith("_clipboard")) continue;
+    const missed = Object.keys(tool.inputSchema.properties).filter((key) => !used.get(name)?.has(key));
+    assert.deepEqual(missed, [], `${name}: parameters never set`);
+  }
+  ok("every_parameter_was_set");
+  assert.equal(await session.close(), 0);
+}
+
+const SCENARIOS = { tools, budget, roots, signal, desktop };
 assert.ok(["stdio", "http"].includes(transportName), `unknown transport ${transportName}`);
 assert.ok(SCENARIOS[scenario], `unknown scenario ${scenario}`);
 await SCENARIOS[scenario]();

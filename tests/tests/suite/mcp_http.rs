@@ -15,7 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use e2e::display::Desktop;
 use e2e::platform::{WAIT, binary, fresh_dir, run_shim};
+use e2e::witness::Witness;
 use serde_json::Value;
 
 const NODE_VAR: &str = "MSGUIDE_TEST_MCP_NODE";
@@ -55,6 +57,11 @@ impl Place {
 
     /// Runs one scenario of the driver over `transport`; returns the checks it passed.
     fn drive(&self, transport: &str, scenario: &str) -> Vec<String> {
+        self.drive_with(transport, scenario, &[])
+    }
+
+    /// As `drive`, with more variables for the driver (a private desktop's).
+    fn drive_with(&self, transport: &str, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
         let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/sdk.mjs");
         let output = Command::new(node())
             .arg(driver)
@@ -63,6 +70,7 @@ impl Place {
             .env("MCP_HOME", self.home())
             .env("MCP_ROOT", self.root())
             .env("MCP_OUTSIDE", self.dir.join("outside"))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -197,6 +205,56 @@ fn the_typescript_sdks_roots_narrow_the_tools_over_stdio_and_http() {
             "JAIL_VIOLATION",
             Some("PATH_OUTSIDE_ALLOWED_ROOT")
         ));
+    }
+}
+
+/// Every desktop tool with every optional parameter, through the TypeScript SDK over both
+/// transports, on a private Xvfb desktop beside a GTK witness window (the Python suite checks
+/// what the window receives; here each call is served and its record is in the chain).
+#[test]
+fn the_typescript_sdk_calls_every_desktop_tool_over_stdio_and_http() {
+    let desktop = Desktop::with_size(1280, 720);
+    let title = "Witness TS";
+    let witness = Witness::start(&desktop, title);
+    for transport in ["stdio", "http"] {
+        let place = Place::new();
+        let mut env = desktop.env();
+        env.extend([
+            ("MCP_SCREEN_WIDTH", "1280".to_owned()),
+            ("MCP_SCREEN_HEIGHT", "720".to_owned()),
+            ("MCP_WITNESS_TITLE", title.to_owned()),
+            ("MCP_WITNESS_PID", witness.pid.to_string()),
+        ]);
+        assert_eq!(
+            place.drive_with(transport, "desktop", &env),
+            [
+                "windows",
+                "screenshot",
+                "input_action",
+                "apps",
+                "accessibility_and_clipboard",
+                "every_parameter_was_set"
+            ],
+            "{transport}"
+        );
+        let records = place.audit();
+        for op in [
+            "DISPLAY_INFO_REQUEST",
+            "WINDOW_LIST_REQUEST",
+            "WINDOW_FOCUS",
+            "SCREENSHOT_REQUEST",
+            "INPUT_ACTION",
+            "CURSOR_POSITION_REQUEST",
+            "APP_LIST_REQUEST",
+            "APP_LAUNCH",
+            "A11Y_SNAPSHOT_REQUEST",
+            "CLIPBOARD_WRITE",
+            "CLIPBOARD_READ",
+        ] {
+            assert!(has(&records, op, None), "{transport}: no {op} record");
+        }
+        assert!(has(&records, "INPUT_ACTION", Some("INPUT_OUT_OF_BOUNDS")));
+        assert!(has(&records, "A11Y_SNAPSHOT_REQUEST", Some("WINDOW_STALE")));
     }
 }
 
@@ -351,6 +409,9 @@ impl Served {
     }
 }
 
+/// A refused request: what it is, its headers, and the status and sentence it gets.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, u16, &'a str);
+
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"boundary-test","version":"1"}}}"#;
 
 /// The boundary in front of the SDK: no token and a wrong or malformed one are 401 with a
@@ -379,7 +440,7 @@ fn the_http_boundary_refuses_in_a_sentence_and_serves_the_right_request() {
     let bearer = format!("Bearer {token}");
     let local = [("Host", host.as_str()), ("Authorization", bearer.as_str())];
 
-    let cases: [(&str, Vec<(&str, &str)>, u16, &str); 6] = [
+    let cases: [Case<'_>; 6] = [
         (
             "no token",
             vec![("Host", host.as_str())],
