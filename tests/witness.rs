@@ -35,6 +35,16 @@ impl Witness {
 
     /// [`Witness::start`] asking to be placed at `at`.
     pub fn start_at(desktop: &Desktop, title: &str, at: [i64; 2]) -> Self {
+        Self::launch(desktop, title, at, &[])
+    }
+
+    /// [`Witness::start`] for the element tools: its entry is named "Your name" for
+    /// accessibility, and its button is relabelled "Pressed" once clicked.
+    pub fn start_for_elements(desktop: &Desktop, title: &str) -> Self {
+        Self::launch(desktop, title, [100, 100], &[("WITNESS_ELEMENTS", "1")])
+    }
+
+    fn launch(desktop: &Desktop, title: &str, at: [i64; 2], env: &[(&str, &str)]) -> Self {
         // Debian's own python3 has `gi`; a python3 earlier on PATH (pyenv) may not.
         let python = PathBuf::from("/usr/bin/python3");
         assert!(
@@ -48,6 +58,7 @@ impl Witness {
             .arg(script)
             .arg(title)
             .args(at.map(|v| v.to_string()))
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

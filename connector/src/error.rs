@@ -126,7 +126,7 @@ impl WireError for DesktopError {
     fn error_code(&self) -> ErrorCode {
         match self {
             Self::NotSupported { .. } => ErrorCode::FeatureNotSupported,
-            Self::WindowStale { .. } => ErrorCode::WindowStale,
+            Self::WindowStale { .. } | Self::ElementStale { .. } => ErrorCode::WindowStale,
             Self::OutOfBounds { .. } => ErrorCode::InputOutOfBounds,
             Self::Concealed { .. } => ErrorCode::ClipboardConcealed,
             Self::TooLarge { .. } => ErrorCode::FileTooLarge,

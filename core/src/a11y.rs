@@ -115,6 +115,11 @@ pub struct Element {
     pub bounds: ScreenRect,
     /// Its states.
     pub states: ElementStates,
+    /// Where it sits below the window: the index of each ancestor among its siblings, then its
+    /// own, so a later look at the same window finds the same node (empty where the backend
+    /// does not say).
+    #[serde(skip)]
+    pub path: Vec<u32>,
 }
 
 /// The elements of one window, in document order.
@@ -181,6 +186,29 @@ pub async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Snapshot,
     #[cfg(not(any(target_os = "linux", windows)))]
     {
         let _ = (target, budget);
+        Err(A11yError::Unsupported)
+    }
+}
+
+/// The element at `path` (an [`Element::path`] from an earlier snapshot) in `target`'s window
+/// as it is now, found within `deadline`; `Ok(None)` when no element a snapshot would keep is
+/// there any more.
+///
+/// # Errors
+/// [`A11yError`] when the service is unreachable or the window is not in it;
+/// [`A11yError::Unsupported`] where the backend keeps no paths (UI Automation, for now).
+pub async fn element_at(
+    target: &WindowTarget,
+    path: &[u32],
+    deadline: Duration,
+) -> Result<Option<Element>, A11yError> {
+    #[cfg(target_os = "linux")]
+    {
+        atspi::element_at(target, path, deadline).await
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (target, path, deadline);
         Err(A11yError::Unsupported)
     }
 }
@@ -256,12 +284,28 @@ impl Collector {
 
     /// Keeps a named element with an area; `false` once the element budget is spent (the
     /// element that did not fit marks the snapshot truncated).
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "the UI Automation walk keeps no path")
+    )]
     pub(crate) fn keep(
         &mut self,
         role: &str,
         label: &str,
         bounds: Option<ScreenRect>,
         states: ElementStates,
+    ) -> bool {
+        self.keep_at(role, label, bounds, states, Vec::new())
+    }
+
+    /// [`Collector::keep`] with the element's [`Element::path`].
+    pub(crate) fn keep_at(
+        &mut self,
+        role: &str,
+        label: &str,
+        bounds: Option<ScreenRect>,
+        states: ElementStates,
+        path: Vec<u32>,
     ) -> bool {
         let label = clean_label(label);
         let Some(bounds) = bounds else { return true };
@@ -277,6 +321,7 @@ impl Collector {
             label,
             bounds,
             states,
+            path,
         });
         true
     }

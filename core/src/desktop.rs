@@ -10,6 +10,7 @@
 pub mod action;
 pub mod apps;
 pub mod clipboard;
+pub mod elements;
 pub mod input;
 #[cfg(target_os = "linux")]
 pub mod portal;
@@ -239,6 +240,17 @@ pub enum DesktopError {
         /// The limit.
         per_minute: usize,
     },
+    /// An element id from an accessibility snapshot names no element any more: unknown, or
+    /// its window or the element itself changed since.
+    #[error(
+        "the element id {element_id} {reason}; take a new accessibility snapshot and use its ids"
+    )]
+    ElementStale {
+        /// The id as the caller sent it.
+        element_id: String,
+        /// What is wrong, in words (`is unknown`, `is stale: its window is gone`, ...).
+        reason: &'static str,
+    },
     /// The window system or a device failed.
     #[error("the desktop operation failed: {0}")]
     Failed(String),
@@ -259,7 +271,7 @@ impl DesktopError {
     pub const fn code(&self) -> &'static str {
         match self {
             Self::NotSupported { .. } => "FEATURE_NOT_SUPPORTED",
-            Self::WindowStale { .. } => "WINDOW_STALE",
+            Self::WindowStale { .. } | Self::ElementStale { .. } => "WINDOW_STALE",
             Self::OutOfBounds { .. } => "INPUT_OUT_OF_BOUNDS",
             Self::Concealed { .. } => "CLIPBOARD_CONCEALED",
             Self::TooLarge { .. } => "FILE_TOO_LARGE",
@@ -278,6 +290,9 @@ impl DesktopError {
             }
             Self::WindowStale { window_id } => {
                 json!({ "window_id": window_id, "hint": "re-list windows" })
+            }
+            Self::ElementStale { element_id, .. } => {
+                json!({ "element_id": element_id, "hint": "take a new accessibility snapshot" })
             }
             Self::OutOfBounds {
                 coordinate,
@@ -328,6 +343,8 @@ pub struct Desktop {
     screenshots: CommandLimiter,
     /// Window ids minted by the last listing.
     pub windows: windows::Registry,
+    /// Element ids minted by accessibility snapshots.
+    pub elements: elements::Store,
     /// The clipboard, `None` unless the operator enabled it.
     pub clipboard: Option<clipboard::Clipboard>,
 }
@@ -340,6 +357,7 @@ impl Desktop {
             turn: Arc::new(Semaphore::new(1)),
             screenshots: CommandLimiter::new(usize::MAX, SCREENSHOTS_PER_MINUTE),
             windows: windows::Registry::default(),
+            elements: elements::Store::default(),
             clipboard: clipboard.map(clipboard::Clipboard::new),
         }
     }

@@ -47,6 +47,8 @@ COMPUTER_TOOLS = [
     "list_apps",
     "launch_app",
     "accessibility_snapshot",
+    "click_element",
+    "type_into_element",
 ]
 OUTSIDE_ROOT = "PATH_OUTSIDE_ALLOWED_ROOT: path is outside the allowed root"
 MAX_FILE_SIZE = 4096

@@ -440,6 +440,8 @@ const COMPUTER_TOOLS = [
   "list_apps",
   "launch_app",
   "accessibility_snapshot",
+  "click_element",
+  "type_into_element",
 ];
 
 function pngSize(base64) {
@@ -516,8 +518,13 @@ async function desktop() {
   ok("apps");
 
   const snapshot = payload(await call("accessibility_snapshot", { window_id: windowId, max_elements: 50, max_depth: 32, deadline_ms: 8000 }));
-  assert.ok(snapshot.elements.some((e) => e.label === "Press me" && e.role === "button"), JSON.stringify(snapshot));
+  const button = snapshot.elements.find((e) => e.label === "Press me" && e.role === "button");
+  const entry = snapshot.elements.find((e) => e.label === "Your name");
+  assert.ok(button && entry, JSON.stringify(snapshot));
   failed(await call("accessibility_snapshot", { window_id: "w-stale" }), "WINDOW_STALE");
+  // Acting on a snapshot's ids: the click relabels the button, the entry keeps its id.
+  assert.deepEqual(payload(await call("click_element", { element_id: button.id })), { ok: true });
+  assert.deepEqual(payload(await call("type_into_element", { element_id: entry.id, text: "ts" })), { ok: true });
   assert.deepEqual(payload(await call("write_clipboard", { content: "from the ts sdk" })), { ok: true });
   assert.equal(payload(await call("read_clipboard", {})).content, "from the ts sdk");
   ok("accessibility_and_clipboard");

@@ -119,6 +119,10 @@ fn desktop_errors() -> Vec<DesktopError> {
         DesktopError::WindowStale {
             window_id: "w-1".to_owned(),
         },
+        DesktopError::ElementStale {
+            element_id: "e3".to_owned(),
+            reason: "is stale: its window is gone",
+        },
         DesktopError::OutOfBounds {
             coordinate: [-5, 9],
             displays: vec![(
@@ -150,7 +154,7 @@ fn desktop_errors() -> Vec<DesktopError> {
 const fn desktop_before(err: &DesktopError) -> &'static str {
     match err {
         DesktopError::NotSupported { .. } => "FEATURE_NOT_SUPPORTED",
-        DesktopError::WindowStale { .. } => "WINDOW_STALE",
+        DesktopError::WindowStale { .. } | DesktopError::ElementStale { .. } => "WINDOW_STALE",
         DesktopError::OutOfBounds { .. } => "INPUT_OUT_OF_BOUNDS",
         DesktopError::Concealed { .. } => "CLIPBOARD_CONCEALED",
         DesktopError::TooLarge { .. } => "FILE_TOO_LARGE",

@@ -18,6 +18,7 @@
 //! killed); a call also stops at its `notifications/cancelled`.
 
 mod budget;
+mod elements;
 mod http;
 mod results;
 mod roots;
@@ -669,7 +670,7 @@ mod tests {
         )
         .unwrap();
         assert!(both.is_empty(), "{both:?}");
-        let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, read_clipboard, write_clipboard";
+        let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, click_element, type_into_element, read_clipboard, write_clipboard";
         let unknown = powers(&["mcp", "--tools", "rm_rf"], "").unwrap_err();
         assert_eq!(
             unknown,

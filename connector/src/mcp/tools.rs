@@ -121,7 +121,7 @@ const FOCUSES: Hints = Hints {
 };
 
 /// Runs or drives something that can do anything the user can.
-const ACTS: Hints = Hints {
+pub(super) const ACTS: Hints = Hints {
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -179,7 +179,7 @@ impl Spec {
 
 /// A tool's input: deserialised from the arguments (schema check), then written back as
 /// the wire payload of `TYPE`, whose reply payload is `Output`.
-trait Input: DeserializeOwned + Serialize + JsonSchema + 'static {
+pub(super) trait Input: DeserializeOwned + Serialize + JsonSchema + 'static {
     const TYPE: MessageType;
     /// The reply's payload, the tool's `structuredContent`.
     type Output: JsonSchema;
@@ -192,7 +192,7 @@ trait Input: DeserializeOwned + Serialize + JsonSchema + 'static {
     }
 }
 
-fn spec<T: Input>(
+pub(super) fn spec<T: Input>(
     name: &'static str,
     title: &'static str,
     needs: Needs,
@@ -247,7 +247,7 @@ fn to_message<T: Input>(tool: &str, arguments: JsonObject) -> Converted {
 
 /// Every tool, in the order `tools/list` shows them.
 pub(super) fn catalogue() -> Vec<Spec> {
-    vec![
+    let mut tools = vec![
         spec::<ReadFile>("read_file", "Read a file", Needs::Files, READS, |l| {
             format!(
                 "Read a file inside the allowed root (paths are relative to it; `..`, absolute paths outside it and symlinks out are refused with PATH_OUTSIDE_ALLOWED_ROOT). Returns JSON {{content, encoding, size_bytes, truncated}}. Use encoding \"base64\" for binary files; offset/length read a byte range. An answer holds at most {} characters (and {} bytes): a longer file is cut, with truncated: true, next_offset and a note, so read on with offset = next_offset.",
@@ -376,7 +376,7 @@ pub(super) fn catalogue() -> Vec<Spec> {
             Needs::ComputerUse,
             READS,
             |_| {
-                "The accessibility tree of a window (by window_id from list_windows): each element's role, label, bounds and states, at most max_elements (1-500), max_depth (1-64), within deadline_ms (at most 10000). Password fields are never read.".to_owned()
+                "The accessibility tree of a window (by window_id from list_windows): each element's id (for click_element and type_into_element), role, label, box [x1, y1, x2, y2] in screen pixels (the space of input_action) and states, at most max_elements (1-500), max_depth (1-64), within deadline_ms (at most 10000). Password fields are never read.".to_owned()
             },
         ),
         spec::<ReadClipboard>(
@@ -403,7 +403,14 @@ pub(super) fn catalogue() -> Vec<Spec> {
                 )
             },
         ),
-    ]
+    ];
+    // The element tools follow the snapshot that gives their ids.
+    let after = tools
+        .iter()
+        .position(|tool| tool.name == "accessibility_snapshot")
+        .map_or(tools.len(), |at| at + 1);
+    tools.splice(after..after, super::elements::specs());
+    tools
 }
 
 /// A JSON Schema string enum of the wire's words, with the wire's default when it has one.

@@ -597,6 +597,10 @@ impl Payload for A11ySnapshotRequestPayload {
 /// One element of A11Y_SNAPSHOT_RESPONSE.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct A11yElement {
+    /// A short id (`e12`) for ELEMENT_ACTION, unique within the snapshot; a later snapshot
+    /// gives the same element the same id, and a changed one a new id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// Lower-case UI Automation control type name (`button`, `edit`, `text`, ...).
     pub role: String,
     /// The accessible name.
@@ -619,6 +623,41 @@ pub struct A11ySnapshotResponsePayload {
 }
 
 impl Payload for A11ySnapshotResponsePayload {}
+
+/// What ELEMENT_ACTION does to its element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementActionKind {
+    /// A left click at its centre.
+    Click,
+    /// A left click at its centre (to focus it), then `text` typed.
+    Type,
+}
+
+/// `ELEMENT_ACTION` (platform → shim), an additive 1.x extension needing the fine features
+/// `a11y.snapshot` and `input`: act on an element an A11Y_SNAPSHOT_RESPONSE named, at its
+/// centre as it is now, once its window and the element are checked to be the same.
+/// Answered with ACK, or WINDOW_STALE when the id is unknown or its window or element changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElementActionPayload {
+    /// An element's `id` from A11Y_SNAPSHOT_RESPONSE.
+    pub element_id: String,
+    /// What to do.
+    pub action: ElementActionKind,
+    /// The text for `type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl Payload for ElementActionPayload {
+    fn validate(&self) -> Result<(), Invalid> {
+        match (self.action, &self.text) {
+            (ElementActionKind::Type, None) => Err(Invalid::at("text", "type needs text")),
+            (ElementActionKind::Click, Some(_)) => Err(Invalid::at("text", "click takes no text")),
+            _ => Ok(()),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -17,9 +17,10 @@ use super::computer_use::{
     A11ySnapshotRequestPayload, A11ySnapshotResponsePayload, AppLaunchPayload,
     AppListRequestPayload, AppListResponsePayload, ClipboardReadPayload,
     ClipboardReadResponsePayload, ClipboardWritePayload, CursorPositionResponsePayload,
-    DisplayInfoResponsePayload, InputActionPayload, PermissionsCheckRequestPayload,
-    PermissionsCheckResponsePayload, ScreenshotRequestPayload, ScreenshotResponsePayload,
-    WindowFocusPayload, WindowListRequestPayload, WindowListResponsePayload,
+    DisplayInfoResponsePayload, ElementActionPayload, InputActionPayload,
+    PermissionsCheckRequestPayload, PermissionsCheckResponsePayload, ScreenshotRequestPayload,
+    ScreenshotResponsePayload, WindowFocusPayload, WindowListRequestPayload,
+    WindowListResponsePayload,
 };
 use super::control::{
     ActivateSessionPayload, AttachSessionPayload, DetachSessionPayload,
@@ -353,6 +354,9 @@ catalogue! {
     A11ySnapshotRequest = "A11Y_SNAPSHOT_REQUEST", A11ySnapshotRequestPayload, PlatformToShim, Some(Capability::ComputerUse);
     /// The elements, display-global boxes.
     A11ySnapshotResponse = "A11Y_SNAPSHOT_RESPONSE", A11ySnapshotResponsePayload, ShimToPlatform, Some(Capability::ComputerUse);
+    /// Additive 1.x extension (features `a11y.snapshot` and `input`): click or type into an
+    /// element of a snapshot, re-checked first; answered with ACK.
+    ElementAction = "ELEMENT_ACTION", ElementActionPayload, PlatformToShim, Some(Capability::ComputerUse);
 
     /// Design preview: ask the local user for recording consent.
     RequestRecordingConsent = "REQUEST_RECORDING_CONSENT", PreviewPayload, PlatformToShim, Some(Capability::Recording);
@@ -447,9 +451,11 @@ mod tests {
         "CLIPBOARD_WRITE",
         "PERMISSIONS_CHECK_REQUEST",
         "PERMISSIONS_CHECK_RESPONSE",
-        // Beyond PROTOCOL.md: the additive accessibility snapshot (docs/computer-use.md).
+        // Beyond PROTOCOL.md: the additive accessibility snapshot and element actions
+        // (docs/computer-use.md).
         "A11Y_SNAPSHOT_REQUEST",
         "A11Y_SNAPSHOT_RESPONSE",
+        "ELEMENT_ACTION",
         "REQUEST_RECORDING_CONSENT",
         "RECORDING_CONSENT_RESULT",
         "START_RECORDING",

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use base64::Engine as _;
-use local_core::a11y::{self, Budget, ScreenRect, WindowTarget};
+use local_core::a11y::{self, Budget};
 use local_core::desktop::input::{self, Action, Button, Chord, Modifier, ScrollDirection};
 use local_core::desktop::probe::{self, Permission, Probe, Session};
 use local_core::desktop::screen::{self, Display, Encoding};
 use local_core::desktop::screenshot::{ScreenshotRequest, Target};
 use local_core::desktop::windows::{self as desktop_windows, NativeWindow};
-use local_core::desktop::{Desktop, DesktopError, Rect, apps, clipboard};
+use local_core::desktop::{Desktop, DesktopError, Rect, apps, clipboard, elements};
 use serde_json::{Map, Value, json};
 
 use super::Host;
@@ -28,10 +28,10 @@ use crate::protocol::{
     self as wire, A11yElement, A11ySnapshotRequestPayload, A11ySnapshotResponsePayload, AckPayload,
     AppInfo, AppLaunchPayload, AppListResponsePayload, Capability, ClipboardFormat,
     ClipboardReadResponsePayload, CursorPositionResponsePayload, DisplayInfoResponsePayload,
-    ErrorCode, ImageFormat, InputActionKind, InputActionPayload, MAX_FRAME_BYTES, Message,
-    MonitorInfo, PermissionState, PermissionsCheckResponsePayload, ScreenshotMeta,
-    ScreenshotRequestPayload, ScreenshotResponsePayload, WindowInfo, WindowListRequestPayload,
-    WindowListResponsePayload,
+    ElementActionKind, ElementActionPayload, ErrorCode, ImageFormat, InputActionKind,
+    InputActionPayload, MAX_FRAME_BYTES, Message, MonitorInfo, PermissionState,
+    PermissionsCheckResponsePayload, ScreenshotMeta, ScreenshotRequestPayload,
+    ScreenshotResponsePayload, WindowInfo, WindowListRequestPayload, WindowListResponsePayload,
 };
 
 /// Most windows one listing returns.
@@ -40,6 +40,8 @@ const MAX_WINDOWS: usize = 500;
 const DEFAULT_HOLD: Duration = Duration::from_millis(100);
 /// Bytes of an envelope around the base64 image (fields, ids), kept free under the frame cap.
 const ENVELOPE_ALLOWANCE: usize = 4096;
+/// How long an ELEMENT_ACTION may look for its element again (a snapshot's default deadline).
+const RECHECK_DEADLINE: Duration = Duration::from_secs(2);
 
 /// The machine's computer use: its desktop state and what the last HELLO advertised.
 #[derive(Debug, Clone)]
@@ -72,6 +74,7 @@ impl Computer {
     /// At each HELLO (blocking): every window id dies and the desktop is probed afresh.
     pub(crate) fn hello(&self) -> Probe {
         self.desktop.windows.clear();
+        self.desktop.elements.clear();
         let probe = probe::probe(self.desktop.clipboard.is_some());
         *self.probe.lock().unwrap_or_else(PoisonError::into_inner) = Some(probe.clone());
         probe
@@ -113,6 +116,7 @@ pub(super) enum ComputerOp {
     },
     Permissions(Vec<String>),
     A11ySnapshot(A11ySnapshotRequestPayload),
+    ElementAction(ElementActionPayload),
 }
 
 impl Handler for ComputerOp {
@@ -140,6 +144,7 @@ impl Handler for ComputerOp {
             },
             Message::PermissionsCheckRequest(p) => Self::Permissions(p.permissions),
             Message::A11ySnapshotRequest(p) => Self::A11ySnapshot(p),
+            Message::ElementAction(p) => Self::ElementAction(p),
             other => return Err(other),
         })
     }
@@ -210,6 +215,7 @@ impl ComputerOp {
             Self::ClipboardWrite { .. } => vec!["clipboard.write"],
             Self::Permissions(_) => vec!["permissions.check"],
             Self::A11ySnapshot(_) => vec!["a11y.snapshot"],
+            Self::ElementAction(_) => vec!["a11y.snapshot", "input"],
         }
     }
 
@@ -293,6 +299,11 @@ impl ComputerOp {
                 details.insert("truncated".to_owned(), json!(snapshot.truncated));
                 Message::A11ySnapshotResponse(snapshot)
             }),
+            Self::ElementAction(p) => element_action(desktop, &p).map(|element| {
+                details.insert("coordinate".to_owned(), json!(element.at));
+                details.insert("role".to_owned(), json!(element.role));
+                Message::Ack(AckPayload::OK)
+            }),
         };
         capability::conclude(op, details, outcome)
     }
@@ -371,6 +382,19 @@ impl ComputerOp {
                 details([
                     ("window_id", json!(p.window_id)),
                     ("max_elements", json!(p.max_elements)),
+                ]),
+            ),
+            // As INPUT_ACTION's: the element's id and role and the point, never its name or
+            // the typed text.
+            Self::ElementAction(p) => (
+                "ELEMENT_ACTION",
+                details([
+                    ("element_id", json!(p.element_id)),
+                    ("action", json!(p.action)),
+                    (
+                        "text_length",
+                        json!(p.text.as_ref().map(|t| t.chars().count())),
+                    ),
                 ]),
             ),
         }
@@ -722,17 +746,7 @@ fn a11y_snapshot(
 ) -> Result<A11ySnapshotResponsePayload, DesktopError> {
     let live = desktop_windows::all()?;
     let window = desktop.windows.resolve(&p.window_id, &live)?;
-    let side = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
-    let target = WindowTarget {
-        title: window.title.clone(),
-        pid: window.pid,
-        bounds: ScreenRect::from_extents(
-            i32::try_from(window.bounds.x).unwrap_or(0),
-            i32::try_from(window.bounds.y).unwrap_or(0),
-            side(window.bounds.width),
-            side(window.bounds.height),
-        ),
-    };
+    let target = elements::target(&window);
     let defaults = Budget::default();
     let budget = Budget {
         max_elements: usize::try_from(p.max_elements).unwrap_or(defaults.max_elements),
@@ -744,11 +758,13 @@ fn a11y_snapshot(
     let snapshot = tokio::runtime::Handle::current()
         .block_on(a11y::snapshot(&target, budget))
         .map_err(|e| DesktopError::unsupported("a11y.snapshot", e.to_string()))?;
+    let ids = desktop.elements.mint(&window, &snapshot.elements);
     Ok(A11ySnapshotResponsePayload {
         elements: snapshot
             .elements
             .into_iter()
-            .map(|e| {
+            .zip(ids)
+            .map(|(e, id)| {
                 let rect = Rect {
                     x: i64::from(e.bounds.x),
                     y: i64::from(e.bounds.y),
@@ -770,6 +786,7 @@ fn a11y_snapshot(
                 .map(|(name, _)| name.to_owned())
                 .collect();
                 A11yElement {
+                    id: Some(id),
                     role: e.role,
                     label: e.label,
                     bounds: rect.corners(),
@@ -778,6 +795,46 @@ fn a11y_snapshot(
             })
             .collect(),
         truncated: snapshot.truncated,
+    })
+}
+
+/// Where an ELEMENT_ACTION acted, for its audit record.
+struct Acted {
+    at: [i64; 2],
+    role: String,
+}
+
+/// Finds the element again (same window, same role, name and place), then clicks its centre
+/// as it is now and, for `type`, types the text into what the click focused.
+fn element_action(desktop: &Desktop, p: &ElementActionPayload) -> Result<Acted, DesktopError> {
+    let live = desktop_windows::all()?;
+    // The lookup is async (D-Bus); this runs on a blocking thread, which may block on it.
+    let located = tokio::runtime::Handle::current().block_on(desktop.elements.locate(
+        &p.element_id,
+        &live,
+        RECHECK_DEADLINE,
+    ))?;
+    let (x, y) = located.element.bounds.centre();
+    let at = [i64::from(x), i64::from(y)];
+    let displays = screen::displays()?;
+    let click = Action::Click {
+        at,
+        button: Button::Left,
+        count: 1,
+        modifiers: Vec::new(),
+    };
+    input::perform(&click, &displays, desktop.clipboard.as_ref())?;
+    if let (ElementActionKind::Type, Some(text)) = (p.action, &p.text) {
+        let typing = Action::Type {
+            text: text.clone(),
+            paste: false,
+            preserve_clipboard: false,
+        };
+        input::perform(&typing, &displays, desktop.clipboard.as_ref())?;
+    }
+    Ok(Acted {
+        at,
+        role: located.element.role,
     })
 }
 

@@ -16,7 +16,8 @@ use atspi::{
 };
 
 use super::{
-    A11yError, Budget, Collector, ElementStates, ScreenRect, Snapshot, Visit, WindowTarget,
+    A11yError, Budget, Collector, Element, ElementStates, ScreenRect, Snapshot, Visit,
+    WindowTarget, clean_label,
 };
 
 /// How often the registry is asked again while a toolkit has not registered its window yet.
@@ -25,29 +26,12 @@ const REGISTRATION_POLL: Duration = Duration::from_millis(100);
 pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
     let started = Instant::now();
     let mut collector = Collector::new(budget, started);
-    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
-    atspi::connection::set_session_accessibility(true)
-        .await
-        .map_err(unavailable)?;
-    let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
+    let (connection, frame) = frame(target, collector.deadline()).await?;
     let bus = connection.connection();
-    // A fresh session starts the registry on demand, and it may not answer for a moment;
-    // a toolkit registers its window a second or so after the flag is set.
-    let frame = loop {
-        let failure = match find_frame(&connection, target).await {
-            Ok(Some(frame)) => break frame,
-            Ok(None) => A11yError::WindowNotFound,
-            Err(e) => e,
-        };
-        if Instant::now() + REGISTRATION_POLL >= collector.deadline() {
-            return Err(failure);
-        }
-        tokio::time::sleep(REGISTRATION_POLL).await;
-    };
 
     // Depth-first, document order: children are pushed in reverse.
-    let mut stack = vec![(frame, 0_usize)];
-    while let Some((node, depth)) = stack.pop() {
+    let mut stack = vec![(frame, 0_usize, Vec::new())];
+    while let Some((node, depth, path)) = stack.pop() {
         let Ok(proxy) = node.as_accessible_proxy(bus).await else {
             collector.lost_part();
             continue;
@@ -57,8 +41,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
             continue;
         };
         let password = role == Role::PasswordText;
-        let showing = states.contains(State::Showing) && states.contains(State::Visible);
-        match collector.visit(depth, password, showing) {
+        match collector.visit(depth, password, showing(states)) {
             Visit::Stop => break,
             Visit::SkipSubtree => continue,
             Visit::Enter => {}
@@ -68,14 +51,21 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
             let label = proxy.name().await.unwrap_or_default();
             if !label.trim().is_empty() {
                 let bounds = extents(&proxy).await;
-                if !collector.keep(uia_role(role), &label, bounds, element_states(states)) {
+                let states = element_states(states);
+                if !collector.keep_at(uia_role(role), &label, bounds, states, path.clone()) {
                     break;
                 }
             }
         }
         if collector.descends(depth) {
             match proxy.get_children().await {
-                Ok(children) => stack.extend(children.into_iter().rev().map(|c| (c, depth + 1))),
+                Ok(children) => stack.extend(children.into_iter().enumerate().rev().map(
+                    |(index, child)| {
+                        let mut below = path.clone();
+                        below.push(u32::try_from(index).unwrap_or(u32::MAX));
+                        (child, depth + 1, below)
+                    },
+                )),
                 Err(_) => collector.lost_part(),
             }
         }
@@ -84,6 +74,85 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
         }
     }
     Ok(collector.finish())
+}
+
+/// The accessibility bus and `target`'s frame, looked for until `deadline`: the session's
+/// accessibility flag is switched on first, a fresh session starts the registry on demand and
+/// it may not answer for a moment, and a toolkit registers its window a second or so after
+/// the flag is set.
+async fn frame(
+    target: &WindowTarget,
+    deadline: Instant,
+) -> Result<(AccessibilityConnection, atspi::ObjectRefOwned), A11yError> {
+    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
+    atspi::connection::set_session_accessibility(true)
+        .await
+        .map_err(unavailable)?;
+    let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
+    loop {
+        let failure = match find_frame(&connection, target).await {
+            Ok(Some(frame)) => return Ok((connection, frame)),
+            Ok(None) => A11yError::WindowNotFound,
+            Err(e) => e,
+        };
+        if Instant::now() + REGISTRATION_POLL >= deadline {
+            return Err(failure);
+        }
+        tokio::time::sleep(REGISTRATION_POLL).await;
+    }
+}
+
+/// The node at `path` below `target`'s frame as it is now, read as [`snapshot`] reads it;
+/// `None` when the path leads nowhere or to a node a snapshot would not keep (gone, hidden,
+/// a password field, unnamed, without an area).
+pub(super) async fn element_at(
+    target: &WindowTarget,
+    path: &[u32],
+    deadline: Duration,
+) -> Result<Option<Element>, A11yError> {
+    let (connection, mut node) = frame(target, Instant::now() + deadline).await?;
+    let bus = connection.connection();
+    let lost = |e: &dyn std::fmt::Display| A11yError::Unavailable(e.to_string());
+    for (depth, index) in path.iter().enumerate() {
+        let proxy = node.as_accessible_proxy(bus).await.map_err(|e| lost(&e))?;
+        // Every node on the way must be showing, as the walk that found it skipped hidden ones.
+        if depth > 0 && !showing(proxy.get_state().await.map_err(|e| lost(&e))?) {
+            return Ok(None);
+        }
+        let children = proxy.get_children().await.map_err(|e| lost(&e))?;
+        let Some(child) = usize::try_from(*index)
+            .ok()
+            .and_then(|i| children.into_iter().nth(i))
+        else {
+            return Ok(None);
+        };
+        node = child;
+    }
+    let Ok(proxy) = node.as_accessible_proxy(bus).await else {
+        return Ok(None);
+    };
+    let (Ok(role), Ok(states)) = (proxy.get_role().await, proxy.get_state().await) else {
+        return Ok(None);
+    };
+    if role == Role::PasswordText || !showing(states) {
+        return Ok(None);
+    }
+    let label = clean_label(&proxy.name().await.unwrap_or_default());
+    let Some(bounds) = extents(&proxy).await.filter(|_| !label.is_empty()) else {
+        return Ok(None);
+    };
+    Ok(Some(Element {
+        role: uia_role(role).to_owned(),
+        label,
+        bounds,
+        states: element_states(states),
+        path: path.to_vec(),
+    }))
+}
+
+/// Whether a node is on screen for the user: showing and visible.
+fn showing(states: StateSet) -> bool {
+    states.contains(State::Showing) && states.contains(State::Visible)
 }
 
 /// The top-level accessible of `target`. AccessKit leaves a frame's name empty, so a frame

@@ -30,15 +30,15 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
 }
 
 /// What must still hold for an id to name the same window.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Fingerprint {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Fingerprint {
     id: u32,
     pid: Option<u32>,
     app_name: String,
 }
 
 impl Fingerprint {
-    fn of(window: &NativeWindow) -> Self {
+    pub(crate) fn of(window: &NativeWindow) -> Self {
         Self {
             id: window.id,
             pid: window.pid,

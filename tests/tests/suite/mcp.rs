@@ -54,12 +54,12 @@ fn inspector() -> PathBuf {
 }
 
 /// A home, an allowed root and a folder outside it holding `secret.txt`, removed on drop.
-struct Place {
+pub(super) struct Place {
     dir: PathBuf,
 }
 
 impl Place {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = fresh_dir("mcp");
         for sub in ["home", "root", "outside"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
@@ -68,17 +68,17 @@ impl Place {
         Self { dir }
     }
 
-    fn home(&self) -> PathBuf {
+    pub(super) fn home(&self) -> PathBuf {
         self.dir.join("home")
     }
 
     /// Runs one scenario of the driver; returns the names of the checks it passed.
-    fn drive(&self, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
+    pub(super) fn drive(&self, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
         drive_in(&self.dir, scenario, env)
     }
 
     /// `audit verify` passes; the records, each checked to be the MCP face's.
-    fn audit(&self) -> Vec<Value> {
+    pub(super) fn audit(&self) -> Vec<Value> {
         let (code, out, err) = run_shim(&self.home(), &["audit", "verify"]);
         assert_eq!(code, Some(0), "audit verify: {out}{err}");
         let records = audit_of(&self.home());
@@ -99,9 +99,12 @@ impl Drop for Place {
 
 /// Runs one scenario of the driver in the place at `dir`; returns the checks it passed.
 fn drive_in(dir: &Path, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
+    // A scenario of its own file (`elements`) runs that file; the others are driver.py's.
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("mcp/{scenario}.py"));
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/driver.py");
+    let script = if own.is_file() { own } else { driver };
     let output = Command::new(python())
-        .arg(driver)
+        .arg(script)
         .arg(scenario)
         .env("MCP_SHIM", binary("autogpt-shim"))
         .env("MCP_HOME", dir.join("home"))
@@ -123,7 +126,7 @@ fn drive_in(dir: &Path, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
         .collect()
 }
 
-fn has(records: &[Value], op: &str, code: Option<&str>) -> bool {
+pub(super) fn has(records: &[Value], op: &str, code: Option<&str>) -> bool {
     records.iter().any(|r| {
         r["op"] == op
             && match code {
@@ -207,7 +210,7 @@ fn only_mcps_own_switches_offer_the_shell_and_tool_lists_narrow() {
         "autogpt-shim: --tools names run_command, which needs --enable-shell: add that switch (or set it in the config file's [mcp] section), or leave the name out"
     );
     // A name that is no tool (a typo) refuses start-up with the names there are.
-    let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, read_clipboard, write_clipboard";
+    let every = "read_file, write_file, stat, list_directory, delete, move, run_command, screenshot, input_action, cursor_position, display_info, list_windows, focus_window, list_apps, launch_app, accessibility_snapshot, click_element, type_into_element, read_clipboard, write_clipboard";
     for (list, names) in [
         ("--tools", "stat,read_flie"),
         ("--exclude-tools", "delete,read_flie"),
@@ -297,7 +300,7 @@ fn the_inspector_cli_finds_portable_schemas_and_fills_in_every_type() {
     );
     let listed: Value = serde_json::from_str(&out).unwrap();
     let tools = listed["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 18, "{listed}");
+    assert_eq!(tools.len(), 20, "{listed}");
     for tool in tools {
         let hints = &tool["annotations"];
         for hint in [
@@ -482,7 +485,7 @@ fn closing_stdin_ends_the_server_and_its_running_command() {
 }
 
 /// The private desktop's variables and its screen size, for the driver.
-fn desktop_env(desktop: &Desktop) -> Vec<(&'static str, String)> {
+pub(super) fn desktop_env(desktop: &Desktop) -> Vec<(&'static str, String)> {
     let mut env = desktop.env();
     env.extend([
         ("MCP_SCREEN_WIDTH", "1280".to_owned()),

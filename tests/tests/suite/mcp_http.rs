@@ -248,6 +248,7 @@ fn the_typescript_sdk_calls_every_desktop_tool_over_stdio_and_http() {
             "APP_LIST_REQUEST",
             "APP_LAUNCH",
             "A11Y_SNAPSHOT_REQUEST",
+            "ELEMENT_ACTION",
             "CLIPBOARD_WRITE",
             "CLIPBOARD_READ",
         ] {

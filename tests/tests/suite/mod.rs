@@ -58,6 +58,9 @@ mod llm_client;
 // Process groups, /proc and a Python venv (scripts/mcp-env).
 #[cfg(target_os = "linux")]
 mod mcp;
+// The MCP element tools on Xvfb with AT-SPI (scripts/mcp-env).
+#[cfg(target_os = "linux")]
+mod mcp_elements;
 // Signals, mode bits, /proc and Node.js with the TypeScript SDK (scripts/inspector-env).
 #[cfg(target_os = "linux")]
 mod mcp_http;

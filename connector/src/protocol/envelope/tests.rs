@@ -511,6 +511,26 @@ fn malformed_control_and_computer_use_payloads_get_their_specific_codes() {
             GENERIC,
             Some("deadline_ms"),
         ),
+        // ELEMENT_ACTION: the text belongs to `type` alone.
+        ("ELEMENT_ACTION", json!({"action": "click"}), GENERIC, None),
+        (
+            "ELEMENT_ACTION",
+            json!({"element_id": "e1", "action": "type"}),
+            GENERIC,
+            Some("text"),
+        ),
+        (
+            "ELEMENT_ACTION",
+            json!({"element_id": "e1", "action": "click", "text": "x"}),
+            GENERIC,
+            Some("text"),
+        ),
+        (
+            "ELEMENT_ACTION",
+            json!({"element_id": "e1", "action": "drag"}),
+            GENERIC,
+            Some("action"),
+        ),
         // The clipboard: a format no shim offers.
         (
             "CLIPBOARD_READ",
