@@ -215,7 +215,7 @@ fn the_typescript_sdks_roots_narrow_the_tools_over_stdio_and_http() {
 fn the_typescript_sdk_calls_every_desktop_tool_over_stdio_and_http() {
     let desktop = Desktop::with_size(1280, 720);
     let title = "Witness TS";
-    let witness = Witness::start(&desktop, title);
+    let witness = Witness::start_for_elements(&desktop, title);
     for transport in ["stdio", "http"] {
         let place = Place::new();
         let mut env = desktop.env();
