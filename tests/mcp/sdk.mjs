@@ -80,6 +80,8 @@ async function connect(switches, { extraEnv = {}, capabilities = {}, stderrTo } 
     env: serverEnv(extraEnv),
     stdio: ["ignore", "pipe", "pipe"],
   });
+  // A failed check ends the driver at once: the server it started goes with it.
+  process.on("exit", () => server.exitCode === null && server.signalCode === null && server.kill("SIGKILL"));
   const logged = [];
   server.stderr.on("data", (chunk) => logged.push(chunk));
   let printed = "";
