@@ -22,7 +22,8 @@ use axum::{
     response::Response,
 };
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use local_core::secret::{LocalToken, is_b64token};
+pub use local_core::secret::BearerFault;
+use local_core::secret::LocalToken;
 use tokio::sync::Semaphore;
 
 use crate::error::detail;
@@ -82,22 +83,6 @@ fn is_loopback_peer(request: &Request) -> bool {
         .is_none_or(|ConnectInfo(peer)| local_core::loopback::is_loopback_peer(peer.ip()))
 }
 
-/// The host name of a `Host` value, parsed like a URL authority: userinfo dropped, brackets
-/// kept for IPv6, port ignored, lower-cased.
-fn host_name(value: &str) -> Option<String> {
-    let authority = value.rsplit_once('@').map_or(value, |(_, rest)| rest);
-    let host = if let Some(rest) = authority.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']')?;
-        if !(after.is_empty() || after.starts_with(':')) {
-            return None;
-        }
-        inside
-    } else {
-        authority.split(':').next().unwrap_or_default()
-    };
-    Some(host.to_ascii_lowercase())
-}
-
 fn has_local_host(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(HOST).iter();
     let (Some(value), None) = (values.next(), values.next()) else {
@@ -105,68 +90,40 @@ fn has_local_host(headers: &HeaderMap) -> bool {
     };
     value
         .to_str()
-        .ok()
-        .and_then(host_name)
-        .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1"))
+        .is_ok_and(local_core::loopback::is_local_authority)
 }
 
 fn is_protected(path: &str) -> bool {
     path == "/v1" || path.starts_with("/v1/") || path.starts_with("/admin/")
 }
 
-/// Why a protected request's bearer was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BearerFault {
-    /// No `Authorization` header.
-    Missing,
-    /// Not exactly one header of the form `Bearer <b64token>`.
-    Malformed,
-    /// Well-formed, but not the configured token.
-    Wrong,
-}
-
-impl BearerFault {
-    /// The `WWW-Authenticate` challenge (RFC 6750): what was wrong and what to send instead.
-    /// It never quotes the presented value.
-    #[must_use]
-    pub const fn challenge(self) -> &'static str {
-        match self {
-            // RFC 6750 3.1: a request without credentials gets no error code.
-            Self::Missing => {
-                "Bearer realm=\"msguide\", error_description=\"No bearer token was sent; send Authorization: Bearer followed by the token in MSGUIDE_LOCAL_TOKEN\""
-            }
-            Self::Malformed => {
-                "Bearer realm=\"msguide\", error=\"invalid_request\", error_description=\"The Authorization header is malformed; send exactly one header of the form Bearer <token>\""
-            }
-            Self::Wrong => {
-                "Bearer realm=\"msguide\", error=\"invalid_token\", error_description=\"The bearer token is not the one this service was started with; use the current MSGUIDE_LOCAL_TOKEN\""
-            }
+/// The `WWW-Authenticate` challenge (RFC 6750) of a refused bearer: what was wrong and what
+/// to send instead. It never quotes the presented value.
+#[must_use]
+pub const fn challenge(fault: BearerFault) -> &'static str {
+    match fault {
+        // RFC 6750 3.1: a request without credentials gets no error code.
+        BearerFault::Missing => {
+            "Bearer realm=\"msguide\", error_description=\"No bearer token was sent; send Authorization: Bearer followed by the token in MSGUIDE_LOCAL_TOKEN\""
+        }
+        BearerFault::Malformed => {
+            "Bearer realm=\"msguide\", error=\"invalid_request\", error_description=\"The Authorization header is malformed; send exactly one header of the form Bearer <token>\""
+        }
+        BearerFault::Wrong => {
+            "Bearer realm=\"msguide\", error=\"invalid_token\", error_description=\"The bearer token is not the one this service was started with; use the current MSGUIDE_LOCAL_TOKEN\""
         }
     }
 }
 
 /// Exactly one header of scheme `Bearer` (any case), one space, a b64token, equal to ours.
 fn check_bearer(headers: &HeaderMap, token: &LocalToken) -> Result<(), BearerFault> {
-    let mut values = headers.get_all(AUTHORIZATION).iter();
-    let value = match (values.next(), values.next()) {
-        (None, _) => return Err(BearerFault::Missing),
-        (Some(value), None) => value,
-        (Some(_), Some(_)) => return Err(BearerFault::Malformed),
-    };
-    let Ok(value) = value.to_str() else {
-        return Err(BearerFault::Malformed);
-    };
-    let Some((scheme, presented)) = value.split_once(' ') else {
-        return Err(BearerFault::Malformed);
-    };
-    if !scheme.eq_ignore_ascii_case("bearer") || !is_b64token(presented) {
-        return Err(BearerFault::Malformed);
-    }
-    if token.matches(presented) {
-        Ok(())
-    } else {
-        Err(BearerFault::Wrong)
-    }
+    local_core::secret::check_bearer(
+        headers
+            .get_all(AUTHORIZATION)
+            .iter()
+            .map(HeaderValue::as_bytes),
+        token,
+    )
 }
 
 enum LengthCheck {
@@ -219,10 +176,9 @@ pub async fn enforce(
         };
         if let Err(fault) = check_bearer(request.headers(), token) {
             let mut response = detail(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
-            response.headers_mut().insert(
-                WWW_AUTHENTICATE,
-                HeaderValue::from_static(fault.challenge()),
-            );
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge(fault)));
             return response;
         }
     }
@@ -293,41 +249,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_names_follow_url_authority_parsing() {
-        for ok in [
-            "localhost",
-            "localhost:8765",
-            "LOCALHOST",
-            "[::1]:8765",
-            "[::1]",
-            "localhost:99999",
-            "user@localhost",
-            "127.0.0.1:1",
-        ] {
-            let host = host_name(ok).unwrap();
-            assert!(
-                matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1"),
-                "{ok}"
-            );
-        }
-        for bad in [
-            "localhost.",
-            "127.0.0.2",
-            "127.0.0.1.",
-            "::1",
-            "evil.invalid",
-            "[::1]x",
-            "",
-        ] {
-            assert!(
-                host_name(bad)
-                    .is_none_or(|h| !matches!(h.as_str(), "localhost" | "127.0.0.1" | "::1")),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
     fn protected_prefixes() {
         for p in ["/v1", "/v1/", "/v1/sessions", "/admin/audit-log", "/admin/"] {
             assert!(is_protected(p), "{p}");
@@ -380,8 +301,8 @@ mod tests {
             BearerFault::Malformed,
             BearerFault::Wrong,
         ] {
-            assert!(HeaderValue::from_str(fault.challenge()).is_ok());
-            assert!(fault.challenge().starts_with("Bearer "));
+            assert!(HeaderValue::from_str(challenge(fault)).is_ok());
+            assert!(challenge(fault).starts_with("Bearer "));
         }
     }
 }

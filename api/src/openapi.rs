@@ -20,6 +20,7 @@ use utoipa::{
 use crate::boundary::{
     AUTH_NOT_CONFIGURED, BODY_INCOMPLETE, BODY_TIMED_OUT, BODY_TOO_LARGE, BearerFault,
     INVALID_CONTENT_LENGTH, LOCAL_HOST_REQUIRED, LOOPBACK_REQUIRED, ORIGIN_REFUSED, UNAUTHORIZED,
+    challenge,
 };
 
 /// Declares the launcher's bearer token as the `bearer` security scheme.
@@ -124,7 +125,7 @@ fn bearer_responses() -> Vec<(&'static str, &'static str, Response)> {
             "RFC 6750 challenge; its error_description says whether the token was missing, \
              malformed or wrong (the presented value is never echoed)",
         ))
-        .example(Some(BearerFault::Wrong.challenge().into()))
+        .example(Some(challenge(BearerFault::Wrong).into()))
         .build();
     let unauthorized = ResponseBuilder::new()
         .description(

@@ -247,6 +247,14 @@ pub struct McpArgs {
     /// 64).
     #[arg(long, value_name = "PIXELS", default_value_t = DEFAULT_MAX_IMAGE_EDGE, value_parser = max_image_edge)]
     pub max_image_edge: u32,
+    /// Serve MCP's Streamable HTTP transport on 127.0.0.1 instead of stdio, at PORT (8766
+    /// when no port is given; 0 picks a free one); clients send the bearer token it prints.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "8766")]
+    pub http: Option<u16>,
+    /// With --http, the bearer token is the one in this file (readable only by you) instead of
+    /// a new one printed at start.
+    #[arg(long, value_name = "PATH")]
+    pub http_token_file: Option<PathBuf>,
 }
 
 /// `mcp --max-answer-chars` when not given: the most characters of text one tool answer has.

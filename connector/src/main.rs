@@ -76,7 +76,7 @@ fn init_tracing(level: &str) {
     // low levels are how tokens leak into logs. The MCP SDK logs whole requests (file content)
     // below error, and its warnings quote the JSON-RPC errors, so it says only errors.
     let filter = tracing_subscriber::EnvFilter::new(format!(
-        "{level},tungstenite=warn,tokio_tungstenite=warn,rustls=warn,rmcp=error"
+        "{level},tungstenite=warn,tokio_tungstenite=warn,rustls=warn,hyper=warn,hyper_util=warn,rmcp=error"
     ));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -1,5 +1,6 @@
-//! What counts as this machine, decided once: the API's bind address and peer check, the
-//! desktop client's API URL, the model URL rule and the connector's doctor all ask here.
+//! What counts as this machine, decided once: the API's bind address, peer and `Host` checks,
+//! the MCP face's HTTP listener, the desktop client's API URL, the model URL rule and the
+//! connector's doctor all ask here.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -37,6 +38,31 @@ pub fn is_loopback_peer(ip: IpAddr) -> bool {
     }
 }
 
+/// Whether a `Host` value (an authority, parsed as a URL's: userinfo dropped, brackets kept for
+/// IPv6, port ignored, any case) names this machine by one of the three names a local client
+/// uses: `localhost`, `127.0.0.1` or `::1`. Any other name is refused even when it resolves
+/// here, since a web page can point a name of its own at 127.0.0.1 (DNS rebinding).
+#[must_use]
+pub fn is_local_authority(value: &str) -> bool {
+    authority_host(value)
+        .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1"))
+}
+
+/// The host name of an authority, lower-cased (see [`is_local_authority`]).
+fn authority_host(value: &str) -> Option<String> {
+    let authority = value.rsplit_once('@').map_or(value, |(_, rest)| rest);
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        if !(after.is_empty() || after.starts_with(':')) {
+            return None;
+        }
+        inside
+    } else {
+        authority.split(':').next().unwrap_or_default()
+    };
+    Some(host.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +96,34 @@ mod tests {
             "0.0.0.0",
         ] {
             assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn host_authorities_follow_url_authority_parsing() {
+        for ok in [
+            "localhost",
+            "localhost:8765",
+            "LOCALHOST",
+            "[::1]:8765",
+            "[::1]",
+            "localhost:99999",
+            "user@localhost",
+            "127.0.0.1:1",
+        ] {
+            assert!(is_local_authority(ok), "{ok}");
+        }
+        for bad in [
+            "localhost.",
+            "127.0.0.2",
+            "127.0.0.1.",
+            "::1",
+            "evil.invalid",
+            "evil.invalid:80",
+            "[::1]x",
+            "",
+        ] {
+            assert!(!is_local_authority(bad), "{bad}");
         }
     }
 

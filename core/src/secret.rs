@@ -1,5 +1,6 @@
 //! Secrets: the one redacting wrapper every token and key type is built on ([`Redacted`]),
-//! bearer token shapes, and constant-time comparison.
+//! bearer token shapes and the bearer rule every loopback listener applies, and constant-time
+//! comparison.
 
 use subtle::ConstantTimeEq;
 
@@ -96,6 +97,49 @@ impl LocalToken {
     }
 }
 
+/// Why a presented bearer was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BearerFault {
+    /// No `Authorization` value.
+    Missing,
+    /// Not exactly one value of the form `Bearer <b64token>`.
+    Malformed,
+    /// Well-formed, but not the expected token.
+    Wrong,
+}
+
+/// The bearer rule (RFC 6750): exactly one `Authorization` value, of scheme `Bearer` (any
+/// case), one space and a b64token equal to `token`, compared in constant time. `values` are
+/// the request's `Authorization` header values, as bytes.
+///
+/// # Errors
+/// The [`BearerFault`]; it never holds the presented value.
+pub fn check_bearer<'a>(
+    values: impl IntoIterator<Item = &'a [u8]>,
+    token: &LocalToken,
+) -> Result<(), BearerFault> {
+    let mut values = values.into_iter();
+    let value = match (values.next(), values.next()) {
+        (None, _) => return Err(BearerFault::Missing),
+        (Some(value), None) => value,
+        (Some(_), Some(_)) => return Err(BearerFault::Malformed),
+    };
+    let Ok(value) = std::str::from_utf8(value) else {
+        return Err(BearerFault::Malformed);
+    };
+    let Some((scheme, presented)) = value.split_once(' ') else {
+        return Err(BearerFault::Malformed);
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") || !is_b64token(presented) {
+        return Err(BearerFault::Malformed);
+    }
+    if token.matches(presented) {
+        Ok(())
+    } else {
+        Err(BearerFault::Wrong)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +171,38 @@ mod tests {
         assert!(!format!("{token:?}").contains("private"));
         assert!(LocalToken::from_configured(Some("bad token")).is_none());
         assert!(LocalToken::from_configured(Some("")).is_none());
+    }
+
+    #[test]
+    fn bearer_rules() {
+        let token = LocalToken::from_configured(Some("good")).unwrap();
+        let check = |values: &[&str]| check_bearer(values.iter().map(|v| v.as_bytes()), &token);
+        assert_eq!(check(&["Bearer good"]), Ok(()));
+        assert_eq!(check(&["bEaReR good"]), Ok(()));
+        for bad in [
+            "",
+            "Bearer",
+            "Bearer ",
+            "Basic good",
+            "Bearer a b",
+            "Bearer\tgood",
+            "Bearer  good",
+            "Bearer good ",
+            "Bearer g\u{e9}od",
+        ] {
+            assert_eq!(check(&[bad]), Err(BearerFault::Malformed), "{bad:?}");
+        }
+        assert_eq!(
+            check_bearer([b"Bearer \xff".as_slice()], &token),
+            Err(BearerFault::Malformed)
+        );
+        assert_eq!(check(&["Bearer wrong"]), Err(BearerFault::Wrong));
+        assert_eq!(check(&["Bearer goo"]), Err(BearerFault::Wrong));
+        assert_eq!(
+            check(&["Bearer good", "Bearer good"]),
+            Err(BearerFault::Malformed)
+        );
+        assert_eq!(check(&[]), Err(BearerFault::Missing));
     }
 
     #[test]

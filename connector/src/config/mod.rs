@@ -221,6 +221,8 @@ pub struct McpSection {
     pub tools: Option<Vec<String>>,
     /// Never offer these tools.
     pub exclude_tools: Vec<String>,
+    /// `mcp --http`'s bearer token: the one in this file, not a new one each start.
+    pub http_token_file: Option<PathBuf>,
 }
 
 impl ShimConfig {
@@ -441,7 +443,7 @@ pub enum ConfigError {
         message: String,
     },
     /// The `[mcp]` section is not a table of its known keys.
-    #[error("the [mcp] section of the config file {} must hold only enable_shell, enable_computer_use, enable_clipboard and enable_clipboard_read_foreign (true or false) and tools and exclude_tools (lists of tool names): fix it as docs/mcp.md shows", path.display())]
+    #[error("the [mcp] section of the config file {} must hold only enable_shell, enable_computer_use, enable_clipboard and enable_clipboard_read_foreign (true or false), tools and exclude_tools (lists of tool names) and http_token_file (a path): fix it as docs/mcp.md shows", path.display())]
     McpSection {
         /// The file.
         path: PathBuf,

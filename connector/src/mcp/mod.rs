@@ -1,5 +1,6 @@
 //! `autogpt-shim mcp`: the connector's capabilities served to a local MCP client (a desktop
-//! chat app, a coding agent) over stdin/stdout, on the official SDK (`rmcp`).
+//! chat app, a coding agent) over stdin/stdout, or with `--http` over Streamable HTTP on
+//! 127.0.0.1 (`http.rs`), on the official SDK (`rmcp`).
 //!
 //! A third thin face: every tool call becomes the wire message the platform would send
 //! (`tools.rs`) and goes through the same capability path as a WebSocket request
@@ -18,6 +19,7 @@
 
 mod budget;
 mod elements;
+mod http;
 mod results;
 mod roots;
 mod schema;
@@ -113,6 +115,8 @@ struct Prepared {
     warnings: Vec<String>,
     /// For the operator at INFO: daemon switches that do not apply here.
     notices: Vec<String>,
+    /// `--http`: the socket and token to serve on instead of stdio.
+    http: Option<http::Listener>,
 }
 
 /// The configuration (as `start` loads it), the jail, the audit chain (SHIM_START written)
@@ -142,6 +146,7 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
             root.display()
         ))
     })?;
+    let http = listen(cli, &settings).map_err(preflight)?;
     let sandbox = daemon::shell_sandbox(&settings, inputs.sandbox_support.as_ref())?;
     let machine_id = settings
         .machine_id
@@ -199,7 +204,27 @@ fn prepare(cli: &Cli, env: &impl Env) -> Result<Prepared, Refusal> {
         log_level,
         warnings,
         notices,
+        http,
     })
+}
+
+/// `--http [PORT]`: the socket bound and the token read (or made) before anything is written,
+/// so a port in use or a bad token file refuses start-up; `None` serves stdio.
+fn listen(cli: &Cli, settings: &ShimConfig) -> Result<Option<http::Listener>, String> {
+    let Command::Mcp(args) = &cli.command else {
+        return Ok(None);
+    };
+    let Some(port) = args.http else {
+        if args.http_token_file.is_some() {
+            return Err("--http-token-file is the token of --http: add --http [PORT], or leave it out to serve stdio".to_owned());
+        }
+        return Ok(None);
+    };
+    let token_file = args
+        .http_token_file
+        .as_deref()
+        .or(settings.mcp.http_token_file.as_deref());
+    http::open(port, token_file).map(Some)
 }
 
 /// What `mcp` may offer: its own switches or the config file's `[mcp]` section, never the
@@ -337,6 +362,7 @@ async fn run(prepared: Prepared) -> u8 {
         max_concurrent,
         warnings,
         notices,
+        http: listener,
         ..
     } = prepared;
     for warning in &warnings {
@@ -371,38 +397,49 @@ async fn run(prepared: Prepared) -> u8 {
     tracing::info!(
         allowed_root = %host.jail.root().display(),
         tools = listed.len(),
-        "serving MCP on stdio"
+        transport = if listener.is_some() { "Streamable HTTP" } else { "stdio" },
+        "serving MCP"
     );
     let (shutdown, stopping) = watch::channel(false);
     let (calls, mut calls_done) = mpsc::channel::<()>(1);
-    let server = Server(Arc::new(Inner {
-        roots: Arc::new(Roots::new(Arc::clone(&host.jail))),
+    let server = Server::new(Arc::new(Inner {
         host: host.clone(),
         limits,
         shell_limits,
         tools,
         listed,
         stopping,
-        calls,
+        calls: calls.downgrade(),
         in_flight: Semaphore::new(usize::try_from(max_concurrent.get()).unwrap_or(usize::MAX)),
         max_concurrent,
         max_answer_chars: described.max_answer_chars,
     }));
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let transport = stdio::Stdio::new(stdin, stdout, stdio::MAX_LINE_BYTES);
-    let reason = match server.serve(transport).await {
-        Ok(service) => tokio::select! {
-            _ = service.waiting() => "stdin_closed",
-            () = local_core::signals::stop_requested() => "signal",
-        },
-        Err(err) => {
-            tracing::warn!(error = %err, "the MCP client did not initialise");
-            "initialize_failed"
+    let reason = if let Some(listener) = listener {
+        // Running calls stop at the signal, before the connections waiting on them drain.
+        let stop = async {
+            local_core::signals::stop_requested().await;
+            let _ = shutdown.send(true);
+        };
+        http::serve(listener, &server, stop).await;
+        "signal"
+    } else {
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let transport = stdio::Stdio::new(stdin, stdout, stdio::MAX_LINE_BYTES);
+        match server.serve(transport).await {
+            Ok(service) => tokio::select! {
+                _ = service.waiting() => "stdin_closed",
+                () = local_core::signals::stop_requested() => "signal",
+            },
+            Err(err) => {
+                tracing::warn!(error = %err, "the MCP client did not initialise");
+                "initialize_failed"
+            }
         }
     };
     // Every call still running stops now (a command's process tree is killed), and each
     // holds a sender until it has: the channel closes once the last one is gone.
     let _ = shutdown.send(true);
+    drop(calls);
     let _ = calls_done.recv().await;
     host.audit
         .record_async(
@@ -413,14 +450,30 @@ async fn run(prepared: Prepared) -> u8 {
     0
 }
 
-/// The MCP server: the handler the SDK calls for every request.
+/// The MCP server: the handler the SDK calls for every request of one client.
 #[derive(Clone)]
-struct Server(Arc<Inner>);
-
-struct Inner {
-    host: Host,
+struct Server {
+    inner: Arc<Inner>,
     /// The client's MCP roots, which narrow the file tools within the allowed root.
     roots: Arc<Roots>,
+}
+
+impl Server {
+    fn new(inner: Arc<Inner>) -> Self {
+        let roots = Arc::new(Roots::new(Arc::clone(&inner.host.jail)));
+        Self { inner, roots }
+    }
+
+    /// The handler of another client (an HTTP session): the same host, tools and limits, and
+    /// roots of its own.
+    fn for_client(&self) -> Self {
+        Self::new(Arc::clone(&self.inner))
+    }
+}
+
+/// What every client of one server shares.
+struct Inner {
+    host: Host,
     limits: FileLimits,
     shell_limits: ShellLimits,
     /// The tools offered, for calls.
@@ -430,7 +483,9 @@ struct Inner {
     /// Becomes true when the server stops: every running call stops with it.
     stopping: watch::Receiver<bool>,
     /// Held by every running call (see `run`).
-    calls: mpsc::Sender<()>,
+    /// Weak, so that handlers an HTTP session or connection still holds do not keep `run`
+    /// waiting: once `run` lets go of its sender, only running calls hold one.
+    calls: mpsc::WeakSender<()>,
     /// One permit per call that may run at once: `max_concurrent`, as on a connection.
     in_flight: Semaphore,
     max_concurrent: NonZeroU32,
@@ -457,17 +512,17 @@ impl ServerHandler for Server {
     ) -> Result<InitializeResult, ErrorData> {
         // Known before any call can arrive: a client that offers roots is asked for them, and
         // calls wait for the answer rather than run on the whole allowed root.
-        self.0.roots.expect(request.capabilities.roots.is_some());
+        self.roots.expect(request.capabilities.roots.is_some());
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.0.roots.refresh(context.peer);
+        self.roots.refresh(context.peer);
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        self.0.roots.refresh(context.peer);
+        self.roots.refresh(context.peer);
     }
 
     async fn list_tools(
@@ -475,7 +530,7 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.0.listed.clone()))
+        Ok(ListToolsResult::with_all_items(self.inner.listed.clone()))
     }
 
     async fn call_tool(
@@ -483,7 +538,7 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let inner = &self.0;
+        let inner = &self.inner;
         let Some(tool) = inner.tools.iter().find(|tool| tool.name == request.name) else {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -504,7 +559,7 @@ impl ServerHandler for Server {
             };
         budget::shape(&mut message, &mut plan, max_chars, &inner.limits);
         let mut host = inner.host.clone();
-        host.jail = inner.roots.narrow(&mut message).await;
+        host.jail = self.roots.narrow(&mut message).await;
         let kind = message.message_type();
         let request_id = context.id.to_string();
         // Admission as on a connection: after the arguments' own refusals, never queued. Like
@@ -514,7 +569,9 @@ impl ServerHandler for Server {
             RequestLog::start(kind, inner.host.sandbox_mode()).finish(&request_id, &refusal);
             return Ok(results::result(refusal, Plan::Plain, max_chars).into());
         };
-        let _running = inner.calls.clone();
+        let Some(_running) = inner.calls.upgrade() else {
+            return Err(ErrorData::internal_error("the server is stopping", None));
+        };
         let mut stopping = inner.stopping.clone();
         let cancelled = context.ct.clone();
         let stop = async move {

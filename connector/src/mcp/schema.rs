@@ -63,7 +63,35 @@ pub(super) fn output<T: JsonSchema>(withheld: &[&str]) -> Result<Arc<JsonObject>
             );
         }
     }
+    admit_failures(&mut object);
     Ok(Arc::new(object))
+}
+
+/// A failure's `structuredContent` (`results.rs`: `{code, message, details}`) fits the output
+/// schema too: the TypeScript SDK's client checks it against `outputSchema` even when
+/// `isError` is true, and without this turned every refusal into a -32602 error of its own that
+/// hid the code and message. The answer's own required fields become one branch of an `anyOf`,
+/// the failure's the other.
+fn admit_failures(object: &mut JsonObject) {
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        properties.insert(
+            "code".to_owned(),
+            json!({"type": "string", "description": "On a failure (isError): the connector's error code."}),
+        );
+        properties.insert(
+            "message".to_owned(),
+            json!({"type": "string", "description": "On a failure: what went wrong, in a sentence."}),
+        );
+        properties.insert(
+            "details".to_owned(),
+            json!({"anyOf": [{"type": "object"}, {"type": "null"}], "description": "On a failure: the code's structured detail, when it has one."}),
+        );
+    }
+    let answer = object.remove("required").unwrap_or_else(|| json!([]));
+    object.insert(
+        "anyOf".to_owned(),
+        json!([{"required": answer}, {"required": ["code", "message"]}]),
+    );
 }
 
 /// The schema of `T` with its subschemas inline (a client that does not follow `$ref` still

@@ -64,6 +64,9 @@ mod mcp;
 // The MCP element tools on Xvfb with AT-SPI (scripts/mcp-env).
 #[cfg(target_os = "linux")]
 mod mcp_elements;
+// Signals, mode bits, /proc and Node.js with the TypeScript SDK (scripts/inspector-env).
+#[cfg(target_os = "linux")]
+mod mcp_http;
 mod model_provider;
 mod openapi;
 // A headless GNOME: mutter, the desktop portal, PipeWire and AT-SPI.
