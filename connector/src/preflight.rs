@@ -130,11 +130,11 @@ impl Compositor {
     pub fn probe() -> Option<Self> {
         #[cfg(target_os = "linux")]
         {
-            use local_core::desktop::{session::Session, wayland};
+            use local_core::desktop::{portal, session::Session};
             if Session::detect() != Session::Wayland {
                 return None;
             }
-            Some(match wayland::protocols_and_portal() {
+            Some(match portal::protocols_with_offer() {
                 Ok(protocols) => Self::Missing(protocols.missing()),
                 Err(err) => Self::Unreachable(err.to_string()),
             })

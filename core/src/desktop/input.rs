@@ -39,7 +39,11 @@ pub fn perform(
     }
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
-        return super::wayland::input::perform(action, displays, clipboard.is_some());
+        return if super::wayland::input::offered()? {
+            super::wayland::input::perform(action, displays, clipboard.is_some())
+        } else {
+            super::portal::perform(action, displays)
+        };
     }
     let mut enigo = connect()?;
     let outcome = run(&mut enigo, action, clipboard);
@@ -60,7 +64,17 @@ pub fn perform(
 pub fn cursor() -> Result<[i64; 2], DesktopError> {
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
-        return super::wayland::input::cursor();
+        let moved = if super::wayland::input::offered()? {
+            super::wayland::input::cursor()?
+        } else {
+            super::portal::cursor()
+        };
+        return moved.ok_or_else(|| {
+            DesktopError::unsupported(
+                "cursor.position",
+                "Wayland tells no client where the pointer is; it is known once the shim has moved it",
+            )
+        });
     }
     let enigo = connect()?;
     let (x, y) = enigo

@@ -52,16 +52,9 @@ const CALL_DEADLINE: Duration = Duration::from_secs(10);
 /// How long the first input action waits for the person to answer the portal's dialog.
 pub const CONSENT_DEADLINE: Duration = Duration::from_secs(60);
 
-/// What the portal offers, asked without opening a session (no dialog).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Offer {
-    /// The RemoteDesktop interface's version.
-    pub version: u32,
-    /// A keyboard can be asked for.
-    pub keyboard: bool,
-    /// A pointer can be asked for.
-    pub pointer: bool,
-}
+/// What the portal offers, asked without opening a session (no dialog). Declared with the
+/// rest of what a Wayland session offers, so `wayland` needs nothing of this module.
+pub use super::wayland::PortalOffer as Offer;
 
 /// One shared monitor: the stream that absolute motion is relative to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -391,6 +384,20 @@ pub fn cursor() -> Option<[i64; 2]> {
 pub fn consented() -> Option<bool> {
     let kept = KEPT.try_lock().ok()?;
     Some(kept.session.as_ref().is_some_and(Session::is_open))
+}
+
+/// What the compositor offers ([`super::wayland::protocols`]), and where the wlr input
+/// protocols are missing, what the portal's RemoteDesktop offers instead (asked on the session
+/// bus, with no dialog).
+///
+/// # Errors
+/// [`DesktopError::Failed`] when the compositor cannot be reached.
+pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError> {
+    let mut protocols = super::wayland::protocols()?;
+    if !protocols.input() {
+        protocols.portal = offered();
+    }
+    Ok(protocols)
 }
 
 /// What the portal on this process's session bus offers, asked without a dialog; `None`

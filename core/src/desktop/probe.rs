@@ -122,7 +122,7 @@ pub fn probe(clipboard: bool) -> Probe {
 /// What a Wayland compositor offers, from the protocols in its registry now.
 #[cfg(target_os = "linux")]
 fn wayland_probe(clipboard: bool) -> Probe {
-    let protocols = super::wayland::protocols_and_portal().unwrap_or_default();
+    let protocols = super::portal::protocols_with_offer().unwrap_or_default();
     let Some(primary) = protocols.displays.first() else {
         return Probe {
             session: Session::None,

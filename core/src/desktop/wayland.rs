@@ -71,6 +71,18 @@ fn socket_path(var: &impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     Some(PathBuf::from(runtime).join(name))
 }
 
+/// What the XDG desktop portal's RemoteDesktop offers, asked without opening a session (no
+/// dialog); `portal` asks and opens sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortalOffer {
+    /// The RemoteDesktop interface's version.
+    pub version: u32,
+    /// A keyboard can be asked for.
+    pub keyboard: bool,
+    /// A pointer can be asked for.
+    pub pointer: bool,
+}
+
 /// What this compositor offers computer use, from its registry.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Protocols {
@@ -82,7 +94,7 @@ pub struct Protocols {
     pub virtual_pointer_version: u32,
     /// What the desktop portal's RemoteDesktop offers, when it was asked (only where the wlr
     /// input protocols are missing) and answered.
-    pub portal: Option<super::portal::Offer>,
+    pub portal: Option<PortalOffer>,
 }
 
 impl Protocols {
@@ -208,19 +220,6 @@ pub fn protocols() -> Result<Protocols, DesktopError> {
         wl.sync_outputs()?;
         Ok(wl.offered())
     })
-}
-
-/// [`protocols`], and where the wlr input protocols are missing, what the desktop portal's
-/// RemoteDesktop offers instead (asked on the session bus, with no dialog).
-///
-/// # Errors
-/// [`DesktopError::Failed`] when the compositor cannot be reached.
-pub fn protocols_and_portal() -> Result<Protocols, DesktopError> {
-    let mut protocols = protocols()?;
-    if !protocols.input() {
-        protocols.portal = super::portal::offered();
-    }
-    Ok(protocols)
 }
 
 /// The compositor's current keyboard layout, from the keymap it sends its clients.
@@ -942,7 +941,7 @@ mod tests {
                 .to_vec(),
             displays: Vec::new(),
             virtual_pointer_version: 0,
-            portal: Some(super::super::portal::Offer {
+            portal: Some(PortalOffer {
                 version: 1,
                 keyboard: true,
                 pointer: true,

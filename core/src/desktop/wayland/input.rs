@@ -356,22 +356,33 @@ fn display_at(displays: &[Display], x: i64, y: i64) -> Option<&Display> {
     displays.iter().find(|d| d.rect.contains(x, y))
 }
 
-/// Performs `action`, whose points the caller has checked against `displays`, through the
-/// wlr protocols, or through the desktop portal where the compositor lacks them (GNOME, KDE);
-/// `paste` says whether the clipboard is enabled for `type` with `paste`.
+/// Whether this compositor offers the wlr virtual pointer and keyboard; where it does not
+/// (GNOME, KDE), `desktop::input` sends input through the desktop portal instead.
 ///
 /// # Errors
-/// [`DesktopError::NotSupported`] without either, [`DesktopError::Failed`] when the compositor
-/// goes away, and the portal's own errors.
+/// [`DesktopError::Failed`] when the compositor cannot be reached.
+pub fn offered() -> Result<bool, DesktopError> {
+    run(|wl| Ok(wl.offered().input()))
+}
+
+/// Performs `action`, whose points the caller has checked against `displays`, through the
+/// wlr protocols; `paste` says whether the clipboard is enabled for `type` with `paste`.
+///
+/// # Errors
+/// [`DesktopError::NotSupported`] without them, [`DesktopError::Failed`] when the compositor
+/// goes away.
 pub fn perform(action: &Action, displays: &[Display], paste: bool) -> Result<(), DesktopError> {
     if let Action::Wait { duration } = action {
         sleep((*duration).min(MAX_WAIT));
         return Ok(());
     }
     let (job_action, job_displays) = (action.clone(), displays.to_vec());
-    let through_wlr = run(move |wl| {
+    run(move |wl| {
         if !wl.offered().input() {
-            return Ok(false);
+            return Err(DesktopError::unsupported(
+                "input",
+                "this Wayland compositor has no virtual pointer or keyboard protocol",
+            ));
         }
         let mut device = Wlr {
             wl,
@@ -379,33 +390,17 @@ pub fn perform(action: &Action, displays: &[Display], paste: bool) -> Result<(),
         };
         let outcome = virtual_input::perform(&mut device, &job_action, paste);
         let _ = device.wl.roundtrip();
-        outcome.map(|()| true)
-    })?;
-    if through_wlr {
-        Ok(())
-    } else {
-        crate::desktop::portal::perform(action, displays)
-    }
+        outcome
+    })
 }
 
-/// The last point this shim moved the pointer to.
+/// The last point this shim moved the pointer to through the wlr protocols, `None` before the
+/// first move: Wayland tells no client where the pointer is.
 ///
 /// # Errors
-/// [`DesktopError::NotSupported`] (`cursor.position`) before the first move: Wayland tells no
-/// client where the pointer is.
-pub fn cursor() -> Result<[i64; 2], DesktopError> {
-    let (wlr, cursor) = run(|wl| Ok((wl.offered().input(), wl.state.cursor)))?;
-    let cursor = if wlr {
-        cursor
-    } else {
-        crate::desktop::portal::cursor()
-    };
-    cursor.ok_or_else(|| {
-        DesktopError::unsupported(
-            "cursor.position",
-            "Wayland tells no client where the pointer is; it is known once the shim has moved it",
-        )
-    })
+/// [`DesktopError::Failed`] when the compositor cannot be reached.
+pub fn cursor() -> Result<Option<[i64; 2]>, DesktopError> {
+    run(|wl| Ok(wl.state.cursor))
 }
 
 delegate_noop!(State: zwlr_virtual_pointer_v1::ZwlrVirtualPointerV1);
