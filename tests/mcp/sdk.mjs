@@ -528,6 +528,17 @@ async function desktop() {
   // Acting on a snapshot's ids: the click relabels the button, the entry keeps its id.
   assert.deepEqual(payload(await call("click_element", { element_id: button.id })), { ok: true });
   assert.deepEqual(payload(await call("type_into_element", { element_id: entry.id, text: "ts" })), { ok: true });
+  // An id whose element changed (the first click relabels the button) or never existed is refused.
+  if (button.label === "Press me") {
+    for (let tries = 0; ; tries++) {
+      const now = payload(await call("accessibility_snapshot", { window_id: windowId, max_elements: 50 }));
+      if (now.elements.some((e) => e.label === "Pressed" && e.role === "button")) break;
+      assert.ok(tries < 50, "the button did not relabel itself after the click");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    failed(await call("click_element", { element_id: button.id }), "WINDOW_STALE");
+  }
+  failed(await call("click_element", { element_id: "e999999" }), "WINDOW_STALE");
   assert.deepEqual(payload(await call("write_clipboard", { content: "from the ts sdk" })), { ok: true });
   assert.equal(payload(await call("read_clipboard", {})).content, "from the ts sdk");
   ok("accessibility_and_clipboard");
