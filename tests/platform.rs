@@ -181,6 +181,10 @@ pub fn shim_command_with(
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("XDG_STATE_HOME", home.join(".local/state"))
+        // The run's own temporary folder (scripts/test makes one and removes it), so what the
+        // shim leaves there when a test kills it mid-command (a command's private TMPDIR) is
+        // removed with the run instead of staying in /tmp.
+        .env("TMPDIR", std::env::temp_dir())
         // Tests must not wait the reference's seconds between dials.
         .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.05")
         .env("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "0")

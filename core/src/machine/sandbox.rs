@@ -439,10 +439,16 @@ impl PrivateTmp {
 }
 
 impl Drop for PrivateTmp {
-    // An aborted command (the request was dropped) still leaves nothing behind; the removal
-    // goes to a blocking thread where a runtime runs this, inline otherwise.
+    // An aborted command (the request was dropped) still leaves nothing behind. An empty
+    // folder goes at once: a runtime shutting down (the connector stopped by a signal while a
+    // command ran) never runs a blocking task it is handed, which left empty folders in the
+    // temporary folder. One with content goes to a blocking thread where a runtime runs this,
+    // inline otherwise.
     fn drop(&mut self) {
         if let Some(path) = self.path.take() {
+            if std::fs::remove_dir(&path).is_ok() {
+                return;
+            }
             match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => drop(runtime.spawn_blocking(move || remove_tree(&path))),
                 Err(_) => remove_tree(&path),
