@@ -276,20 +276,10 @@ mod tests {
             }
             check_bearer(&headers, &token)
         };
+        // The rules themselves are core's (`secret::check_bearer`, tested there); this checks
+        // that every Authorization header reaches them.
         assert_eq!(check(&["Bearer good"]), Ok(()));
-        assert_eq!(check(&["bEaReR good"]), Ok(()));
-        for bad in [
-            "",
-            "Bearer",
-            "Bearer ",
-            "Basic good",
-            "Bearer a b",
-            "Bearer\tgood",
-            "Bearer  good",
-            "Bearer good ",
-        ] {
-            assert_eq!(check(&[bad]), Err(BearerFault::Malformed), "{bad:?}");
-        }
+        assert_eq!(check(&["Basic good"]), Err(BearerFault::Malformed));
         assert_eq!(check(&["Bearer wrong"]), Err(BearerFault::Wrong));
         assert_eq!(
             check(&["Bearer good", "Bearer good"]),
