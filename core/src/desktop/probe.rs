@@ -71,14 +71,7 @@ pub fn probe(clipboard: bool) -> Probe {
     }
     if input {
         coarse.push("input");
-        fine.extend([
-            "input.click.modifiers",
-            "input.click.button",
-            "input.drag.path",
-            "input.key.hold",
-            "input.mouse.down_up",
-            "input.scroll.amount",
-        ]);
+        fine.extend(INPUT_FEATURES);
     }
     // Waiting needs no input device, so it is offered wherever there is a display.
     fine.push("input.wait");
@@ -119,6 +112,16 @@ pub fn probe(clipboard: bool) -> Probe {
     }
 }
 
+/// The fine input features that come with the coarse `input`, on every backend that has it.
+const INPUT_FEATURES: [&str; 6] = [
+    "input.click.modifiers",
+    "input.click.button",
+    "input.drag.path",
+    "input.key.hold",
+    "input.mouse.down_up",
+    "input.scroll.amount",
+];
+
 /// What a Wayland compositor offers, from the protocols in its registry now.
 #[cfg(target_os = "linux")]
 fn wayland_probe(clipboard: bool) -> Probe {
@@ -142,14 +145,7 @@ fn wayland_probe(clipboard: bool) -> Probe {
     }
     if input {
         coarse.push("input");
-        fine.extend([
-            "input.click.modifiers",
-            "input.click.button",
-            "input.drag.path",
-            "input.key.hold",
-            "input.mouse.down_up",
-            "input.scroll.amount",
-        ]);
+        fine.extend(INPUT_FEATURES);
     }
     fine.push("input.wait");
     if input {
