@@ -103,9 +103,21 @@ fn drive_in(dir: &Path, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("mcp/{scenario}.py"));
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/driver.py");
     let script = if own.is_file() { own } else { driver };
-    let output = Command::new(python())
-        .arg(script)
-        .arg(scenario)
+    let mut command = Command::new(python());
+    command.arg(script).arg(scenario);
+    run_driver(command, dir, env, &format!("scenario {scenario}"))
+}
+
+/// Runs a client driver (`command`, its script and arguments given) against the shim in the
+/// place at `dir`, with `env` added; asserts it succeeded and returns the checks it passed
+/// (its `ok NAME` lines). `what` names the run in a failure.
+pub(super) fn run_driver(
+    mut command: Command,
+    dir: &Path,
+    env: &[(&str, String)],
+    what: &str,
+) -> Vec<String> {
+    let output = command
         .env("MCP_SHIM", binary("autogpt-shim"))
         .env("MCP_HOME", dir.join("home"))
         .env("MCP_ROOT", dir.join("root"))
@@ -117,7 +129,7 @@ fn drive_in(dir: &Path, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "scenario {scenario} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        "{what} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     stdout
         .lines()

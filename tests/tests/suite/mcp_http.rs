@@ -63,27 +63,14 @@ impl Place {
     /// As `drive`, with more variables for the driver (a private desktop's).
     fn drive_with(&self, transport: &str, scenario: &str, env: &[(&str, String)]) -> Vec<String> {
         let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/sdk.mjs");
-        let output = Command::new(node())
-            .arg(driver)
-            .args([transport, scenario])
-            .env("MCP_SHIM", binary("autogpt-shim"))
-            .env("MCP_HOME", self.home())
-            .env("MCP_ROOT", self.root())
-            .env("MCP_OUTSIDE", self.dir.join("outside"))
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "{transport} scenario {scenario} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-        );
-        stdout
-            .lines()
-            .filter_map(|line| line.strip_prefix("ok "))
-            .map(str::to_owned)
-            .collect()
+        let mut command = Command::new(node());
+        command.arg(driver).args([transport, scenario]);
+        super::mcp::run_driver(
+            command,
+            &self.dir,
+            env,
+            &format!("{transport} scenario {scenario}"),
+        )
     }
 
     /// `audit verify` passes; the records, each the MCP face's, between SHIM_START and SHIM_STOP.
