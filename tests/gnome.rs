@@ -173,6 +173,31 @@ impl Gnome {
         self.children.push(child);
     }
 
+    /// Starts a foot terminal (app id `typetarget`) whose `cat` writes what it reads to `file`,
+    /// and waits until it runs: the shell's redirect creates the file once foot runs its child
+    /// in its window.
+    pub fn foot_cat(&mut self, file: &Path) {
+        require("foot", "foot");
+        let foot = self
+            .command("foot")
+            .args(["--app-id=typetarget", "sh", "-c"])
+            .arg(format!("exec cat > '{}'", file.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start foot");
+        self.keep(foot);
+        let deadline = Instant::now() + START_DEADLINE;
+        while !file.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "foot did not start: {}",
+                self.log("mutter.log")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Answers the portal's next remote-desktop dialog (`share` or `cancel`) as a person
     /// would, through AT-SPI; the returned child prints what it did and exits.
     #[must_use]

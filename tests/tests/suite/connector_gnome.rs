@@ -81,29 +81,6 @@ async fn eventually(what: &str, seen: impl Fn() -> bool) {
     }
 }
 
-/// A foot terminal whose `cat` writes what it reads to `file`, once it runs.
-fn foot_cat(gnome: &mut Gnome, file: &Path) {
-    require("foot", "foot");
-    let foot = gnome
-        .command("foot")
-        .args(["--app-id=typetarget", "sh", "-c"])
-        .arg(format!("exec cat > '{}'", file.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start foot");
-    gnome.keep(foot);
-    let deadline = Instant::now() + START_DEADLINE;
-    while !file.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "foot did not start: {}",
-            gnome.log("mutter.log")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its window
 /// is configured.
 fn wev(gnome: &mut Gnome, log: &Path) {
@@ -133,7 +110,7 @@ fn wev(gnome: &mut Gnome, log: &Path) {
 async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     let mut gnome = Gnome::start();
     let typed = gnome.dir().join("typed.txt");
-    foot_cat(&mut gnome, &typed);
+    gnome.foot_cat(&typed);
     let platform = Platform::bind().await;
     let _shim = shim_on(&gnome, &platform, "gnome-portal");
     let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;

@@ -3,7 +3,7 @@
 //! own dialog (through AT-SPI, `fixtures/portal_consent.py`), keys that reach a foot terminal
 //! running `cat`, and a declined dialog answered PERMISSION_PENDING.
 
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use e2e::gnome::{Gnome, START_DEADLINE};
@@ -32,25 +32,7 @@ fn open(gnome: &Gnome) -> std::thread::JoinHandle<Result<Session, DesktopError>>
 fn after_one_consent_the_portal_types_into_the_focused_window() {
     let mut gnome = Gnome::start();
     let typed = gnome.dir().join("typed.txt");
-    let foot = gnome
-        .command("foot")
-        .args(["--app-id=typetarget", "sh", "-c"])
-        .arg(format!("cat > {}", typed.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start foot");
-    gnome.keep(foot);
-    // The shell's redirect creates the file once foot runs its child in its window.
-    let deadline = Instant::now() + START_DEADLINE;
-    while !typed.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "foot did not start: {}",
-            gnome.log("mutter.log")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    gnome.foot_cat(&typed);
 
     let opening = open(&gnome);
     let said = answered(gnome.person("share"));
