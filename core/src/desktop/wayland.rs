@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod clipboard;
 pub mod input;
+pub mod sway;
 pub mod windows;
 
 use std::ffi::OsString;

@@ -170,6 +170,32 @@ fn window_rect(compositor: &Compositor, app_id: &str) -> [i64; 4] {
     walk(&compositor.tree(), app_id).unwrap_or_else(|| panic!("{app_id} not in sway's tree"))
 }
 
+/// The content sway gives the window with `app_id` (its `rect` moved by its `window_rect`,
+/// layout coordinates) and its process.
+fn window_content(compositor: &Compositor, app_id: &str) -> ([i64; 4], Value) {
+    fn walk(node: &Value, app_id: &str) -> Option<([i64; 4], Value)> {
+        if node["app_id"] == app_id {
+            let (r, w) = (&node["rect"], &node["window_rect"]);
+            let n = |v: &Value, k: &str| v[k].as_i64().unwrap();
+            return Some((
+                [
+                    n(r, "x") + n(w, "x"),
+                    n(r, "y") + n(w, "y"),
+                    n(w, "width"),
+                    n(w, "height"),
+                ],
+                node["pid"].clone(),
+            ));
+        }
+        ["nodes", "floating_nodes"]
+            .iter()
+            .filter_map(|k| node[*k].as_array())
+            .flatten()
+            .find_map(|n| walk(n, app_id))
+    }
+    walk(&compositor.tree(), app_id).unwrap_or_else(|| panic!("{app_id} not in sway's tree"))
+}
+
 fn wl_paste(compositor: &Compositor) -> String {
     let out = compositor
         .command("wl-paste")
@@ -313,6 +339,11 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
         .unwrap_or_else(|| panic!("foot not listed: {windows:?}"));
     assert_eq!(foot["title"], "typetarget");
     assert_eq!(foot["is_focused"], false);
+    // The geometry and process come from sway's IPC: its content rectangle, at scale 1 the
+    // same numbers.
+    let (content, pid) = window_content(&sway, "typetarget");
+    assert_eq!(foot["bounds"], json!(content), "{foot}");
+    assert_eq!(foot["pid"], pid, "{foot}");
     assert!(
         windows
             .iter()
@@ -494,6 +525,19 @@ async fn on_a_scale_2_output_coordinates_are_the_screenshots_pixels() {
     // wev fills the output (logical 640×400): the screenshot pixel (801, 501) is its surface
     // point (400.5, 250.5).
     assert_eq!(window_rect(&sway, "wev"), [0, 0, 640, 400]);
+    // The window list gives wev's content in the same physical pixels: sway's layout rectangle
+    // times 2.
+    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+    let listed = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["app_name"] == "wev")
+        .cloned()
+        .unwrap_or_else(|| panic!("wev not listed: {list}"));
+    let (content, pid) = window_content(&sway, "wev");
+    assert_eq!(listed["bounds"], json!(content.map(|v| v * 2)), "{listed}");
+    assert_eq!(listed["pid"], pid);
     act(
         &mut conn,
         "m",

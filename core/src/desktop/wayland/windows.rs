@@ -1,7 +1,9 @@
 //! The window list and focus through wlr-foreign-toplevel-management: title, app id and state
 //! of every toplevel, kept up to date on the connection, and activation on the seat.
 //!
-//! The protocol names no process and no geometry: a window's bounds are the outputs it is on.
+//! The protocol names no process and no geometry: on sway, both come from its IPC ([`super::sway`],
+//! matched by app id and title); elsewhere, or when two windows share both, a window's bounds are
+//! the outputs it is on and [`geometry`] says why there is none.
 //! Each toplevel gets its own number for as long as it lives, never re-used, so an id minted
 //! for a closed window is stale, never another window's.
 
@@ -14,6 +16,7 @@ use wayland_protocols_wlr::foreign_toplevel::v1::client::{
     zwlr_foreign_toplevel_manager_v1::{self, ZwlrForeignToplevelManagerV1},
 };
 
+use super::sway::{self, Matched, SwayWindow};
 use super::{State, run};
 use crate::desktop::{DesktopError, NativeWindow, Rect};
 
@@ -51,7 +54,39 @@ impl Toplevels {
 /// # Errors
 /// [`DesktopError::NotSupported`] (`window.list`) without the protocol.
 pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
-    run(|wl| {
+    Ok(located()?.into_iter().map(|(window, _)| window).collect())
+}
+
+/// Where the window numbered `id` is drawn, display-global: its content (without sway's border
+/// and title bar), what a window screenshot crops to.
+///
+/// # Errors
+/// [`DesktopError::Failed`] when it closed, and
+/// [`DesktopError::NotSupported`] (`screenshot.window`) when its geometry is unknown (not sway,
+/// two windows with one app id and title, or not shown now), with the reason.
+pub fn geometry(id: u32) -> Result<Rect, DesktopError> {
+    let (_, place) = located()?
+        .into_iter()
+        .find(|(w, _)| w.id == id)
+        .ok_or_else(|| DesktopError::Failed("the window closed".to_owned()))?;
+    place.map_err(|reason| DesktopError::unsupported("screenshot.window", &reason))
+}
+
+/// Whether window geometry can be known here (sway's IPC answers), or why not.
+///
+/// # Errors
+/// The reason in one sentence.
+pub fn geometry_available() -> Result<(), String> {
+    sway::windows().map(|_| ())
+}
+
+/// A listed window and its real place, or why it has none.
+type Located = (NativeWindow, Result<Rect, String>);
+
+/// Every toplevel with its real place, or why it has none.
+fn located() -> Result<Vec<Located>, DesktopError> {
+    let tree = sway::windows();
+    run(move |wl| {
         if wl.state.toplevels.manager.is_none() {
             return Err(DesktopError::unsupported(
                 "window.list",
@@ -70,7 +105,8 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
                 .global;
             displays.iter().find(|d| d.os_id == global).map(|d| d.rect)
         };
-        let mut windows: Vec<NativeWindow> = wl
+        let factor = displays.iter().map(|d| d.scale).fold(1.0_f64, f64::max);
+        let mut windows: Vec<Located> = wl
             .state
             .toplevels
             .windows
@@ -89,21 +125,57 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
                         width: 0,
                         height: 0,
                     });
-                NativeWindow {
+                let found = tree
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|tree| placed(tree, &t.app_id, &t.title));
+                let window = NativeWindow {
                     id: *number,
-                    pid: None,
+                    pid: found.as_ref().ok().and_then(|w| w.pid),
                     app_name: t.app_id.clone(),
                     title: t.title.clone(),
-                    bounds,
+                    bounds: found
+                        .as_ref()
+                        .map_or(bounds, |w| physical(w.content, factor)),
                     minimized: t.states.contains(&1),
                     maximized: t.states.contains(&0) || t.states.contains(&3),
                     focused: t.states.contains(&2),
-                }
+                };
+                let place = found.and_then(|w| {
+                    if w.visible {
+                        Ok(physical(w.content, factor))
+                    } else {
+                        Err("the window is not shown now (another workspace, a hidden tab or the scratchpad); focus it first".to_owned())
+                    }
+                });
+                (window, place)
             })
             .collect();
-        windows.sort_by_key(|w| !w.focused);
+        windows.sort_by_key(|(w, _)| !w.focused);
         Ok(windows)
     })
+}
+
+/// The sway window of the toplevel with `app_id` and `title`, or why there is none.
+fn placed<'a>(tree: &'a [SwayWindow], app_id: &str, title: &str) -> Result<&'a SwayWindow, String> {
+    match sway::matching(tree, app_id, title) {
+        Matched::One(window) => Ok(window),
+        Matched::None => Err("sway's window tree has no window with this app id and title now; list the windows again".to_owned()),
+        Matched::Ambiguous => Err("several windows share this app id and title, and neither sway nor the window list protocol tells them apart".to_owned()),
+    }
+}
+
+/// A rectangle of sway's logical layout in display-global physical pixels: times the largest
+/// output scale, as the outputs are placed (the module doc of [`super`]).
+fn physical(rect: sway::LayoutRect, factor: f64) -> Rect {
+    // Layout coordinates are far below 2^52, so these conversions are exact.
+    let at = |v: i64| (v as f64 * factor).round() as i64;
+    Rect {
+        x: at(rect.x),
+        y: at(rect.y),
+        width: u64::try_from(at(rect.width)).unwrap_or(0),
+        height: u64::try_from(at(rect.height)).unwrap_or(0),
+    }
 }
 
 /// Activates the toplevel numbered `id` on the seat (which raises and focuses it).
