@@ -135,7 +135,19 @@ impl Compositor {
                 return None;
             }
             Some(match portal::protocols_with_offer() {
-                Ok(protocols) => Self::Missing(protocols.missing()),
+                Ok(protocols) => {
+                    let mut missing = protocols.missing();
+                    // The window list says where no window is: only sway's IPC does.
+                    if protocols.windows()
+                        && let Err(why) =
+                            local_core::desktop::wayland::windows::geometry_available()
+                    {
+                        missing.push(format!(
+                            "no window geometry ({why}): window screenshots and accessibility snapshots are unavailable; sway gives it through its IPC socket"
+                        ));
+                    }
+                    Self::Missing(missing)
+                }
                 Err(err) => Self::Unreachable(err.to_string()),
             })
         }

@@ -139,9 +139,14 @@ fn wayland_probe(clipboard: bool) -> Probe {
     let input = protocols.input() || protocols.portal_input();
     let mut coarse = Vec::new();
     let mut fine = Vec::new();
+    // A window's place comes from sway's IPC: elsewhere no protocol says where a window is.
+    let geometry = protocols.windows() && super::wayland::windows::geometry_available().is_ok();
     if protocols.screenshots() {
         coarse.push("screenshot");
         fine.extend(["screenshot.region", "screenshot.all_monitors"]);
+        if geometry {
+            fine.push("screenshot.window");
+        }
     }
     if input {
         coarse.push("input");

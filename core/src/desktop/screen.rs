@@ -69,16 +69,27 @@ impl Grabber {
         }
     }
 
-    /// One window's pixels and their top-left, display-global.
-    fn window(&self, id: u32) -> Result<(RgbaImage, [i64; 2]), DesktopError> {
+    /// One window's pixels and their top-left, display-global (on Wayland: the outputs'
+    /// capture cropped to the window's content rectangle, which sway's IPC gives).
+    fn window(&self, id: u32, displays: &[Display]) -> Result<(RgbaImage, [i64; 2]), DesktopError> {
         match self {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab_window(id),
             #[cfg(target_os = "linux")]
-            Self::Wayland => Err(DesktopError::unsupported(
-                "screenshot.window",
-                "Wayland compositors tell no client where a window is",
-            )),
+            Self::Wayland => {
+                let bounds = super::wayland::windows::geometry(id)?;
+                let wanted = displays
+                    .iter()
+                    .filter_map(|d| d.rect.intersect(&bounds))
+                    .reduce(|a, b| a.union(&b))
+                    .ok_or_else(|| {
+                        DesktopError::unsupported(
+                            "screenshot.window",
+                            "the window lies outside every display",
+                        )
+                    })?;
+                Ok((stitch(displays, self, wanted)?, [wanted.x, wanted.y]))
+            }
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(_) => {
                 let window = xcap::Window::all()?
@@ -313,7 +324,7 @@ pub fn capture(source: Source) -> Result<Capture, DesktopError> {
             })
         }
         Source::Window(id) => {
-            let (image, origin) = grabber.window(id)?;
+            let (image, origin) = grabber.window(id, &displays)?;
             let (monitor, scale, os_id) = display_at(&displays, origin[0], origin[1])
                 .map_or((0, primary.scale, primary.os_id), summary);
             Ok(Capture {

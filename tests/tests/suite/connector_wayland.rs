@@ -105,6 +105,62 @@ fn grim(compositor: &Compositor) -> (u32, u32, Vec<u8>) {
     decode_png(&out.stdout)
 }
 
+/// The compositor's own capture of the layout rectangle `[x, y, width, height]`, by grim
+/// (`grim -g`, at the outputs' scale).
+fn grim_region(compositor: &Compositor, rect: [i64; 4]) -> (u32, u32, Vec<u8>) {
+    require("grim", "grim");
+    let [x, y, w, h] = rect;
+    let out = compositor
+        .command("grim")
+        .args(["-t", "png", "-g", &format!("{x},{y} {w}x{h}"), "-"])
+        .output()
+        .expect("run grim");
+    assert!(
+        out.status.success(),
+        "grim -g failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    decode_png(&out.stdout)
+}
+
+/// A SCREENSHOT of the listed window `window_id` against grim's capture of sway's content
+/// rectangle for `app_id`, at `scale`: the same size, origin and (nearly all) pixels.
+async fn window_shot_matches_grim(
+    conn: &mut Conn,
+    compositor: &Compositor,
+    window_id: &Value,
+    app_id: &str,
+    scale: i64,
+) {
+    let (content, _) = window_content(compositor, app_id);
+    let shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "sw",
+            json!({"window_id": window_id, "format": "png", "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&shot);
+    let (gw, gh, theirs) = grim_region(compositor, content);
+    assert_eq!(
+        (i64::from(w), i64::from(h)),
+        (content[2] * scale, content[3] * scale),
+        "the window's content at scale {scale}"
+    );
+    assert_eq!((w, h), (gw, gh), "grim's capture of the same rectangle");
+    assert_eq!(
+        shot["payload"]["meta"]["origin"],
+        json!([content[0] * scale, content[1] * scale]),
+        "{}",
+        shot["payload"]["meta"]
+    );
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < (gw * gh / 200) as usize,
+        "{differ} of {gw}x{gh} pixels differ from grim's capture of the window"
+    );
+}
+
 /// Pixels that differ between two same-sized RGBA images.
 fn differing(a: &[u8], b: &[u8]) -> usize {
     assert_eq!(a.len(), b.len());
@@ -236,6 +292,7 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     for feature in [
         "screenshot.region",
         "screenshot.all_monitors",
+        "screenshot.window",
         "input.drag.path",
         "input.key.hold",
         "cursor.position",
@@ -344,6 +401,7 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     let (content, pid) = window_content(&sway, "typetarget");
     assert_eq!(foot["bounds"], json!(content), "{foot}");
     assert_eq!(foot["pid"], pid, "{foot}");
+    window_shot_matches_grim(&mut conn, &sway, &foot["window_id"], "typetarget", 1).await;
     assert!(
         windows
             .iter()
@@ -389,6 +447,14 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
         .call("WINDOW_FOCUS", "f2", json!({"window_id": doomed_id}))
         .await;
     assert_eq!(error_code(&stale), "WINDOW_STALE");
+    let stale_shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s-stale",
+            json!({"window_id": doomed_id}),
+        )
+        .await;
+    assert_eq!(error_code(&stale_shot), "WINDOW_STALE", "{stale_shot}");
     assert_eq!(stale["payload"]["details"]["window_id"], doomed_id);
 
     // The pointer: a move into wev's window arrives at the surface coordinates it should, and
@@ -538,6 +604,7 @@ async fn on_a_scale_2_output_coordinates_are_the_screenshots_pixels() {
     let (content, pid) = window_content(&sway, "wev");
     assert_eq!(listed["bounds"], json!(content.map(|v| v * 2)), "{listed}");
     assert_eq!(listed["pid"], pid);
+    window_shot_matches_grim(&mut conn, &sway, &listed["window_id"], "wev", 2).await;
     act(
         &mut conn,
         "m",

@@ -73,7 +73,7 @@ pub fn windows() -> Result<Vec<SwayWindow>, String> {
     let tree: Value = serde_json::from_slice(&tree)
         .map_err(|e| format!("sway's window tree could not be read ({e})"))?;
     let mut found = Vec::new();
-    walk(&tree, true, &mut found);
+    walk(&tree, &mut found);
     found.sort_by_key(|w| w.con_id);
     Ok(found)
 }
@@ -108,27 +108,20 @@ fn request(path: &PathBuf, kind: u32) -> std::io::Result<Vec<u8>> {
     Ok(payload)
 }
 
-/// Collects the views under `node`; `shown` is whether its ancestors are all visible.
-fn walk(node: &Value, shown: bool, found: &mut Vec<SwayWindow>) {
-    let kind = node["type"].as_str().unwrap_or_default();
-    // A workspace's `visible` says whether an output shows it; the scratchpad's is hidden.
-    let shown = shown
-        && match kind {
-            "workspace" => node["visible"].as_bool().unwrap_or(false),
-            _ => node["name"].as_str() != Some("__i3_scratch"),
-        };
-    if let Some(window) = view(node, shown) {
+/// Collects the views under `node`.
+fn walk(node: &Value, found: &mut Vec<SwayWindow>) {
+    if let Some(window) = view(node) {
         found.push(window);
     }
     for key in ["nodes", "floating_nodes"] {
         for child in node[key].as_array().into_iter().flatten() {
-            walk(child, shown, found);
+            walk(child, found);
         }
     }
 }
 
 /// The window `node` is, when it is a view (a container with a client).
-fn view(node: &Value, shown: bool) -> Option<SwayWindow> {
+fn view(node: &Value) -> Option<SwayWindow> {
     let kind = node["type"].as_str()?;
     if kind != "con" && kind != "floating_con" {
         return None;
@@ -154,7 +147,8 @@ fn view(node: &Value, shown: bool) -> Option<SwayWindow> {
             width: number(&window_rect["width"]),
             height: number(&window_rect["height"]),
         },
-        visible: shown && node["visible"].as_bool().unwrap_or(false),
+        // sway's own answer: on a shown workspace, not behind a tab, not in the scratchpad.
+        visible: node["visible"].as_bool().unwrap_or(false),
     })
 }
 
@@ -210,7 +204,7 @@ mod tests {
                     ]},
                     {"id": 5, "type": "workspace", "name": "2", "visible": false, "nodes": [
                         {"id": 8, "type": "con", "name": "cat", "app_id": "foot", "pid": 80,
-                         "visible": true,
+                         "visible": false,
                          "rect": {"x": 0, "y": 0, "width": 640, "height": 400},
                          "window_rect": {"x": 0, "y": 0, "width": 640, "height": 400},
                          "nodes": []}
@@ -223,7 +217,7 @@ mod tests {
     #[test]
     fn views_are_found_with_their_content_and_visibility() {
         let mut found = Vec::new();
-        walk(&tree(), true, &mut found);
+        walk(&tree(), &mut found);
         found.sort_by_key(|w| w.con_id);
         let ids: Vec<i64> = found.iter().map(|w| w.con_id).collect();
         assert_eq!(ids, [7, 8, 9], "the split container 4 is no window");
