@@ -30,10 +30,26 @@ impl Drop for ShimIn {
 }
 
 fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&str]) -> ShimIn {
+    shim_in_env(compositor.env(), platform, tag, extra)
+}
+
+/// The compositor's environment without `SWAYSOCK`: sway as any other wlroots compositor,
+/// whose protocols give no window geometry.
+fn without_swaysock(compositor: &Compositor) -> Vec<(&'static str, String)> {
+    let mut env = compositor.env();
+    env.retain(|(key, _)| *key != "SWAYSOCK");
+    env
+}
+
+fn shim_in_env(
+    env: Vec<(&'static str, String)>,
+    platform: &Platform,
+    tag: &str,
+    extra: &[&str],
+) -> ShimIn {
     let (home, root) = home_and_root(tag);
     let mut args = vec!["--enable-computer-use"];
     args.extend_from_slice(extra);
-    let env = compositor.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     ShimIn {
         shim: Some(spawn_env(&home, platform, &root, &args, &env)),
@@ -43,9 +59,12 @@ fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&st
 
 /// `autogpt-shim doctor` with computer use enabled on `compositor`: its exit code and output.
 fn doctor(compositor: &Compositor, tag: &str) -> (Option<i32>, String) {
+    doctor_in_env(compositor.env(), tag)
+}
+
+fn doctor_in_env(mut env: Vec<(&'static str, String)>, tag: &str) -> (Option<i32>, String) {
     let (home, root) = home_and_root(tag);
     let root = root.to_string_lossy().into_owned();
-    let mut env = compositor.env();
     env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = shim_command(
@@ -626,6 +645,47 @@ async fn on_a_scale_2_output_coordinates_are_the_screenshots_pixels() {
     assert_eq!(
         outside["payload"]["details"]["displays"],
         json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]}])
+    );
+}
+
+#[tokio::test]
+async fn without_sways_ipc_window_bounds_are_the_outputs_and_window_screenshots_are_refused() {
+    let mut sway = Compositor::sway(1);
+    let file = sway.path("cat.txt");
+    foot_cat(&mut sway, "plain", &file);
+    let platform = Platform::bind().await;
+    let _shim = shim_in_env(without_swaysock(&sway), &platform, "wl-nosock", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let fine = hello["payload"]["computer_use_features"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(fine.contains(&json!("window.list")), "{fine:?}");
+    assert!(fine.contains(&json!("screenshot.region")), "{fine:?}");
+    assert!(!fine.contains(&json!("screenshot.window")), "{fine:?}");
+    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+    let plain = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["app_name"] == "plain")
+        .cloned()
+        .unwrap_or_else(|| panic!("foot not listed: {list}"));
+    assert_eq!(plain["bounds"], json!([0, 0, 1280, 800]), "its output");
+    assert_eq!(plain["pid"], Value::Null);
+    let shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s",
+            json!({"window_id": plain["window_id"]}),
+        )
+        .await;
+    assert_eq!(error_code(&shot), "FEATURE_NOT_SUPPORTED", "{shot}");
+    assert_eq!(shot["payload"]["details"]["feature"], "screenshot.window");
+    let (_, out) = doctor_in_env(without_swaysock(&sway), "wl-nosock-doctor");
+    assert!(
+        out.contains("[WARN] Wayland  no window geometry (this compositor is not sway (no SWAYSOCK), and the other wlroots protocols give no window geometry): window screenshots and accessibility snapshots are unavailable; sway gives it through its IPC socket\n"),
+        "{out}"
     );
 }
 
