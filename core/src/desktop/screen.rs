@@ -92,6 +92,8 @@ impl Grabber {
             }
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(_) => {
+                // xcap captures a window by itself; only Wayland needs the displays.
+                let _ = displays;
                 let window = xcap::Window::all()?
                     .into_iter()
                     .find(|w| w.id().ok() == Some(id))
