@@ -579,8 +579,8 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
 
 /// The accessibility snapshot on a sway at `scale`, with a session bus: the GTK witness
 /// floating at (40, 30) in sway's layout is found by its title, its button is listed where
-/// sway shows it (GTK reports it from its window's corner, in logical pixels), and a click at
-/// the button's centre reaches the button.
+/// sway shows it (GTK reports it from its window's corner, in logical pixels), a click at
+/// the button's centre reaches the button, and an element action types into the entry by its id.
 async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
     let mut sway = Compositor::sway(u32::try_from(scale).unwrap());
     sway.start_session_bus();
@@ -672,6 +672,21 @@ async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
         "pressed at {within:?} of the window, sent {want:?}"
     );
     witness.expect("clicked", |c| c["widget"] == "Press me");
+
+    // An element id is found again (its box placed the same way) and acted on at its centre.
+    let entry = elements
+        .iter()
+        .find(|e| e["label"] == "Your name")
+        .unwrap_or_else(|| panic!("no entry: {snapshot}"));
+    let typed = conn
+        .call(
+            "ELEMENT_ACTION",
+            "t",
+            json!({"element_id": entry["id"], "action": "type", "text": "hi"}),
+        )
+        .await;
+    assert_eq!(typed["type"], "ACK", "{typed}");
+    witness.expect("text", |t| t["text"] == "hi");
 
     // doctor finds nothing missing: every protocol, the window geometry and the session bus.
     let (code, out) = doctor(&sway, &format!("wl-a11y{scale}-doctor"));
