@@ -212,6 +212,10 @@ pub struct WindowTarget {
 /// How a toolkit's reported boxes become display-global physical pixels, the space of window
 /// bounds, screenshots and input: the one place that converts them.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "UI Automation reports screen pixels")
+)]
 pub(crate) struct Placement {
     /// Screen pixels per toolkit pixel ([`toolkit_scale`]), `None` for one.
     scale: Option<f64>,
@@ -221,6 +225,10 @@ pub(crate) struct Placement {
     offset: (i64, i64),
 }
 
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "UI Automation reports screen pixels")
+)]
 impl Placement {
     /// The placement of `target`'s boxes, from the frame as its toolkit reports it (`None`
     /// when it reports none: boxes taken as they are, moved to the window on Wayland).
