@@ -3,7 +3,7 @@
 //! uid 1000 (sway refuses to run as root), or a headless weston, which offers none of the wlr
 //! protocols. Each runs as a child of the test with its own runtime directory (owned by root,
 //! mode 0700), and is stopped, waited for and its directory removed when the value drops.
-//! Witness programs (grim, wev, foot, swaymsg, wl-clipboard) run on it through [`Compositor::command`].
+//! Witness programs (grim, wev, foot, swaymsg, wl-clipboard, the GTK witness) run on it through [`Compositor::command`], with a session bus of their own when a test starts one.
 //! A missing program fails the test and names the package to install; nothing is skipped.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +22,8 @@ pub struct Compositor {
     runtime_dir: PathBuf,
     display: String,
     swaysock: Option<PathBuf>,
+    /// The session bus [`Compositor::start_session_bus`] started, where AT-SPI is asked for.
+    bus_address: Option<String>,
 }
 
 impl Compositor {
@@ -60,6 +62,7 @@ impl Compositor {
             runtime_dir,
             display: String::new(),
             swaysock: None,
+            bus_address: None,
         };
         let deadline = Instant::now() + START_DEADLINE;
         loop {
@@ -114,11 +117,41 @@ impl Compositor {
             runtime_dir,
             display: "wayland-w".to_owned(),
             swaysock: None,
+            bus_address: None,
         };
         compositor.wait_for("weston's socket", |c| {
             std::os::unix::net::UnixStream::connect(c.runtime_dir.join("wayland-w")).is_ok()
         });
         compositor
+    }
+
+    /// Starts a session bus for this compositor's clients (its socket in the runtime
+    /// directory), stopped before the compositor: the bus starts AT-SPI's accessibility bus on
+    /// demand, which ends with it.
+    pub fn start_session_bus(&mut self) {
+        require("dbus-daemon", "dbus");
+        assert!(
+            Path::new("/usr/libexec/at-spi-bus-launcher").exists(),
+            "`/usr/libexec/at-spi-bus-launcher` is missing: install the `at-spi2-core` package"
+        );
+        let mut bus = self
+            .command("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(format!("--address=unix:dir={}", self.runtime_dir.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dbus-daemon");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(bus.stdout.take().expect("dbus stdout")),
+            &mut line,
+        )
+        .expect("read the bus address");
+        self.children.push(bus);
+        assert!(!line.trim().is_empty(), "dbus-daemon gave no address");
+        self.bus_address = Some(line.trim().to_owned());
     }
 
     fn sockets(&self) -> (Option<String>, Option<PathBuf>) {
@@ -155,6 +188,9 @@ impl Compositor {
         ];
         if let Some(sock) = &self.swaysock {
             env.push(("SWAYSOCK", sock.display().to_string()));
+        }
+        if let Some(bus) = &self.bus_address {
+            env.push(("DBUS_SESSION_BUS_ADDRESS", bus.clone()));
         }
         env
     }

@@ -1,11 +1,11 @@
-//! The witness window (`fixtures/witness.py`, GTK 3) on a private [`Desktop`]: the input it
-//! really received, read from its JSON-lines report, so computer-use tests check arrivals
-//! independently of the connector's replies.
+//! The witness window (`fixtures/witness.py`, GTK 3) on a private [`Desktop`] or a Wayland
+//! [`Compositor`]: the input it really received, read from its JSON-lines report, so
+//! computer-use tests check arrivals independently of the connector's replies.
 
 use std::{
     io::{BufRead, BufReader},
     path::PathBuf,
-    process::{Child, Stdio},
+    process::{Child, Command, Stdio},
     sync::mpsc::{Receiver, RecvTimeoutError, channel},
     time::{Duration, Instant},
 };
@@ -13,6 +13,7 @@ use std::{
 use serde_json::Value;
 
 use crate::display::{Desktop, require};
+use crate::wayland::Compositor;
 
 /// How long an expected report may take on a loaded machine.
 const REPORT_DEADLINE: Duration = Duration::from_secs(20);
@@ -55,17 +56,22 @@ impl Witness {
         Self::launch(desktop, title, [100, 100], &env)
     }
 
+    /// [`Witness::start_for_elements`] as a client of a Wayland `compositor` (GTK's Wayland
+    /// backend): it cannot place itself there, and its reports' coordinates (the area's, the
+    /// button's and the entry's, a press's) are relative to its window, in physical pixels.
+    pub fn start_on_wayland(compositor: &Compositor, title: &str) -> Self {
+        let command = compositor.command(python());
+        Self::run(command, title, [0, 0], &[("WITNESS_ELEMENTS", "1")])
+    }
+
     fn launch(desktop: &Desktop, title: &str, at: [i64; 2], env: &[(&str, &str)]) -> Self {
-        // Debian's own python3 has `gi`; a python3 earlier on PATH (pyenv) may not.
-        let python = PathBuf::from("/usr/bin/python3");
-        assert!(
-            python.is_file(),
-            "/usr/bin/python3 is missing: install python3-gi and gir1.2-gtk-3.0"
-        );
         require("xdotool", "xdotool");
+        Self::run(desktop.command(python()), title, at, env)
+    }
+
+    fn run(mut command: Command, title: &str, at: [i64; 2], env: &[(&str, &str)]) -> Self {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/witness.py");
-        let mut child = desktop
-            .command(python)
+        let mut child = command
             .arg(script)
             .arg(title)
             .args(at.map(|v| v.to_string()))
@@ -145,6 +151,16 @@ impl Witness {
         }
         seen
     }
+}
+
+/// Debian's own python3, which has `gi` (a python3 earlier on PATH, pyenv's, may not).
+fn python() -> PathBuf {
+    let python = PathBuf::from("/usr/bin/python3");
+    assert!(
+        python.is_file(),
+        "/usr/bin/python3 is missing: install python3-gi and gir1.2-gtk-3.0"
+    );
+    python
 }
 
 impl Drop for Witness {

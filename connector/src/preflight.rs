@@ -145,6 +145,8 @@ impl Compositor {
                         missing.push(format!(
                             "no window geometry ({why}): window screenshots and accessibility snapshots are unavailable; sway gives it through its IPC socket"
                         ));
+                    } else if protocols.windows() && !local_core::desktop::probe::session_bus() {
+                        missing.push("no session bus (DBUS_SESSION_BUS_ADDRESS is unset): accessibility snapshots are unavailable; start the shim inside the desktop session".to_owned());
                     }
                     Self::Missing(missing)
                 }

@@ -200,8 +200,74 @@ pub struct WindowTarget {
     pub title: String,
     /// The process that owns it, to choose among windows of one title.
     pub pid: Option<u32>,
-    /// Where it is, to choose among windows of one title and process.
+    /// Where it is, to choose among windows of one title and process (and, with
+    /// `window_relative`, where its content starts).
     pub bounds: Option<ScreenRect>,
+    /// Whether the toolkit reports boxes relative to its own window rather than the screen:
+    /// on Wayland a client does not know where its window is, so GTK's "screen" extents start
+    /// at its surface's corner; [`Placement`] moves them to `bounds`' origin.
+    pub window_relative: bool,
+}
+
+/// How a toolkit's reported boxes become display-global physical pixels, the space of window
+/// bounds, screenshots and input: the one place that converts them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "UI Automation reports screen pixels")
+)]
+pub(crate) struct Placement {
+    /// Screen pixels per toolkit pixel ([`toolkit_scale`]), `None` for one.
+    scale: Option<f64>,
+    /// Where the toolkit's origin lands on the screen, after scaling: `(0, 0)` where it
+    /// reports screen coordinates (X11), the window's content origin minus its frame's scaled
+    /// corner where it reports window-relative ones (Wayland).
+    offset: (i64, i64),
+}
+
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "UI Automation reports screen pixels")
+)]
+impl Placement {
+    /// The placement of `target`'s boxes, from the frame as its toolkit reports it (`None`
+    /// when it reports none: boxes taken as they are, moved to the window on Wayland).
+    pub(crate) fn of(target: &WindowTarget, frame: Option<ScreenRect>) -> Self {
+        let scale = match (target.bounds, frame) {
+            (Some(real), Some(reported)) => toolkit_scale(real, reported),
+            _ => None,
+        };
+        let offset = match target.bounds.filter(|_| target.window_relative) {
+            Some(real) => {
+                let corner = frame.map_or((0, 0), |f| {
+                    let f = ScreenRect {
+                        width: 1,
+                        height: 1,
+                        ..f
+                    };
+                    let at = scale.map_or(f, |s| f.scaled(s));
+                    (i64::from(at.x), i64::from(at.y))
+                });
+                (i64::from(real.x) - corner.0, i64::from(real.y) - corner.1)
+            }
+            None => (0, 0),
+        };
+        Self { scale, offset }
+    }
+
+    /// A box as the toolkit reported it, in display-global physical pixels.
+    pub(crate) fn place(&self, reported: ScreenRect) -> ScreenRect {
+        let scaled = self.scale.map_or(reported, |s| reported.scaled(s));
+        let moved = |v: i32, by: i64| {
+            let v = i64::from(v) + by;
+            i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX })
+        };
+        ScreenRect {
+            x: moved(scaled.x, self.offset.0),
+            y: moved(scaled.y, self.offset.1),
+            ..scaled
+        }
+    }
 }
 
 /// Why no snapshot could be taken.
@@ -546,6 +612,40 @@ mod tests {
             odd.scaled(1.5),
             ScreenRect::from_extents(5, 8, 4, 1).unwrap()
         );
+    }
+
+    #[test]
+    fn window_relative_boxes_are_moved_to_the_window_and_scaled_with_it() {
+        let rect = |x, y, w, h| ScreenRect::from_extents(x, y, w, h).unwrap();
+        let target = |bounds, window_relative| WindowTarget {
+            title: "t".to_owned(),
+            pid: None,
+            bounds: Some(bounds),
+            window_relative,
+        };
+        let button = rect(0, 0, 640, 34);
+        // Wayland at scale 1: GTK's frame at (0, 0), the window's content at (170, 100).
+        let one = Placement::of(
+            &target(rect(170, 100, 640, 400), true),
+            Some(rect(0, 0, 640, 400)),
+        );
+        assert_eq!(one.place(button), rect(170, 100, 640, 34));
+        // Scale 2: logical boxes, the window's content in physical pixels.
+        let two = Placement::of(
+            &target(rect(340, 200, 1280, 800), true),
+            Some(rect(0, 0, 640, 400)),
+        );
+        assert_eq!(two.place(rect(0, 34, 640, 34)), rect(340, 268, 1280, 68));
+        assert_eq!(two.place(button).centre(), (980, 234));
+        // X11: screen coordinates, left where they are (and scaled with the root's origin).
+        let x11 = Placement::of(
+            &target(rect(100, 100, 640, 480), false),
+            Some(rect(100, 100, 640, 480)),
+        );
+        assert_eq!(x11.place(rect(100, 100, 640, 34)), rect(100, 100, 640, 34));
+        // No frame reported: moved to the window on Wayland all the same.
+        let bare = Placement::of(&target(rect(5, 6, 10, 10), true), None);
+        assert_eq!(bare.place(rect(1, 2, 3, 4)), rect(6, 8, 3, 4));
     }
 
     #[test]

@@ -16,8 +16,8 @@ use atspi::{
 };
 
 use super::{
-    A11yError, Budget, Collector, Element, ElementStates, ScreenRect, Snapshot, Visit,
-    WindowTarget, clean_label, toolkit_scale,
+    A11yError, Budget, Collector, Element, ElementStates, Placement, ScreenRect, Snapshot, Visit,
+    WindowTarget, clean_label,
 };
 
 /// How often the registry is asked again while a toolkit has not registered its window yet.
@@ -28,7 +28,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
     let mut collector = Collector::new(budget, started);
     let (connection, frame) = frame(target, collector.deadline()).await?;
     let bus = connection.connection();
-    let scale = frame_scale(bus, &frame, target).await;
+    let placement = placement(bus, &frame, target).await;
 
     // Depth-first, document order: children are pushed in reverse.
     let mut stack = vec![(frame, 0_usize, Vec::new())];
@@ -51,7 +51,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
         if depth > 0 {
             let label = proxy.name().await.unwrap_or_default();
             if !label.trim().is_empty() {
-                let bounds = extents(&proxy).await.map(|b| in_screen_pixels(b, scale));
+                let bounds = extents(&proxy).await.map(|b| placement.place(b));
                 let states = element_states(states);
                 if !collector.keep_at(uia_role(role), &label, bounds, states, path.clone()) {
                     break;
@@ -113,7 +113,7 @@ pub(super) async fn element_at(
 ) -> Result<Option<Element>, A11yError> {
     let (connection, mut node) = frame(target, Instant::now() + deadline).await?;
     let bus = connection.connection();
-    let scale = frame_scale(bus, &node, target).await;
+    let placement = placement(bus, &node, target).await;
     let lost = |e: &dyn std::fmt::Display| A11yError::Unavailable(e.to_string());
     for (depth, index) in path.iter().enumerate() {
         let proxy = node.as_accessible_proxy(bus).await.map_err(|e| lost(&e))?;
@@ -143,7 +143,7 @@ pub(super) async fn element_at(
     let Some(bounds) = extents(&proxy)
         .await
         .filter(|_| !label.is_empty())
-        .map(|b| in_screen_pixels(b, scale))
+        .map(|b| placement.place(b))
     else {
         return Ok(None);
     };
@@ -221,24 +221,20 @@ async fn process_of(bus: &zbus::Connection, bus_name: &str) -> Option<u32> {
     reply.body().deserialize::<u32>().ok()
 }
 
-/// How many screen pixels one pixel of `frame`'s toolkit is, when it reports its boxes in its
-/// own logical pixels ([`toolkit_scale`]): GTK 3 under `GDK_SCALE=2` on X11 reports its button
-/// at half the place and size the screen shows it, while the window system lists the window at
-/// its real size; `None` (boxes taken as they are) when they agree or either is unknown.
-async fn frame_scale(
+/// Where `frame`'s boxes land on the screen ([`Placement`]): scaled when the toolkit reports
+/// its own logical pixels (GTK 3 under `GDK_SCALE=2` on X11, any toolkit on a scaled Wayland
+/// output), and moved to the window's content on Wayland, where GTK reports boxes from its
+/// surface's corner (checked on sway: the frame is at (0, 0) with sway's content size).
+async fn placement(
     bus: &zbus::Connection,
     frame: &atspi::ObjectRefOwned,
     target: &WindowTarget,
-) -> Option<f64> {
-    let real = target.bounds?;
-    let reported = extents(&frame.as_accessible_proxy(bus).await.ok()?).await?;
-    toolkit_scale(real, reported)
-}
-
-/// A box as the toolkit reported it, in screen pixels: scaled by `scale` when the toolkit
-/// scales itself, exactly as reported otherwise.
-fn in_screen_pixels(reported: ScreenRect, scale: Option<f64>) -> ScreenRect {
-    scale.map_or(reported, |scale| reported.scaled(scale))
+) -> Placement {
+    let reported = match frame.as_accessible_proxy(bus).await {
+        Ok(proxy) => extents(&proxy).await,
+        Err(_) => None,
+    };
+    Placement::of(target, reported)
 }
 
 /// The node's box as the toolkit reports it, when it has the Component interface and an area.

@@ -56,9 +56,11 @@ pub struct Located {
 }
 
 /// The accessibility lookup of `window`: its title, and its process and place to choose among
-/// windows of one title.
+/// windows of one title; on Wayland its place is also where the toolkit's window-relative
+/// boxes start.
 #[must_use]
 pub fn target(window: &NativeWindow) -> WindowTarget {
+    let window_relative = super::session::Session::detect() == super::session::Session::Wayland;
     let side = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
     WindowTarget {
         title: window.title.clone(),
@@ -69,6 +71,7 @@ pub fn target(window: &NativeWindow) -> WindowTarget {
             side(window.bounds.width),
             side(window.bounds.height),
         ),
+        window_relative,
     }
 }
 

@@ -59,7 +59,7 @@ pub fn probe(clipboard: bool) -> Probe {
     let listing = matches!(session, Session::X11 | Session::Windows | Session::MacOs)
         && windows::all().is_ok();
     let accessibility = match session {
-        Session::X11 => std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        Session::X11 => session_bus(),
         Session::Windows => true,
         Session::Wayland | Session::MacOs | Session::None => false,
     };
@@ -110,6 +110,12 @@ pub fn probe(clipboard: bool) -> Probe {
         fine,
         screen_resolution: Some((primary.rect.width, primary.rect.height)),
     }
+}
+
+/// Whether this process has a session bus, where AT-SPI's accessibility bus is asked for.
+#[must_use]
+pub fn session_bus() -> bool {
+    std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some_and(|a| !a.is_empty())
 }
 
 /// The fine input features that come with the coarse `input`, on every backend that has it.
@@ -169,6 +175,11 @@ fn wayland_probe(clipboard: bool) -> Probe {
     }
     coarse.push("permissions");
     fine.push("permissions.check");
+    // AT-SPI boxes are window-relative on Wayland: they need the window's place, as on X11 they
+    // need the window list.
+    if geometry && session_bus() {
+        fine.push("a11y.snapshot");
+    }
     Probe {
         session: Session::Wayland,
         coarse,

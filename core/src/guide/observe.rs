@@ -177,6 +177,8 @@ pub async fn observe(
         title: window.title.clone(),
         pid: window.pid,
         bounds: Some(window.bounds),
+        window_relative: crate::desktop::session::Session::detect()
+            == crate::desktop::session::Session::Wayland,
     };
     let snapshot = a11y::snapshot(&target, budget).await?;
     let mut elements: Vec<Element> = snapshot
