@@ -278,7 +278,7 @@ fn the_spare_request_carries_the_fields_in_order_and_refuses_a_nul() {
     );
     assert_eq!(
         request.as_deref(),
-        Some(&b"/r/w\0sh\0/bin/sh\0sh\02\0-c\0true\0PATH\0/usr/bin\0"[..])
+        Some(&b"/r/w\0sh\0/bin/sh\0sh\0\x32\0-c\0true\0PATH\0/usr/bin\0"[..])
     );
     assert!(
         spare::request(
@@ -291,7 +291,7 @@ fn the_spare_request_carries_the_fields_in_order_and_refuses_a_nul() {
         )
         .is_none()
     );
-    let nul_value = [(OsString::from("A"), OsString::from("1\02"))];
+    let nul_value = [(OsString::from("A"), OsString::from("1\0x"))];
     assert!(
         spare::request(
             Path::new("/r"),
