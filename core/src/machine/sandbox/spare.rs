@@ -26,7 +26,7 @@ pub(crate) struct Spare {
     pub(super) root: PathBuf,
     /// The root's identity when the spare was started: a root removed and made again, or
     /// another folder moved in its place, is not the one the spare's mounts hold.
-    pub(super) identity: Option<(u64, u64)>,
+    pub(super) identity: Option<Identity>,
     pub(crate) child: Child,
     pub(crate) tmp: PrivateTmp,
 }
@@ -103,14 +103,19 @@ impl Drop for Slot {
     }
 }
 
-/// The folder's device and inode, which tell it from another folder later at the same path.
-pub(super) fn identity(root: &Path) -> Option<(u64, u64)> {
+/// A folder's device, inode and birth time (where the file system keeps one).
+pub(super) type Identity = (u64, u64, Option<std::time::SystemTime>);
+
+/// What tells the folder at `root` from another one later at the same path: an inode number
+/// is reused at once, so the birth time goes with it (a folder made again with the same
+/// inode within the clock's tick, a few milliseconds, is not told apart).
+pub(super) fn identity(root: &Path) -> Option<Identity> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt as _;
         std::fs::metadata(root)
             .ok()
-            .map(|meta| (meta.dev(), meta.ino()))
+            .map(|meta| (meta.dev(), meta.ino(), meta.created().ok()))
     }
     #[cfg(not(unix))]
     {

@@ -244,6 +244,8 @@ async fn a_spare_for_another_root_is_discarded_and_a_closed_slot_keeps_none() {
 
     let replaced = waiting(root.path());
     std::fs::remove_dir(root.path()).unwrap();
+    // Past the clock's tick: the new folder may get the same inode number.
+    std::thread::sleep(std::time::Duration::from_millis(50));
     std::fs::create_dir(root.path()).unwrap();
     discarded(&slot, replaced, root.path());
 
