@@ -373,6 +373,10 @@ pub async fn run(prepared: Prepared) -> u8 {
     if let Some(message) = &message {
         eprintln!("autogpt-shim: {message}");
     }
+    // The spare launcher waiting for the next command goes, with its TMPDIR.
+    if let Some(sandbox) = &host.sandbox {
+        sandbox.shutdown();
+    }
     host.audit
         .record_async(
             None,

@@ -4,9 +4,11 @@
 //!
 //! A binary of its own rather than the connector re-executing itself: each confined command
 //! starts it, and this one links only the sandbox (a few hundred KiB against the connector's
-//! tens of MiB), so its start costs a fraction of the connector's. That is what holds up the
-//! benchmark's `EXECUTE_COMMAND [true]` median with `--shell-sandbox workspace` within 1.5 times
-//! `off`'s (`cargo bench -p e2e --bench connector -- sandbox`; docs/connector.md).
+//! tens of MiB), so its start costs a fraction of the connector's. The connector starts the
+//! next one ahead, confined and waiting on its stdin (`__sandbox-exec spare`), so a command's
+//! request pays only the program's own start: that is what holds up the benchmark's
+//! `EXECUTE_COMMAND [true]` median with `--shell-sandbox workspace` within 1.5 times `off`'s
+//! (`cargo bench -p e2e --bench connector -- sandbox`; docs/connector.md).
 
 use std::process::ExitCode;
 

@@ -441,6 +441,10 @@ async fn run(prepared: Prepared) -> u8 {
     let _ = shutdown.send(true);
     drop(calls);
     let _ = calls_done.recv().await;
+    // The spare launcher waiting for the next command goes, with its TMPDIR.
+    if let Some(sandbox) = &host.sandbox {
+        sandbox.shutdown();
+    }
     host.audit
         .record_async(
             None,

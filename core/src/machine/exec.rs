@@ -50,7 +50,7 @@ use std::time::Duration;
 use tokio::process::Command;
 use tokio::time::Instant;
 
-use super::sandbox::{Confinement, PrivateTmp};
+use super::sandbox::{Confinement, PrivateTmp, Spare, spare_request};
 use env::env_lookup;
 use group::GroupGuard;
 use output::{Capture, fit_output};
@@ -348,10 +348,14 @@ async fn run_with_parent_env(
             }
         };
     // A confined command gets a private TMPDIR, the one folder besides the root it may
-    // change; it is removed once the command has ended (or its run was dropped).
-    let private_tmp = match &sandbox {
-        Some(_) => Some(PrivateTmp::create().map_err(ExecError::Spawn)?),
-        None => None,
+    // change; it is removed once the command has ended (or its run was dropped). A spare
+    // launcher waiting for this root (`sandbox/spare.rs`) comes with its own.
+    let (private_tmp, spare) = match &sandbox {
+        Some(confinement) => match confinement.take_spare() {
+            Some(Spare { child, tmp, .. }) => (Some(tmp), Some(child)),
+            None => (Some(PrivateTmp::create().map_err(ExecError::Spawn)?), None),
+        },
+        None => (None, None),
     };
     if let Some(tmp) = &private_tmp {
         env.retain(|(name, _)| name != "TMPDIR");
@@ -403,7 +407,20 @@ async fn run_with_parent_env(
     let deadline = started
         .checked_add(timeout)
         .unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
-    let mut child = command.spawn().map_err(ExecError::Spawn)?;
+    let adopted = match spare {
+        Some(spare) => {
+            let request = spare_request(&cwd, &name, &executable, &arg0, &args, &env);
+            adopt(spare, request).await
+        }
+        None => None,
+    };
+    let mut child = match adopted {
+        Some(child) => child,
+        None => command.spawn().map_err(ExecError::Spawn)?,
+    };
+    if let Some(confinement) = &sandbox {
+        confinement.refill_spare();
+    }
     let mut group = GroupGuard::new(&child);
     let mut stdout = Capture::default();
     let mut stderr = Capture::default();
@@ -435,6 +452,25 @@ async fn run_with_parent_env(
         output_truncated,
         env_keys,
     })
+}
+
+/// Hands `request` to a spare launcher and closes its stdin, upon which it runs the command;
+/// `None` (the spare killed and reaped) when there is no request or it could not be written
+/// (the spare died), and the caller spawns the launcher.
+async fn adopt(
+    mut spare: tokio::process::Child,
+    request: Option<Vec<u8>>,
+) -> Option<tokio::process::Child> {
+    use tokio::io::AsyncWriteExt as _;
+    let written = match (spare.stdin.take(), request) {
+        (Some(mut stdin), Some(request)) => stdin.write_all(&request).await.is_ok(),
+        _ => false,
+    };
+    if written {
+        return Some(spare);
+    }
+    let _ = spare.kill().await;
+    None
 }
 
 fn exit_code_of(status: ExitStatus) -> i32 {

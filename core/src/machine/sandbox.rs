@@ -8,7 +8,9 @@
 //! (`confine.rs`) and then `exec`s the program, so the command keeps the pid, the process group
 //! and the pipes that [`exec`](super::exec) supervises, and nothing of the connector itself is
 //! confined. The workspace forbids `unsafe`, which rules out `pre_exec`; a binary that calls
-//! [`launch_if_asked`] first thing in `main` needs none.
+//! [`launch_if_asked`] first thing in `main` needs none. Usually the launcher was started and
+//! confined ahead, after the previous command, and waits on its stdin for the program
+//! (`spare.rs`), so the request pays for one process start, the program's.
 //!
 //! The modes, on Linux (elsewhere a mode other than `off` is refused):
 //! - `workspace`: the command and its descendants read and run what the user can, and change
@@ -34,6 +36,7 @@ mod confine;
 mod mounts;
 #[cfg(target_os = "linux")]
 mod rules;
+mod spare;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +44,9 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(crate) use spare::{Spare, request as spare_request};
 
 /// The first argument that turns the connector's executable into the launcher.
 pub const LAUNCH_ARG: &str = "__sandbox-exec";
@@ -108,12 +114,22 @@ impl fmt::Display for SandboxMode {
     }
 }
 
-/// A sandbox mode other than `off` and the launcher that enforces it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A sandbox mode other than `off`, the launcher that enforces it, and the spare launcher
+/// waiting for the next command (`spare.rs`), shared by the clones.
+#[derive(Debug, Clone)]
 pub struct Sandbox {
     mode: SandboxMode,
     launcher: PathBuf,
+    spare: Arc<spare::Slot>,
 }
+
+impl PartialEq for Sandbox {
+    fn eq(&self, other: &Self) -> bool {
+        self.mode == other.mode && self.launcher == other.launcher
+    }
+}
+
+impl Eq for Sandbox {}
 
 impl Sandbox {
     /// `mode` enforced by `launcher`, an executable that calls [`launch_if_asked`] before
@@ -121,7 +137,18 @@ impl Sandbox {
     /// is [`probe`]'s to say, before the first command.
     #[must_use]
     pub fn new(mode: SandboxMode, launcher: PathBuf) -> Option<Self> {
-        (mode != SandboxMode::Off).then_some(Self { mode, launcher })
+        (mode != SandboxMode::Off).then(|| Self {
+            mode,
+            launcher,
+            spare: Arc::default(),
+        })
+    }
+
+    /// Ends the spare launcher, if one is waiting, and starts no more: call it when the
+    /// connector stops, so nothing is left running or in the temporary folder (dropping the
+    /// last clone does the same).
+    pub fn shutdown(&self) {
+        self.spare.close();
     }
 
     /// The mode.
@@ -152,6 +179,17 @@ impl Confinement {
     #[must_use]
     pub const fn mode(&self) -> SandboxMode {
         self.sandbox.mode
+    }
+
+    /// The spare launcher, if one is waiting for this root; one for another root is
+    /// discarded (the caller then spawns the launcher as [`Self::launcher_command`] says).
+    pub(crate) fn take_spare(&self) -> Option<Spare> {
+        self.sandbox.spare.take(&self.root)
+    }
+
+    /// Starts a spare launcher for this confinement in the background, for the next command.
+    pub(crate) fn refill_spare(&self) {
+        spare::refill(self);
     }
 
     /// The launcher and its arguments, which run `program` (found by the caller; `name` is

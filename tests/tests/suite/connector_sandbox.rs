@@ -701,6 +701,85 @@ async fn a_kernel_without_a_part_refuses_the_mode_with_exit_78() {
     let _ = std::fs::remove_dir_all(&home);
 }
 
+/// The spare launcher (`core/src/machine/sandbox/spare.rs`): after a confined command the
+/// connector keeps one launcher started and confined, its child waiting on stdin; the next
+/// command is that very process (same pid, same `TMPDIR`), another spare follows, and a stop
+/// leaves neither the spare running nor its `TMPDIR` on disk.
+#[tokio::test]
+async fn the_next_command_adopts_the_spare_launcher_and_a_stop_leaves_none() {
+    let mut sandboxed = Sandboxed::start("workspace").await;
+    let shim = sandboxed.shim.pid();
+    let first = sandboxed.bash("spare-1", "echo $$", json!({})).await;
+    assert_eq!(first["exit_code"], 0, "{first}");
+    let (spare, spare_tmp) = waiting_spare(shim, None).await;
+    let second = sandboxed
+        .bash("spare-2", r#"echo "$$ $TMPDIR""#, json!({}))
+        .await;
+    assert_eq!(second["exit_code"], 0, "{second}");
+    assert_eq!(
+        second["stdout"].as_str().unwrap().trim(),
+        format!("{spare} {}", spare_tmp.display()),
+        "the second command did not run in the spare"
+    );
+    assert!(!spare_tmp.exists(), "the adopted spare's TMPDIR stayed");
+    let (next, next_tmp) = waiting_spare(shim, Some(spare)).await;
+    assert!(next_tmp.is_dir());
+    sandboxed.shim.signal("TERM");
+    let (status, stderr) = sandboxed.shim.exit().await;
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(
+        !running(&next.to_string()),
+        "the spare {next} outlived the connector"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{next}")).exists(),
+        "the spare {next} was not reaped"
+    );
+    assert!(
+        !next_tmp.exists(),
+        "the spare's TMPDIR {} stayed",
+        next_tmp.display()
+    );
+}
+
+/// The spare launcher child of `shim` other than `not`, and its `TMPDIR` (its last argument),
+/// once it is there (it starts in the background after a command).
+async fn waiting_spare(shim: u32, not: Option<u32>) -> (u32, PathBuf) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let parent = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').nth(1))
+                .and_then(|ppid| ppid.parse::<u32>().ok());
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            if parent == Some(shim)
+                && Some(pid) != not
+                && args.get(1..3) == Some(&[&b"__sandbox-exec"[..], &b"spare"[..]][..])
+            {
+                let tmp = args
+                    .get(5)
+                    .map(|tmp| String::from_utf8_lossy(tmp).into_owned());
+                return (pid, PathBuf::from(tmp.unwrap()));
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no spare launcher came up beside the connector {shim}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The launcher itself fails closed: when a part of the confinement cannot be set up, or its
 /// policy is unusable, it exits 125 with one line on stderr and the program never runs.
 #[test]
@@ -729,6 +808,43 @@ fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
     };
+    // The spare: the policy on the command line, the command on stdin (`spare::request`).
+    let adopt = |wrapper: &[&str], mode: &str, root: &str| {
+        let mut command = Command::new(wrapper.first().map_or(shim.as_path(), Path::new));
+        if !wrapper.is_empty() {
+            command.args(&wrapper[1..]).arg(&shim);
+        }
+        let mut child = command
+            .args(["__sandbox-exec", "spare", mode, root, tmp_arg])
+            .current_dir(root_arg)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut request = Vec::new();
+        for field in [
+            root_arg,
+            "sh",
+            "/bin/sh",
+            "sh",
+            "2",
+            "-c",
+            &script,
+            "PATH",
+            "/usr/bin:/bin",
+        ] {
+            request.extend_from_slice(field.as_bytes());
+            request.push(0);
+        }
+        // A launcher that refuses its policy at once has closed its end: nothing to hand.
+        let _ = std::io::Write::write_all(&mut child.stdin.take().unwrap(), &request);
+        let output = child.wait_with_output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
     let deny = deny.to_str().unwrap();
     let cases: [(&[&str], &str, &str, &str); 5] = [
         (
@@ -742,8 +858,15 @@ fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
         (&[], "workspace", "/", "the allowed root is /"),
         (&[], "lenient", root_arg, "unknown mode"),
     ];
-    for (wrapper, mode, root, named) in cases {
-        let (code, stderr) = launch(wrapper, mode, root);
+    for ((wrapper, mode, root, named), spare) in cases
+        .into_iter()
+        .flat_map(|case| [(case, false), (case, true)])
+    {
+        let (code, stderr) = if spare {
+            adopt(wrapper, mode, root)
+        } else {
+            launch(wrapper, mode, root)
+        };
         assert_eq!(code, Some(125), "{wrapper:?} {mode} {root}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
         assert!(
@@ -756,11 +879,15 @@ fn the_launcher_fails_closed_with_exit_125_and_runs_nothing() {
         );
         assert!(
             !marker.exists(),
-            "the program ran under {wrapper:?}: {stderr}"
+            "the program ran under {wrapper:?} (spare: {spare}): {stderr}"
         );
     }
-    // The same launcher with nothing denied runs the program, confined.
+    // The same launcher with nothing denied runs the program, confined; the spare too.
     let (code, stderr) = launch(&[], "workspace", root_arg);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+    let (code, stderr) = adopt(&[], "workspace", root_arg);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(marker.exists());
     // Started by hand, it says what it is and runs nothing.

@@ -61,9 +61,20 @@ pub(super) fn launch(args: Vec<OsString>) -> Launched {
     let mut args = args.into_iter();
     match args.next().as_deref().and_then(OsStr::to_str) {
         Some("run") => run(args),
+        Some("spare") => spare(args),
         Some("probe") => probe(args),
         _ => not_confined("the launcher was started without a policy"),
     }
+}
+
+/// Why a root of `/` is refused: nothing would be protected.
+const ROOT_IS_SLASH: &str = "the sandbox cannot protect anything when the allowed root is /: choose a folder as the allowed root";
+
+fn not_set_up(strict: bool, failure: &Failure) -> Launched {
+    not_confined(&format!(
+        "the {} sandbox could not be set up ({failure})",
+        if strict { "strict" } else { "workspace" }
+    ))
 }
 
 fn not_confined(why: &str) -> Launched {
@@ -93,9 +104,7 @@ fn run(mut args: impl Iterator<Item = OsString>) -> Launched {
         tmp: PathBuf::from(tmp),
     };
     if policy.root.parent().is_none() {
-        return not_confined(
-            "the sandbox cannot protect anything when the allowed root is /: choose a folder as the allowed root",
-        );
+        return not_confined(ROOT_IS_SLASH);
     }
     let confined = namespaces(strict)
         .and_then(|()| mounts::isolate(&policy))
@@ -104,30 +113,108 @@ fn run(mut args: impl Iterator<Item = OsString>) -> Launched {
         .and_then(|()| rules::landlock(&policy).map(drop))
         .and_then(|()| rules::seccomp(strict));
     if let Err(failure) = confined {
-        return not_confined(&format!(
-            "the {} sandbox could not be set up ({failure})",
-            if strict { "strict" } else { "workspace" }
-        ));
+        return not_set_up(strict, &failure);
     }
-    exec(&program, &name, &arg0, &rest)
+    exec(&program, &name, &arg0, &rest, None)
 }
 
-/// Becomes the program; returns only when it cannot be executed (126) or found (127).
-fn exec(program: &OsStr, name: &OsStr, arg0: &OsStr, args: &[OsString]) -> Launched {
-    let err = std::process::Command::new(program)
-        .arg0(arg0)
-        .args(args)
-        .exec();
+/// `spare <mode> <root> <tmp>`: the spare launcher (`spare.rs`). Confines itself as `run`
+/// does, then reads the command from stdin to its end (`spare::request`'s fields) and becomes
+/// it with `/dev/null` as stdin. A confinement that failed is reported only then, when the
+/// command would have run, with the same line and status as `run`'s.
+fn spare(mut args: impl Iterator<Item = OsString>) -> Launched {
+    use std::io::Read as _;
+    use std::os::unix::ffi::OsStringExt as _;
+    let mut next = || args.next();
+    let (Some(mode), Some(root), Some(tmp)) = (next(), next(), next()) else {
+        return not_confined("the launcher's arguments are incomplete");
+    };
+    let strict = match mode.to_str() {
+        Some("workspace") => false,
+        Some("strict") => true,
+        _ => return not_confined("the launcher was given an unknown mode"),
+    };
+    let policy = Policy {
+        strict,
+        root: PathBuf::from(root),
+        tmp: PathBuf::from(tmp),
+    };
+    let confined = if policy.root.parent().is_none() {
+        Err(None)
+    } else {
+        namespaces(strict)
+            .and_then(|()| mounts::isolate(&policy))
+            .and_then(|()| drop_privileges())
+            .and_then(|()| rules::landlock(&policy).map(drop))
+            .and_then(|()| rules::seccomp(strict))
+            .map_err(Some)
+    };
+    let mut request = Vec::new();
+    if std::io::stdin().read_to_end(&mut request).is_err() || request.is_empty() {
+        return not_confined("the spare launcher was given no command");
+    }
+    let mut fields = request
+        .split(|byte| *byte == 0)
+        .map(|field| OsString::from_vec(field.to_vec()));
+    let mut next = || fields.next();
+    let (Some(cwd), Some(name), Some(program), Some(arg0), Some(count)) =
+        (next(), next(), next(), next(), next())
+    else {
+        return not_confined("the spare launcher's request is incomplete");
+    };
+    let count = count
+        .to_str()
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(0);
+    let rest: Vec<OsString> = fields.by_ref().take(count).collect();
+    let mut env = Vec::new();
+    while let (Some(key), Some(value)) = (fields.next(), fields.next()) {
+        env.push((key, value));
+    }
+    match confined.and_then(|()| enter(Path::new(&cwd)).map_err(Some)) {
+        Err(None) => return not_confined(ROOT_IS_SLASH),
+        Err(Some(failure)) => return not_set_up(strict, &failure),
+        Ok(()) => {}
+    }
+    exec(&program, &name, &arg0, &rest, Some(&env))
+}
+
+/// Becomes the program; returns only when it cannot be executed (126) or found (127). With
+/// `env` (the spare), the program gets that environment and `/dev/null` as stdin; without,
+/// this process's, which the connector set.
+fn exec(
+    program: &OsStr,
+    name: &OsStr,
+    arg0: &OsStr,
+    args: &[OsString],
+    env: Option<&[(OsString, OsString)]>,
+) -> Launched {
+    let command = |program: &OsStr| {
+        let mut command = std::process::Command::new(program);
+        command.arg0(arg0).args(args);
+        if let Some(env) = env {
+            command
+                .env_clear()
+                .envs(env.iter().map(|(key, value)| (key, value)))
+                .stdin(std::process::Stdio::null());
+        }
+        command
+    };
+    let err = command(program).exec();
     // What the caller found may be hidden here (a program in the home folder, under
     // `strict`): the bare name is looked for again on PATH as the sandbox sees it.
+    let path = match env {
+        Some(env) => env
+            .iter()
+            .find(|(key, _)| key == "PATH")
+            .map(|(_, value)| value.clone()),
+        None => std::env::var_os("PATH"),
+    };
     let again = (!name.is_empty() && !Path::new(name).is_absolute())
-        .then(|| find_on_path(name))
+        .then(|| find_on_path(name, path))
         .flatten();
     let err = match again {
-        Some(found) if found.as_os_str() != program => std::process::Command::new(found)
-            .arg0(arg0)
-            .args(args)
-            .exec(),
+        Some(found) if found.as_os_str() != program => command(found.as_os_str()).exec(),
         _ => err,
     };
     let code = if err.kind() == std::io::ErrorKind::NotFound {
@@ -141,11 +228,11 @@ fn exec(program: &OsStr, name: &OsStr, arg0: &OsStr, args: &[OsString]) -> Launc
     }
 }
 
-/// The first executable `name` on this process's PATH (absolute entries only, as the caller
+/// The first executable `name` on the command's PATH (absolute entries only, as the caller
 /// searched it).
-fn find_on_path(name: &OsStr) -> Option<PathBuf> {
+fn find_on_path(name: &OsStr, path: Option<OsString>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
-    let path = std::env::var_os("PATH")?;
+    let path = path?;
     std::env::split_paths(&path)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(name))

@@ -194,3 +194,115 @@ mod linux {
         assert!(parse_mountinfo("garbage\n\n").is_empty());
     }
 }
+
+/// A spare made for another root, or for a folder since replaced at the same path, is never
+/// handed out: it is killed, reaped and its `TMPDIR` removed, and the caller starts the
+/// launcher itself; one for the same root is handed out once; a closed slot takes no spare and
+/// leaves nothing running.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_spare_for_another_root_is_discarded_and_a_closed_slot_keeps_none() {
+    let waiting = |root: &Path| {
+        let tmp = PrivateTmp::create().unwrap();
+        let child = tokio::process::Command::new("sleep")
+            .arg("600")
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        spare::Spare {
+            root: root.to_path_buf(),
+            identity: spare::identity(root),
+            child,
+            tmp,
+        }
+    };
+    let gone = |pid: u32, tmp: &Path| !Path::new(&format!("/proc/{pid}")).exists() && !tmp.exists();
+    let discarded = |slot: &spare::Slot, spare: spare::Spare, root: &Path| {
+        let (pid, tmp) = (spare.child.id().unwrap(), spare.tmp.path().to_path_buf());
+        slot.put(spare);
+        assert!(
+            slot.take(root).is_none(),
+            "{} was handed out",
+            tmp.display()
+        );
+        assert!(
+            gone(pid, &tmp),
+            "the spare {pid} or {} stayed",
+            tmp.display()
+        );
+        assert!(slot.take(root).is_none(), "the slot kept it");
+    };
+    // Real folders: the slot compares what is at the path.
+    let (root, other) = (PrivateTmp::create().unwrap(), PrivateTmp::create().unwrap());
+    let slot = spare::Slot::default();
+    discarded(&slot, waiting(other.path()), root.path());
+
+    slot.put(waiting(root.path()));
+    let same = slot.take(root.path()).expect("the matching spare");
+    assert!(slot.take(root.path()).is_none(), "handed out twice");
+    spare::discard(same);
+
+    let replaced = waiting(root.path());
+    std::fs::remove_dir(root.path()).unwrap();
+    // Past the clock's tick: the new folder may get the same inode number.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::fs::create_dir(root.path()).unwrap();
+    discarded(&slot, replaced, root.path());
+
+    let last = waiting(root.path());
+    let (pid, tmp) = (last.child.id().unwrap(), last.tmp.path().to_path_buf());
+    slot.put(last);
+    slot.close();
+    assert!(
+        gone(pid, &tmp),
+        "a closed slot left {pid} or {}",
+        tmp.display()
+    );
+    let late = waiting(root.path());
+    let (pid, tmp) = (late.child.id().unwrap(), late.tmp.path().to_path_buf());
+    slot.put(late);
+    assert!(gone(pid, &tmp), "a closed slot took a late spare {pid}");
+}
+
+/// The spare's request: the fields in their order, each ended by NUL; a NUL inside a field
+/// (a request's argument or variable can hold one) gives no request, since the spare could not
+/// tell it from a field's end.
+#[test]
+fn the_spare_request_carries_the_fields_in_order_and_refuses_a_nul() {
+    let env = [(OsString::from("PATH"), OsString::from("/usr/bin"))];
+    let request = spare::request(
+        Path::new("/r/w"),
+        "sh".as_ref(),
+        "/bin/sh".as_ref(),
+        "sh".as_ref(),
+        &["-c".into(), "true".into()],
+        &env,
+    );
+    assert_eq!(
+        request.as_deref(),
+        Some(&b"/r/w\0sh\0/bin/sh\0sh\0\x32\0-c\0true\0PATH\0/usr/bin\0"[..])
+    );
+    assert!(
+        spare::request(
+            Path::new("/r"),
+            "a".as_ref(),
+            "/a".as_ref(),
+            "a".as_ref(),
+            &["x\0y".into()],
+            &[]
+        )
+        .is_none()
+    );
+    let nul_value = [(OsString::from("A"), OsString::from("1\0x"))];
+    assert!(
+        spare::request(
+            Path::new("/r"),
+            "a".as_ref(),
+            "/a".as_ref(),
+            "a".as_ref(),
+            &[],
+            &nul_value
+        )
+        .is_none()
+    );
+}
