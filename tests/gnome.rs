@@ -23,12 +23,38 @@ pub struct Gnome {
     children: Vec<Child>,
     runtime_dir: PathBuf,
     bus_address: String,
+    /// A bus of its own standing in for the system bus, which GNOME Shell will not start
+    /// without (it asks logind there, and tolerates nobody answering).
+    system_bus: Option<String>,
 }
 
 impl Gnome {
     /// Starts the bus, mutter, PipeWire, WirePlumber and the accessibility bus, and waits
     /// until mutter listens.
     pub fn start() -> Self {
+        Self::launch(false)
+    }
+
+    /// The same desktop with GNOME Shell in place of the bare mutter (the shell is mutter with
+    /// its services, the screenshot service among them), on a private system bus, and waits
+    /// until its screenshot service is on the session bus.
+    pub fn start_shell() -> Self {
+        require("gnome-shell", "gnome-shell");
+        require("gdbus", "libglib2.0-bin");
+        let gnome = Self::launch(true);
+        let deadline = Instant::now() + START_DEADLINE;
+        while !gnome.has_owner("org.gnome.Shell.Screenshot") {
+            assert!(
+                Instant::now() < deadline,
+                "GNOME Shell offered no screenshot service within {START_DEADLINE:?}: {}",
+                gnome.log("mutter.log")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        gnome
+    }
+
+    fn launch(shell: bool) -> Self {
         for (program, package) in [
             ("dbus-daemon", "dbus"),
             ("mutter", "mutter"),
@@ -65,35 +91,25 @@ impl Gnome {
             children: Vec::new(),
             runtime_dir,
             bus_address: String::new(),
+            system_bus: None,
         };
+        if shell {
+            let dir = gnome.runtime_dir.join("system-bus");
+            std::fs::create_dir(&dir).unwrap();
+            let (bus, address) = gnome.bus_daemon(&dir, "system-bus.log");
+            gnome.children.push(bus);
+            gnome.system_bus = Some(address);
+        }
 
         // The bus passes its environment to the services it starts: the portal must know the
         // Wayland display and that this is GNOME before its first call.
-        let mut bus = gnome
-            .bare("dbus-daemon")
-            .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
-            .arg(format!(
-                "--address=unix:dir={}",
-                gnome.runtime_dir.display()
-            ))
-            .stdout(Stdio::piped())
-            // The services it starts (the portal and its backends) write here too.
-            .stderr(std::fs::File::create(gnome.runtime_dir.join("bus.log")).unwrap())
-            .spawn()
-            .expect("start dbus-daemon");
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(bus.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        let (bus, address) = gnome.bus_daemon(&gnome.runtime_dir.clone(), "bus.log");
         gnome.children.push(bus);
-        gnome.bus_address = line.trim().to_owned();
-        assert!(!gnome.bus_address.is_empty(), "dbus-daemon gave no address");
+        gnome.bus_address = address;
 
         let log = |name: &str| std::fs::File::create(gnome.runtime_dir.join(name)).unwrap();
         let mutter = gnome
-            .command("mutter")
+            .command(if shell { "gnome-shell" } else { "mutter" })
             .args([
                 "--headless",
                 "--virtual-monitor",
@@ -134,6 +150,92 @@ impl Gnome {
             gnome.children.push(child);
         }
         gnome
+    }
+
+    /// A dbus-daemon listening in `dir`, logging to `log`, and its address.
+    fn bus_daemon(&self, dir: &Path, log: &str) -> (Child, String) {
+        let mut bus = self
+            .bare("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(format!("--address=unix:dir={}", dir.display()))
+            .stdout(Stdio::piped())
+            // The services it starts (the portal and its backends) write here too.
+            .stderr(std::fs::File::create(self.runtime_dir.join(log)).unwrap())
+            .spawn()
+            .expect("start dbus-daemon");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(bus.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let address = line.trim().to_owned();
+        assert!(!address.is_empty(), "dbus-daemon gave no address");
+        (bus, address)
+    }
+
+    /// Whether `name` has an owner on the session bus.
+    #[must_use]
+    pub fn has_owner(&self, name: &str) -> bool {
+        self.gdbus(&[
+            "--dest",
+            "org.freedesktop.DBus",
+            "--object-path",
+            "/org/freedesktop/DBus",
+            "--method",
+            "org.freedesktop.DBus.NameHasOwner",
+            name,
+        ])
+        .is_some_and(|out| out.contains("true"))
+    }
+
+    /// Says in the desktop portal's permission store, as the person's answer to its dialog
+    /// would, whether programs outside a sandbox may take screenshots (`yes` or `no`).
+    pub fn screenshots_allowed(&self, answer: &str) {
+        let permissions = format!("['{answer}']");
+        let out = self.gdbus(&[
+            "--dest",
+            "org.freedesktop.impl.portal.PermissionStore",
+            "--object-path",
+            "/org/freedesktop/impl/portal/PermissionStore",
+            "--method",
+            "org.freedesktop.impl.portal.PermissionStore.SetPermission",
+            "screenshot",
+            "true",
+            "screenshot",
+            "",
+            &permissions,
+        ]);
+        assert!(out.is_some(), "the permission store took no answer");
+    }
+
+    /// Leaves the overview GNOME Shell opens with, so windows show as they are.
+    pub fn leave_overview(&self) {
+        let out = self.gdbus(&[
+            "--dest",
+            "org.gnome.Shell",
+            "--object-path",
+            "/org/gnome/Shell",
+            "--method",
+            "org.freedesktop.DBus.Properties.Set",
+            "org.gnome.Shell",
+            "OverviewActive",
+            "<false>",
+        ]);
+        assert!(out.is_some(), "GNOME Shell did not leave its overview");
+    }
+
+    /// `gdbus call --session` with `args`; its output when it succeeded.
+    fn gdbus(&self, args: &[&str]) -> Option<String> {
+        let out = self
+            .command("gdbus")
+            .args(["call", "--session"])
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// The session bus's address.
@@ -231,6 +333,9 @@ impl Gnome {
             .env("WAYLAND_DISPLAY", WAYLAND_DISPLAY)
             .env("GTK_A11Y", "atspi")
             .stdin(Stdio::null());
+        if let Some(system) = &self.system_bus {
+            command.env("DBUS_SYSTEM_BUS_ADDRESS", system);
+        }
         command
     }
 }

@@ -27,6 +27,8 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
+pub mod screenshot;
+
 use super::action::{Action, Button, MAX_WAIT, ScrollDirection};
 use super::virtual_input::{self, Device, Key};
 use super::{DesktopError, Display};
@@ -36,6 +38,8 @@ const PATH: &str = "/org/freedesktop/portal/desktop";
 const REMOTE_DESKTOP: &str = "org.freedesktop.portal.RemoteDesktop";
 const SCREEN_CAST: &str = "org.freedesktop.portal.ScreenCast";
 const REQUEST: &str = "org.freedesktop.portal.Request";
+/// What a declined RemoteDesktop dialog is named in `PERMISSION_PENDING`.
+const REMOTE_DESKTOP_PERMISSION: &str = "remote desktop";
 
 /// `AvailableDeviceTypes` and `types` bits.
 const KEYBOARD: u32 = 1;
@@ -386,16 +390,29 @@ pub fn consented() -> Option<bool> {
     Some(kept.session.as_ref().is_some_and(Session::is_open))
 }
 
-/// What the compositor offers ([`super::wayland::protocols`]), and where the wlr input
-/// protocols are missing, what the portal's RemoteDesktop offers instead (asked on the session
-/// bus, with no dialog).
+/// What the compositor offers ([`super::wayland::protocols`]), and where its protocols are
+/// missing, what the portal offers instead (asked on the session bus, with no dialog): its
+/// RemoteDesktop for input, its Screenshot for screenshots.
 ///
 /// # Errors
 /// [`DesktopError::Failed`] when the compositor cannot be reached.
 pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError> {
     let mut protocols = super::wayland::protocols()?;
-    if !protocols.input() {
-        protocols.portal = offered();
+    let (input, shots) = (!protocols.input(), !protocols.screenshots());
+    if input || shots {
+        let asked = ask(|bus| async move {
+            let portal = if input { offer(&bus).await } else { None };
+            let shots = if shots {
+                screenshot::offer(&bus).await
+            } else {
+                None
+            };
+            Some((portal, shots))
+        });
+        if let Some((portal, shots)) = asked {
+            protocols.portal = portal;
+            protocols.portal_shots = shots;
+        }
     }
     Ok(protocols)
 }
@@ -404,6 +421,12 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
 /// without a session bus or a portal with RemoteDesktop.
 #[must_use]
 pub fn offered() -> Option<Offer> {
+    ask(|bus| async move { offer(&bus).await })
+}
+
+/// Runs `asking` on a connection to this process's session bus, on a runtime of its own;
+/// `None` without a session bus.
+fn ask<T, F: Future<Output = Option<T>>>(asking: impl FnOnce(zbus::Connection) -> F) -> Option<T> {
     std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -417,7 +440,7 @@ pub fn offered() -> Option<Offer> {
         .await
         .ok()?
         .ok()?;
-        offer(&bus).await
+        asking(bus).await
     })
 }
 
@@ -660,7 +683,10 @@ async fn start(
             "no desktop portal with a RemoteDesktop interface answers on the session bus",
         )
     })?;
-    let portal = Portal { bus: &bus };
+    let portal = Portal {
+        bus: &bus,
+        permission: REMOTE_DESKTOP_PERMISSION,
+    };
 
     let created = portal
         .request(
@@ -730,7 +756,7 @@ async fn start(
         .and_then(|value| u32::try_from(&**value).ok())
         .unwrap_or(0);
     if devices & (KEYBOARD | POINTER) == 0 {
-        return Err(declined());
+        return Err(declined(REMOTE_DESKTOP_PERMISSION));
     }
     let streams = started
         .get("streams")
@@ -772,12 +798,16 @@ fn parse_streams(value: &Value<'_>) -> Vec<Stream> {
 /// A call's arguments after the options are filled in.
 enum Body<'a> {
     Options(HashMap<&'static str, Value<'a>>),
+    /// No parent window, then the options (Screenshot).
+    Parent(HashMap<&'static str, Value<'a>>),
     Session(OwnedObjectPath, HashMap<&'static str, Value<'a>>),
     Start(OwnedObjectPath, HashMap<&'static str, Value<'a>>),
 }
 
 struct Portal<'a> {
     bus: &'a zbus::Connection,
+    /// What a refusal is named in `PERMISSION_PENDING`.
+    permission: &'static str,
 }
 
 impl Portal<'_> {
@@ -809,6 +839,7 @@ impl Portal<'_> {
         options.insert("handle_token", Value::from(handle));
         let called = match body(options) {
             Body::Options(options) => call(self.bus, interface, method, &(options,)).await,
+            Body::Parent(options) => call(self.bus, interface, method, &("", options)).await,
             Body::Session(session, options) => {
                 call(self.bus, interface, method, &(session, options)).await
             }
@@ -821,7 +852,7 @@ impl Portal<'_> {
 
         let answer = tokio::time::timeout(deadline, responses.next())
             .await
-            .map_err(|_| declined())?
+            .map_err(|_| declined(self.permission))?
             .ok_or_else(|| DesktopError::Failed("the desktop portal went away".to_owned()))?;
         let (code, results): (u32, HashMap<String, OwnedValue>) = answer
             .body()
@@ -829,7 +860,7 @@ impl Portal<'_> {
             .map_err(|err| failed(method, &err))?;
         match code {
             0 => Ok(results),
-            1 => Err(declined()),
+            1 => Err(declined(self.permission)),
             _ => Err(DesktopError::Failed(format!(
                 "the desktop portal ended {method} without an answer"
             ))),
@@ -860,9 +891,9 @@ fn token() -> String {
 /// The person said no, in one of the ways the portal allows (declined, closed the dialog, did
 /// not allow interaction, did not answer); the caller cannot tell them apart, and asks again
 /// at the next request.
-fn declined() -> DesktopError {
+fn declined(permission: &str) -> DesktopError {
     DesktopError::PermissionPending {
-        permission: "remote desktop".to_owned(),
+        permission: permission.to_owned(),
     }
 }
 

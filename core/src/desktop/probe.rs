@@ -147,7 +147,8 @@ fn wayland_probe(clipboard: bool) -> Probe {
     let mut fine = Vec::new();
     // A window's place comes from sway's IPC: elsewhere no protocol says where a window is.
     let geometry = protocols.windows() && super::wayland::windows::geometry_available().is_ok();
-    if protocols.screenshots() {
+    // Screencopy, or the desktop portal's Screenshot where it is missing (GNOME Shell).
+    if protocols.screenshots() || protocols.portal_screenshots() {
         coarse.push("screenshot");
         fine.extend(["screenshot.region", "screenshot.all_monitors"]);
         if geometry {
@@ -227,7 +228,18 @@ fn wayland_permission(name: &str) -> Permission {
         return Permission::Denied;
     };
     let granted = match name {
-        "screen_recording" => protocols.screenshots(),
+        "screen_recording" if !protocols.screenshots() => {
+            // The portal's permission store says, or nobody was asked yet.
+            return match super::portal::screenshot::offered() {
+                Some(offer) if offer.service => match offer.allowed {
+                    Some(true) => Permission::Granted,
+                    None => Permission::Unknown,
+                    Some(false) => Permission::Denied,
+                },
+                _ => Permission::Denied,
+            };
+        }
+        "screen_recording" => true,
         "input_monitoring" if !protocols.input() => {
             // The portal asks the person at the first input action; until then nobody knows.
             return match super::portal::consented() {

@@ -26,6 +26,11 @@ enum Grabber {
     /// The Wayland compositor's screencopy, one whole output at a time.
     #[cfg(target_os = "linux")]
     Wayland,
+    /// The desktop portal's Screenshot (GNOME Shell), one picture of the whole desktop taken
+    /// at the first grab and cut for every display and region after it, with the union of the
+    /// displays' rectangles it covers.
+    #[cfg(target_os = "linux")]
+    Portal(std::cell::RefCell<Option<RgbaImage>>, Rect),
 }
 
 impl Grabber {
@@ -50,6 +55,24 @@ impl Grabber {
                     side(rect.height),
                 )
                 .to_image())
+            }
+            #[cfg(target_os = "linux")]
+            Self::Portal(taken, desktop) => {
+                let mut taken = taken.borrow_mut();
+                let image = match taken.take() {
+                    Some(image) => image,
+                    None => portal_desktop(*desktop)?,
+                };
+                let part = image::imageops::crop_imm(
+                    &image,
+                    offset(rect.x, desktop.x),
+                    offset(rect.y, desktop.y),
+                    side(rect.width),
+                    side(rect.height),
+                )
+                .to_image();
+                *taken = Some(image);
+                Ok(part)
             }
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
@@ -90,6 +113,11 @@ impl Grabber {
                     })?;
                 Ok((stitch(displays, self, wanted)?, [wanted.x, wanted.y]))
             }
+            #[cfg(target_os = "linux")]
+            Self::Portal(..) => Err(DesktopError::unsupported(
+                "screenshot.window",
+                "GNOME Shell and KWin tell no client where a window is",
+            )),
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(_) => {
                 // xcap captures a window by itself; only Wayland needs the displays.
@@ -105,6 +133,22 @@ impl Grabber {
             }
         }
     }
+}
+
+/// The whole desktop through the desktop portal's Screenshot, checked to cover `desktop` (the
+/// union of the displays): the compositor draws every output at the largest scale, as the
+/// display-global coordinates place them.
+#[cfg(target_os = "linux")]
+fn portal_desktop(desktop: Rect) -> Result<RgbaImage, DesktopError> {
+    let image = super::portal::screenshot::take()?;
+    let size = (u64::from(image.width()), u64::from(image.height()));
+    if size != (desktop.width, desktop.height) {
+        return Err(DesktopError::Failed(format!(
+            "the desktop portal's screenshot is {}×{} pixels where the displays cover {}×{}: the monitors changed while it was taken; take it again",
+            size.0, size.1, desktop.width, desktop.height
+        )));
+    }
+    Ok(image)
 }
 
 /// What xcap captured, as the screen shows it. On Windows xcap reads the screen through GDI
@@ -137,7 +181,26 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
         }
         #[cfg(target_os = "linux")]
         if session == Session::Wayland {
-            return Ok((order(super::wayland::displays()?), Grabber::Wayland));
+            let protocols = super::wayland::protocols()?;
+            let displays = order(protocols.displays.clone());
+            if protocols.screenshots() {
+                return Ok((displays, Grabber::Wayland));
+            }
+            // No screencopy: the desktop portal's Screenshot, which the probe has checked.
+            let desktop = displays
+                .iter()
+                .map(|d| d.rect)
+                .reduce(|a, b| a.union(&b))
+                .unwrap_or(Rect {
+                    x: 0,
+                    y: 0,
+                    width: 0,
+                    height: 0,
+                });
+            return Ok((
+                displays,
+                Grabber::Portal(std::cell::RefCell::new(None), desktop),
+            ));
         }
         Err(DesktopError::unsupported("screenshot", session.reason()))
     }

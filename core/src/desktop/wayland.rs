@@ -84,6 +84,18 @@ pub struct PortalOffer {
     pub pointer: bool,
 }
 
+/// What the XDG desktop portal's Screenshot offers, asked without a dialog; `portal::screenshot`
+/// asks and takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortalShots {
+    /// A screenshot service of the compositor's own, which the portal's backend calls, is on
+    /// the session bus (GNOME Shell's, KWin's); without it the portal never answers.
+    pub service: bool,
+    /// What the portal's permission store says of screenshots by programs outside a sandbox:
+    /// allowed, refused, or `None` when nobody was asked yet (the first screenshot asks).
+    pub allowed: Option<bool>,
+}
+
 /// What this compositor offers computer use, from its registry.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Protocols {
@@ -96,6 +108,9 @@ pub struct Protocols {
     /// What the desktop portal's RemoteDesktop offers, when it was asked (only where the wlr
     /// input protocols are missing) and answered.
     pub portal: Option<PortalOffer>,
+    /// What the desktop portal's Screenshot offers, when it was asked (only where screencopy
+    /// is missing) and answered.
+    pub portal_shots: Option<PortalShots>,
 }
 
 impl Protocols {
@@ -115,6 +130,16 @@ impl Protocols {
     #[must_use]
     pub fn screenshots(&self) -> bool {
         self.has(SCREENCOPY) && self.has("wl_shm") && !self.displays.is_empty()
+    }
+
+    /// Screenshots through the desktop portal instead (GNOME Shell): no screencopy, a portal
+    /// whose backend has the compositor's service to call, and the person has not refused.
+    #[must_use]
+    pub fn portal_screenshots(&self) -> bool {
+        !self.screenshots()
+            && self
+                .portal_shots
+                .is_some_and(|s| s.service && s.allowed != Some(false))
     }
 
     /// The pointer: a virtual pointer bound to an output (version 2) on a seat.
@@ -154,6 +179,31 @@ impl Protocols {
         self.seat() && self.has(DATA_CONTROL)
     }
 
+    /// Where screencopy is missing, what takes screenshots instead, or why nothing does.
+    fn shots_instead(&self) -> String {
+        let wlroots = "sway, Hyprland, river and labwc offer it";
+        match self.portal_shots {
+            _ if self.portal_screenshots() => {
+                let ask = if self.portal_shots.is_some_and(|s| s.allowed == Some(true)) {
+                    "the person has allowed them"
+                } else {
+                    "the first one asks the person in the desktop's own dialog, once"
+                };
+                format!(
+                    "screenshots go through the desktop portal's Screenshot instead, a picture of the whole desktop the compositor writes to a file that the shim reads and removes; {ask}"
+                )
+            }
+            Some(PortalShots {
+                allowed: Some(false),
+                ..
+            }) => "screenshots are unavailable: the person refused them in the desktop portal's permission store; allow them with `gdbus call --session --dest org.freedesktop.impl.portal.PermissionStore --object-path /org/freedesktop/impl/portal/PermissionStore --method org.freedesktop.impl.portal.PermissionStore.SetPermission screenshot true screenshot '' \"['yes']\"`".to_owned(),
+            Some(_) => format!(
+                "screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's or KWin's; a bare mutter has none); {wlroots}"
+            ),
+            None => format!("screenshots are unavailable; {wlroots}"),
+        }
+    }
+
     /// Each missing protocol, what it costs, and which compositors offer it: one sentence
     /// each, for `doctor`.
     #[must_use]
@@ -161,13 +211,9 @@ impl Protocols {
         let wlroots = "sway, Hyprland, river and labwc offer it";
         let mut out = Vec::new();
         if !self.has(SCREENCOPY) {
-            let portal = if self.portal.is_some() {
-                "; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"
-            } else {
-                ""
-            };
             out.push(format!(
-                "no screen capture protocol ({SCREENCOPY}): screenshots are unavailable; {wlroots}{portal}"
+                "no screen capture protocol ({SCREENCOPY}): {}",
+                self.shots_instead()
             ));
         }
         if !self.seat() {
@@ -445,6 +491,7 @@ impl Wl {
             displays: self.displays(),
             virtual_pointer_version,
             portal: None,
+            portal_shots: None,
         }
     }
 
@@ -913,6 +960,7 @@ mod tests {
             displays: Vec::new(),
             virtual_pointer_version: 0,
             portal: None,
+            portal_shots: None,
         };
         let missing = weston.missing();
         assert_eq!(missing.len(), 6, "{missing:?}");
@@ -934,9 +982,11 @@ mod tests {
             displays: Vec::new(),
             virtual_pointer_version: 2,
             portal: None,
+            portal_shots: None,
         };
-        // GNOME: no wlr protocol, input through the portal's RemoteDesktop version 1.
-        let gnome = Protocols {
+        // A bare mutter: no wlr protocol, input through the portal's RemoteDesktop version 1,
+        // and a Screenshot portal with no compositor service to call.
+        let mut gnome = Protocols {
             globals: ["wl_seat", "wl_shm", "wl_output", XDG_OUTPUT]
                 .map(str::to_owned)
                 .to_vec(),
@@ -947,13 +997,40 @@ mod tests {
                 keyboard: true,
                 pointer: true,
             }),
+            portal_shots: Some(PortalShots {
+                service: false,
+                allowed: None,
+            }),
         };
         assert!(gnome.portal_input() && !gnome.input());
+        assert!(!gnome.portal_screenshots());
         let missing = gnome.missing();
         assert_eq!(missing.len(), 4, "{missing:?}");
-        assert!(missing[0].ends_with("offer it; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"), "{missing:?}");
+        assert!(missing[0].ends_with("the desktop portal's Screenshot has no compositor service to call (GNOME Shell's or KWin's; a bare mutter has none); sway, Hyprland, river and labwc offer it"), "{missing:?}");
         assert!(missing[1].starts_with("no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run"), "{missing:?}");
         assert!(missing[1].ends_with("this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again"), "{missing:?}");
+        // GNOME Shell: its service is there; the first screenshot asks, unless allowed before.
+        gnome.portal_shots = Some(PortalShots {
+            service: true,
+            allowed: None,
+        });
+        assert!(gnome.portal_screenshots() && !gnome.screenshots());
+        assert!(
+            gnome.missing()[0]
+                .ends_with("the first one asks the person in the desktop's own dialog, once")
+        );
+        gnome.portal_shots = Some(PortalShots {
+            service: true,
+            allowed: Some(true),
+        });
+        assert!(gnome.missing()[0].starts_with("no screen capture protocol (zwlr_screencopy_manager_v1): screenshots go through the desktop portal's Screenshot instead"));
+        assert!(gnome.missing()[0].ends_with("the person has allowed them"));
+        gnome.portal_shots = Some(PortalShots {
+            service: true,
+            allowed: Some(false),
+        });
+        assert!(!gnome.portal_screenshots());
+        assert!(gnome.missing()[0].contains("the person refused them in the desktop portal's permission store; allow them with `gdbus call"));
         assert_eq!(sway.missing(), Vec::<String>::new());
         assert!(sway.pointer() && sway.keyboard() && sway.windows() && sway.clipboard());
         assert!(!sway.screenshots(), "no output, no screenshot");

@@ -4,6 +4,8 @@
 //! by the person (`fixtures/portal_consent.py`) in GNOME's own dialog at the first action.
 //! The witness the compositor does not own is foot running `cat` (typed text and keys);
 //! pointer events have none, as headless mutter 43 offers clients no pointer (wev shows it).
+//! Screenshots go through the portal's Screenshot on GNOME Shell (`Gnome::start_shell`), whose
+//! witness is a fullscreen foot of a colour the test chose; a bare mutter does not offer them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -308,7 +310,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
 }
 
 #[test]
-fn doctor_says_input_goes_through_the_portal_and_screencast_is_not_used() {
+fn doctor_says_input_goes_through_the_portal_and_why_screenshots_do_not() {
     let gnome = Gnome::start();
     let (home, root) = home_and_root("gnome-doctor");
     let root = root.to_string_lossy().into_owned();
@@ -329,11 +331,145 @@ fn doctor_says_input_goes_through_the_portal_and_screencast_is_not_used() {
     assert_eq!(
         wayland,
         [
-            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; {wlroots}; the desktop portal's ScreenCast, the way GNOME and KDE offer capture, is not used yet"),
+            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's or KWin's; a bare mutter has none); {wlroots}"),
             "[WARN] Wayland  no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run in the desktop's own dialog and types only what the keyboard layout has; this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again".to_owned(),
             format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
             format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
         ],
         "{out}"
     );
+}
+
+/// Pixels of `rgba` (RGBA rows of `width`) inside `[x0, y0, x1, y1)` that are exactly `colour`.
+fn count_colour(rgba: &[u8], width: u32, [x0, y0, x1, y1]: [u32; 4], colour: [u8; 3]) -> usize {
+    (y0..y1)
+        .flat_map(|y| (x0..x1).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            let at = ((y * width + x) * 4) as usize;
+            rgba[at..at + 3] == colour
+        })
+        .count()
+}
+
+/// GNOME Shell, where the desktop portal's Screenshot works: advertised once its service is on
+/// the bus, refused while the person's answer in the permission store is no, and the witness is
+/// a fullscreen foot whose background colour the test chose (none of it on screen before).
+#[tokio::test]
+async fn gnome_shell_serves_screenshots_through_the_desktop_portal() {
+    const MAGENTA: [u8; 3] = [255, 0, 255];
+    let mut gnome = Gnome::start_shell();
+    gnome.screenshots_allowed("no");
+    let platform = Platform::bind().await;
+    let refused_run = shim_on(&gnome, &platform, "gnome-shot-no");
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let coarse = hello["payload"]["computer_use_features_coarse"].clone();
+    assert!(!coarse.to_string().contains("screenshot"), "{hello}");
+    let refused = conn
+        .call("SCREENSHOT_REQUEST", "n1", json!({"format": "png"}))
+        .await;
+    assert_eq!(error_code(&refused), "FEATURE_NOT_SUPPORTED", "{refused}");
+    drop(conn);
+    drop(refused_run);
+
+    // The person allows screenshots: a new run advertises them, with no dialog.
+    gnome.screenshots_allowed("yes");
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&gnome, &platform, "gnome-shot");
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["screen_resolution"], json!([1280, 800]));
+    assert_eq!(
+        payload["computer_use_features_coarse"][0], "screenshot",
+        "{hello}"
+    );
+    let fine = payload["computer_use_features"].to_string();
+    assert!(
+        fine.contains("\"screenshot.region\"") && fine.contains("\"screenshot.all_monitors\""),
+        "{hello}"
+    );
+    assert!(!fine.contains("screenshot.window"), "{hello}");
+    let permissions = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm0", json!({}))
+        .await;
+    assert_eq!(
+        permissions["payload"]["permissions"]["screen_recording"], "granted",
+        "{permissions}"
+    );
+
+    // Before the witness: the region the test watches holds none of its colour.
+    let region = json!({"format": "png", "region": [1000, 500, 1400, 900]});
+    let before = conn.call("SCREENSHOT_REQUEST", "s0", region.clone()).await;
+    let (bw, bh, pixels) = super::connector_wayland::shot_pixels(&before);
+    assert_eq!((bw, bh), (280, 300), "clipped to the display");
+    assert_eq!(count_colour(&pixels, bw, [0, 0, bw, bh], MAGENTA), 0);
+
+    require("foot", "foot");
+    let foot = gnome
+        .command("foot")
+        .args([
+            "--fullscreen",
+            "--app-id=shotwitness",
+            "-o",
+            "colors.background=ff00ff",
+            "-o",
+            "cursor.color=ff00ff ff00ff",
+            "sleep",
+            "600",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start foot");
+    gnome.keep(foot);
+
+    // The whole screen: the fullscreen window's colour below the shell's notification banner.
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    let (w, h, full) = loop {
+        // The shell opens its overview once started, which shows windows shrunk.
+        gnome.leave_overview();
+        let shot = conn
+            .call("SCREENSHOT_REQUEST", "s1", json!({"format": "png"}))
+            .await;
+        let (w, h, full) = super::connector_wayland::shot_pixels(&shot);
+        assert_eq!((w, h), (1280, 800), "{}", shot["payload"]["meta"]);
+        if count_colour(&full, w, [0, 100, w, h], MAGENTA) == (w * (h - 100)) as usize {
+            break (w, h, full);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fullscreen window's colour did not fill the screenshot: {} of {} pixels",
+            count_colour(&full, w, [0, 100, w, h], MAGENTA),
+            w * (h - 100)
+        );
+        // Ten screenshots a minute: a few tries, seconds apart.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+    };
+    assert_eq!(count_colour(&full, w, [0, 0, 300, 100], MAGENTA), 300 * 100);
+    assert_eq!(h, 800);
+
+    // A region, cut from one picture of the desktop at its display-global place.
+    let after = conn.call("SCREENSHOT_REQUEST", "s2", region).await;
+    let (rw, rh, part) = super::connector_wayland::shot_pixels(&after);
+    assert_eq!((rw, rh), (280, 300));
+    assert_eq!(after["payload"]["meta"]["origin"], json!([1000, 500]));
+    assert_eq!(
+        count_colour(&part, rw, [0, 0, rw, rh], MAGENTA),
+        (rw * rh) as usize
+    );
+    // Every monitor stitched: the one monitor.
+    let all = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s3",
+            json!({"format": "png", "monitor": -1}),
+        )
+        .await;
+    assert_eq!(super::connector_wayland::shot_pixels(&all).0, 1280);
+    // The portal's files are read and removed: none stays in the home it writes to.
+    let left: Vec<_> = std::fs::read_dir(gnome.dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".png"))
+        .collect();
+    assert!(left.is_empty(), "screenshot files left behind: {left:?}");
 }

@@ -102,7 +102,7 @@ fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
     (info.width, info.height, rgba)
 }
 
-fn shot_pixels(reply: &Value) -> (u32, u32, Vec<u8>) {
+pub(super) fn shot_pixels(reply: &Value) -> (u32, u32, Vec<u8>) {
     assert_eq!(reply["type"], "SCREENSHOT_RESPONSE", "{reply}");
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(reply["payload"]["image_base64"].as_str().unwrap())

@@ -1,0 +1,262 @@
+//! Screenshots through the XDG desktop portal's Screenshot interface, where the compositor
+//! offers no capture protocol (GNOME Shell; KDE's KWin is untested).
+//!
+//! The portal is asked for a non-interactive screenshot of the whole desktop: its backend has
+//! the compositor write a PNG (GNOME Shell through `org.gnome.Shell.Screenshot`), and answers
+//! with the file's URI, which is read, decoded and removed here.
+//! The portal checks its permission store first: once the person has allowed screenshots
+//! (in the desktop's own dialog at the first one, or beforehand), no dialog is shown.
+//! Without the compositor's service (a bare mutter) the portal never answers, so that is
+//! checked before the screenshot is advertised.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use image::RgbaImage;
+use zbus::zvariant::{OwnedValue, Value};
+
+use super::{Body, CALL_DEADLINE, CONSENT_DEADLINE, DESTINATION, PATH, Portal, failed};
+use crate::desktop::DesktopError;
+
+/// What the portal offers, asked without a dialog. Declared with the rest of what a Wayland
+/// session offers, so `wayland` needs nothing of this module.
+pub use crate::desktop::wayland::PortalShots as Offer;
+
+const SCREENSHOT: &str = "org.freedesktop.portal.Screenshot";
+const PERMISSION_STORE: &str = "org.freedesktop.impl.portal.PermissionStore";
+const PERMISSION_STORE_PATH: &str = "/org/freedesktop/impl/portal/PermissionStore";
+/// The permission store's table and entry for screenshots, and the app id the portal gives
+/// programs outside a sandbox.
+const TABLE: &str = "screenshot";
+const ENTRY: &str = "screenshot";
+const UNSANDBOXED: &str = "";
+/// The compositor services the portal's backends call: GNOME Shell's, KWin's.
+const SERVICES: [&str; 2] = ["org.gnome.Shell.Screenshot", "org.kde.KWin"];
+/// What a refusal is named in `PERMISSION_PENDING`, as PERMISSIONS_CHECK names it.
+const PERMISSION: &str = "screen_recording";
+/// The most a screenshot file may hold: a 16384×16384 desktop's PNG is far less.
+const MAX_FILE: u64 = 1 << 30;
+
+/// Asks the portal, without a dialog, whether it can take screenshots here; `None` when no
+/// portal with a Screenshot interface answers.
+pub async fn offer(bus: &zbus::Connection) -> Option<Offer> {
+    let body = (SCREENSHOT, "version");
+    let version = bus.call_method(
+        Some(DESTINATION),
+        PATH,
+        Some("org.freedesktop.DBus.Properties"),
+        "Get",
+        &body,
+    );
+    let reply = tokio::time::timeout(CALL_DEADLINE, version)
+        .await
+        .ok()?
+        .ok()?;
+    let value: OwnedValue = reply.body().deserialize().ok()?;
+    u32::try_from(value).ok()?;
+    let mut service = false;
+    for name in SERVICES {
+        service |= has_owner(bus, name).await;
+    }
+    Some(Offer {
+        service,
+        allowed: allowed(bus).await,
+    })
+}
+
+/// What the portal on this process's session bus offers, asked without a dialog; `None`
+/// without a session bus or a portal with a Screenshot interface.
+#[must_use]
+pub fn offered() -> Option<Offer> {
+    super::ask(|bus| async move { offer(&bus).await })
+}
+
+async fn has_owner(bus: &zbus::Connection, name: &str) -> bool {
+    let body = (name,);
+    let asked = bus.call_method(
+        Some("org.freedesktop.DBus"),
+        "/org/freedesktop/DBus",
+        Some("org.freedesktop.DBus"),
+        "NameHasOwner",
+        &body,
+    );
+    match tokio::time::timeout(CALL_DEADLINE, asked).await {
+        Ok(Ok(reply)) => reply.body().deserialize::<bool>().unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// What the permission store says of screenshots by programs outside a sandbox: `None` when
+/// nobody has been asked yet (or the store cannot be read).
+async fn allowed(bus: &zbus::Connection) -> Option<bool> {
+    let body = (TABLE, ENTRY);
+    let asked = bus.call_method(
+        Some(PERMISSION_STORE),
+        PERMISSION_STORE_PATH,
+        Some(PERMISSION_STORE),
+        "Lookup",
+        &body,
+    );
+    let reply = tokio::time::timeout(CALL_DEADLINE, asked)
+        .await
+        .ok()?
+        .ok()?;
+    let (permissions, _data): (HashMap<String, Vec<String>>, OwnedValue) =
+        reply.body().deserialize().ok()?;
+    verdict(&permissions)
+}
+
+/// `yes` or `no` for programs outside a sandbox, from the store's entry.
+fn verdict(permissions: &HashMap<String, Vec<String>>) -> Option<bool> {
+    match permissions.get(UNSANDBOXED)?.first()?.as_str() {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// Takes one screenshot of the whole desktop: every monitor, laid out as the compositor has
+/// them, in its physical pixels.
+///
+/// # Errors
+/// [`DesktopError::PermissionPending`] (`screen_recording`) when the person declines or does not
+/// answer the portal's dialog; [`DesktopError::Failed`] when the portal fails or its file
+/// cannot be read.
+pub fn take() -> Result<RgbaImage, DesktopError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| failed("start its thread", &err))?;
+    let path = runtime.block_on(async {
+        let bus = tokio::time::timeout(CALL_DEADLINE, async {
+            zbus::connection::Builder::session()?.build().await
+        })
+        .await
+        .map_err(|_| DesktopError::Failed("the session bus did not answer".to_owned()))?
+        .map_err(|err| failed("reach the session bus", &err))?;
+        let offered = offer(&bus).await.ok_or_else(|| {
+            DesktopError::unsupported(
+                "screenshot",
+                "no desktop portal with a Screenshot interface answers on the session bus",
+            )
+        })?;
+        // Allowed already, the compositor answers at once; otherwise the person is asked.
+        let deadline: Duration = if offered.allowed == Some(true) {
+            CALL_DEADLINE
+        } else {
+            CONSENT_DEADLINE
+        };
+        let portal = Portal {
+            bus: &bus,
+            permission: PERMISSION,
+        };
+        let answer = portal
+            .request(SCREENSHOT, "Screenshot", deadline, |mut options| {
+                options.insert("interactive", Value::from(false));
+                options.insert("modal", Value::from(false));
+                Body::Parent(options)
+            })
+            .await?;
+        let uri = answer
+            .get("uri")
+            .and_then(|value| String::try_from(value.try_clone().ok()?).ok())
+            .unwrap_or_default();
+        file_path(&uri).ok_or_else(|| {
+            DesktopError::Failed("the desktop portal's screenshot named no local file".to_owned())
+        })
+    })?;
+    read_and_remove(&path)
+}
+
+/// The local path of a `file://` URI, percent-decoded; `None` for any other URI or a path that
+/// is not absolute.
+fn file_path(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt as _;
+    let encoded = uri.strip_prefix("file://")?;
+    if !encoded.starts_with('/') {
+        return None;
+    }
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
+/// Reads the PNG the portal had written, decodes it and removes it: the file was made for
+/// this screenshot alone, and a capture of the screen must not stay behind in the person's
+/// folders.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the file is the one the desktop portal of this user's session wrote for this screenshot, never a path from the platform"
+)]
+fn read_and_remove(path: &std::path::Path) -> Result<RgbaImage, DesktopError> {
+    use std::io::Read as _;
+    let unreadable = |err: &dyn std::fmt::Display| {
+        DesktopError::Failed(format!(
+            "the desktop portal's screenshot file could not be read: {err}"
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(|err| unreadable(&err))?;
+    let mut bytes = Vec::new();
+    let read = file.take(MAX_FILE + 1).read_to_end(&mut bytes);
+    let _ = std::fs::remove_file(path);
+    read.map_err(|err| unreadable(&err))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(unreadable(&"it is larger than any screen's picture"));
+    }
+    let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
+        .map_err(|err| unreadable(&err))?;
+    Ok(image.to_rgba8())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_absolute_local_file_uris_are_read() {
+        assert_eq!(
+            file_path("file:///home/a%20b/Screenshot.png"),
+            Some(PathBuf::from("/home/a b/Screenshot.png"))
+        );
+        assert_eq!(
+            file_path("file:///tmp/Bildschirmfoto%20vom%202026-12-06.png"),
+            Some(PathBuf::from("/tmp/Bildschirmfoto vom 2026-12-06.png"))
+        );
+        assert_eq!(
+            file_path("file:///tmp/%C3%A9.png"),
+            Some(PathBuf::from("/tmp/é.png"))
+        );
+        assert_eq!(file_path("https://example.com/x.png"), None);
+        assert_eq!(file_path("file://host/x.png"), None);
+        assert_eq!(file_path("file:///tmp/%2"), None);
+        assert_eq!(file_path("file:///tmp/%00x"), None);
+        assert_eq!(file_path(""), None);
+    }
+
+    #[test]
+    fn the_permission_store_says_yes_no_or_nothing_for_unsandboxed_programs() {
+        let entry =
+            |app: &str, answer: &str| HashMap::from([(app.to_owned(), vec![answer.to_owned()])]);
+        assert_eq!(verdict(&entry("", "yes")), Some(true));
+        assert_eq!(verdict(&entry("", "no")), Some(false));
+        assert_eq!(verdict(&entry("", "ask")), None);
+        // Another app's answer says nothing about this one.
+        assert_eq!(verdict(&entry("org.example.App", "yes")), None);
+        assert_eq!(verdict(&HashMap::new()), None);
+    }
+}
