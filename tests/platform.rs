@@ -108,6 +108,13 @@ impl Shim {
         (status, self.stderr())
     }
 
+    /// Kills the shim and reaps it, as dropping it does: call it before removing its home,
+    /// where a shim still running writes its state again.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -154,8 +161,7 @@ impl Shim {
 
 impl Drop for Shim {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 

@@ -137,10 +137,14 @@ impl Sandbox {
     /// is [`probe`]'s to say, before the first command.
     #[must_use]
     pub fn new(mode: SandboxMode, launcher: PathBuf) -> Option<Self> {
-        (mode != SandboxMode::Off).then(|| Self {
-            mode,
-            launcher,
-            spare: Arc::default(),
+        (mode != SandboxMode::Off).then(|| {
+            // Folders of connectors killed before they could clean up go now, not never.
+            sweep_orphans();
+            Self {
+                mode,
+                launcher,
+                spare: Arc::default(),
+            }
         })
     }
 
@@ -423,15 +427,69 @@ pub fn probe(launcher: &Path) -> Support {
 #[derive(Debug)]
 pub(crate) struct PrivateTmp {
     path: Option<PathBuf>,
+    /// The folder, open with a shared lock for as long as this value lives: a connector killed
+    /// before it could remove its folders lets go of their locks as it dies, which is how
+    /// [`sweep_orphans`] tells them from a running connector's (in any pid namespace).
+    _held: Option<std::fs::File>,
+}
+
+/// The start of every private temporary folder's name.
+const TMP_PREFIX: &str = "autogpt-shim-cmd-";
+
+/// Removes the private temporary folders that connectors killed before they could remove them
+/// left in the temporary folder: this user's `autogpt-shim-cmd-*` folders that no live
+/// connector holds. Called once as a sandbox is set up.
+pub(crate) fn sweep_orphans() {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        let me = rustix::process::geteuid().as_raw();
+        for entry in entries.flatten() {
+            if !entry
+                .file_name()
+                .as_encoded_bytes()
+                .starts_with(TMP_PREFIX.as_bytes())
+            {
+                continue;
+            }
+            let path = entry.path();
+            // Only folders of this user, never followed through a symbolic link.
+            let ours = std::fs::symlink_metadata(&path)
+                .is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+            let Some(folder) = ours.then(|| std::fs::File::open(&path).ok()).flatten() else {
+                continue;
+            };
+            // The exclusive lock is held while the folder goes, so a connector making this
+            // very folder at the same moment waits and then sees it gone (`create`).
+            if folder.try_lock().is_ok() {
+                remove_tree(&path);
+            }
+        }
+    }
 }
 
 impl PrivateTmp {
-    /// Makes a fresh folder, `autogpt-shim-cmd-<random>`, mode 0700.
+    /// Makes a fresh folder, `autogpt-shim-cmd-<random>`, mode 0700, held (a shared lock) for
+    /// as long as the value lives.
     pub(crate) fn create() -> io::Result<Self> {
-        let path = std::env::temp_dir().join(format!(
-            "autogpt-shim-cmd-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
+        // A sweep by another connector starting can take a folder between its making and its
+        // lock: then it is made again under another name.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Self::try_create() {
+                Err(err) if err.kind() == io::ErrorKind::NotFound && tries < 3 => {}
+                made => return made,
+            }
+        }
+    }
+
+    fn try_create() -> io::Result<Self> {
+        let path =
+            std::env::temp_dir().join(format!("{TMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
@@ -439,15 +497,34 @@ impl PrivateTmp {
         #[cfg(not(unix))]
         let _ = &mut builder;
         builder.create(&path)?;
-        // The mounts name it by its real path: the temporary folder may be reached through a
-        // symbolic link.
-        match std::fs::canonicalize(&path) {
-            Ok(real) => Ok(Self { path: Some(real) }),
-            Err(err) => {
-                remove_tree(&path);
-                Err(err)
-            }
+        let made = Self::hold(&path);
+        if made.is_err() {
+            remove_tree(&path);
         }
+        made
+    }
+
+    /// The folder just made at `path`, locked and named by its real path (the mounts need it:
+    /// the temporary folder may be reached through a symbolic link); `NotFound` when a sweep
+    /// removed it first.
+    fn hold(path: &Path) -> io::Result<Self> {
+        #[cfg(unix)]
+        let held = {
+            use std::os::unix::fs::MetadataExt as _;
+            let folder = std::fs::File::open(path)?;
+            folder.lock_shared()?;
+            let (now, locked) = (std::fs::symlink_metadata(path)?, folder.metadata()?);
+            if (now.dev(), now.ino()) != (locked.dev(), locked.ino()) {
+                return Err(io::ErrorKind::NotFound.into());
+            }
+            Some(folder)
+        };
+        #[cfg(not(unix))]
+        let held = None;
+        Ok(Self {
+            path: Some(std::fs::canonicalize(path)?),
+            _held: held,
+        })
     }
 
     /// The folder.

@@ -10,7 +10,6 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -19,6 +18,7 @@ use e2e::platform::{Platform, Shim, WAIT, error_code, fresh_dir, run_shim, shim_
 use serde_json::{Value, json};
 
 use super::connector::{audit_records, home_and_root, spawn, spawn_env};
+use super::support::{Tmpfs, rerun_as_namespace_root};
 
 /// The long variant's switch (not in CI).
 fn long() -> bool {
@@ -305,60 +305,15 @@ async fn a_torn_last_audit_line_restarts_the_chain_and_verify_reports_it() {
     std::fs::remove_dir_all(&home).unwrap();
 }
 
-/// Whether this process's effective uid is 0 (in its user namespace).
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1))
-        .is_some_and(|euid| euid == "0")
-}
-
-/// A tmpfs mounted for one test, unmounted (and its mount point removed) however it ends.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `size` (mount(8)'s syntax) at a new directory `dir`; mounting needs
-    /// root or CAP_SYS_ADMIN, which the test states when it fails.
-    fn mount(dir: &Path, size: &str) -> Self {
-        std::fs::create_dir_all(dir).unwrap();
-        let output = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0700"),
-                "tmpfs",
-            ])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "the disk-full test could not mount a {size} tmpfs ({}): run the suite as root, or allow unprivileged user namespaces",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-        Self(dir.to_path_buf())
-    }
-
-    /// Fills what is left with one file; returns its path.
-    fn fill(&self) -> PathBuf {
-        let filler = self.0.join("filler");
-        let mut file = std::fs::File::create(&filler).unwrap();
-        let chunk = vec![0_u8; 4096];
-        while file.write_all(&chunk).is_ok() {}
-        // Whatever a page holds less than a whole chunk.
-        while file.write_all(&[0]).is_ok() {}
-        filler
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
+/// Fills what is left of `disk` with one file; returns its path.
+fn fill(disk: &Tmpfs) -> PathBuf {
+    let filler = disk.path().join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0_u8; 4096];
+    while file.write_all(&chunk).is_ok() {}
+    // Whatever a page holds less than a whole chunk.
+    while file.write_all(&[0]).is_ok() {}
+    filler
 }
 
 /// A 1 MiB tmpfs as the allowed root and the state directory (audit log and key): a write
@@ -368,30 +323,17 @@ impl Drop for Tmpfs {
 /// file, `start` refuses to run unaudited: exit 78 naming the audit log, before any dial.
 #[tokio::test]
 async fn a_full_disk_fails_writes_cleanly_and_start_refuses_to_run_unaudited() {
-    if !is_root() {
-        // Mounting needs root: an unprivileged user namespace gives the test a root and a mount
-        // table of its own, so it runs itself again inside one.
-        let name = "suite::connector_faults::a_full_disk_fails_writes_cleanly_and_start_refuses_to_run_unaudited";
-        let output = Command::new("unshare")
-            .args(["--user", "--map-root-user", "--mount", "--"])
-            .arg(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--nocapture", "--test-threads=1"])
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&output.stdout);
-        let err = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success() && out.contains("1 passed"),
-            "the disk-full test mounts a 1 MiB tmpfs: run the suite as root, or allow unprivileged user namespaces (`unshare --user --map-root-user --mount true` must work)\n{out}\n{err}"
-        );
-        eprintln!("{err}");
+    if rerun_as_namespace_root(
+        "suite::connector_faults::a_full_disk_fails_writes_cleanly_and_start_refuses_to_run_unaudited",
+        "the disk-full test mounts a 1 MiB tmpfs",
+    ) {
         return;
     }
     let home = fresh_dir("shim-disk-full");
     let disk = Tmpfs::mount(&home.join("disk"), "1m");
-    let root = disk.0.join("root");
+    let root = disk.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
-    let state = disk.0.join("state");
+    let state = disk.path().join("state");
     let state_env = state.to_string_lossy().into_owned();
     let env = [("XDG_STATE_HOME", state_env.as_str())];
     let log = state.join("autogpt-local-executor/audit.log");
@@ -425,7 +367,7 @@ async fn a_full_disk_fails_writes_cleanly_and_start_refuses_to_run_unaudited() {
     // written is logged (WARN, no path) and its reply still goes out, the spec's policy for
     // normal operations (section 13); a record cut short is rolled back, so once space
     // returns the chain goes on and verifies.
-    let filler = disk.fill();
+    let filler = fill(&disk);
     for i in 0..30 {
         let reply = conn
             .call(
@@ -475,7 +417,7 @@ async fn a_full_disk_fails_writes_cleanly_and_start_refuses_to_run_unaudited() {
         .output()
         .unwrap();
     assert_eq!(rotate.status.code(), Some(0), "{rotate:?}");
-    let filler = disk.fill();
+    let filler = fill(&disk);
     let mut refused = spawn_env(&home, &platform, &root, &[], &env);
     let (status, stderr) = refused.exit().await;
     assert_eq!(status.code(), Some(78), "{stderr}");

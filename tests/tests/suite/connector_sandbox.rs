@@ -21,7 +21,7 @@ use e2e::platform::{
 use serde_json::{Value, json};
 
 use super::connector::{audit_records, home_and_root, spawn_env};
-use super::support::{assert_readable, running};
+use super::support::{Tmpfs, assert_readable, rerun_as_namespace_root, running};
 
 /// A shim with shell on in one sandbox mode, its session, and the folders it was given.
 struct Sandboxed {
@@ -75,6 +75,7 @@ impl Sandboxed {
 
 impl Drop for Sandboxed {
     fn drop(&mut self) {
+        self.shim.stop();
         let _ = std::fs::remove_dir_all(&self.home);
     }
 }
@@ -739,6 +740,68 @@ async fn the_next_command_adopts_the_spare_launcher_and_a_stop_leaves_none() {
         !next_tmp.exists(),
         "the spare's TMPDIR {} stayed",
         next_tmp.display()
+    );
+}
+
+/// A mount made after the spare launcher started (a disk plugged in, a share mounted) is seen
+/// by the next command: the spare copied the mount table before it, so it is not used.
+#[tokio::test]
+async fn a_mount_made_after_the_spare_started_is_seen_by_the_next_command() {
+    if rerun_as_namespace_root(
+        "suite::connector_sandbox::a_mount_made_after_the_spare_started_is_seen_by_the_next_command",
+        "the spare launcher's mount test mounts a tmpfs",
+    ) {
+        return;
+    }
+    let mut sandboxed = Sandboxed::start("workspace").await;
+    let shim = sandboxed.shim.pid();
+    let first = sandboxed.bash("mount-1", "true", json!({})).await;
+    assert_eq!(first["exit_code"], 0, "{first}");
+    let (spare, _) = waiting_spare(shim, None).await;
+    let disk = Tmpfs::mount(&sandboxed.root.join("plugged"), "1m");
+    std::fs::write(disk.path().join("seen.txt"), "on the new disk\n").unwrap();
+    let second = sandboxed
+        .bash("mount-2", "echo $$; cat plugged/seen.txt", json!({}))
+        .await;
+    assert_eq!(second["exit_code"], 0, "{second}");
+    let out = second["stdout"].as_str().unwrap();
+    assert!(out.contains("on the new disk"), "{second}");
+    assert_ne!(
+        out.lines().next(),
+        Some(spare.to_string().as_str()),
+        "the spare started before the mount ran the command"
+    );
+}
+
+/// A connector killed by SIGKILL cannot remove its spare's `TMPDIR`: the next connector with a
+/// sandbox removes it as it starts, and leaves a running connector's alone.
+#[tokio::test]
+async fn a_killed_connectors_tmpdir_goes_when_the_next_starts_and_a_running_ones_stays() {
+    let mut killed = Sandboxed::start("workspace").await;
+    let done = killed.bash("killed-1", "true", json!({})).await;
+    assert_eq!(done["exit_code"], 0, "{done}");
+    let (_, orphan) = waiting_spare(killed.shim.pid(), None).await;
+    let mut running = Sandboxed::start("workspace").await;
+    let done = running.bash("running-1", "true", json!({})).await;
+    assert_eq!(done["exit_code"], 0, "{done}");
+    let (_, kept) = waiting_spare(running.shim.pid(), None).await;
+    killed.shim.signal("KILL");
+    let _ = killed.shim.exit().await;
+    assert!(
+        orphan.is_dir(),
+        "the killed connector's spare TMPDIR {} is already gone: the test proves nothing",
+        orphan.display()
+    );
+    let _next = Sandboxed::start("workspace").await;
+    assert!(
+        !orphan.exists(),
+        "the killed connector's TMPDIR {} stayed after the next connector started",
+        orphan.display()
+    );
+    assert!(
+        kept.is_dir(),
+        "the running connector's spare TMPDIR {} was removed",
+        kept.display()
     );
 }
 

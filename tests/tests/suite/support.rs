@@ -596,3 +596,78 @@ pub(crate) fn assert_readable(stderr: &str, remedy: &str) {
         "the remedy {remedy:?} is not named: {stderr}"
     );
 }
+
+/// Whether this process's effective uid is 0 (in its user namespace).
+pub(crate) fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .is_some_and(|euid| euid == "0")
+}
+
+/// For a test that mounts: when this process is not root, runs the test `name` (its full path)
+/// again in an unprivileged user namespace, which gives it a root and a mount table of its own,
+/// asserts that it passed there, and returns true (the caller returns at once); returns false
+/// when this process is root and the test should go on. `what` says what the test mounts, for
+/// the failure's sentence.
+pub(crate) fn rerun_as_namespace_root(name: &str, what: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    let output = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && out.contains("1 passed"),
+        "{what}: run the suite as root, or allow unprivileged user namespaces (`unshare --user --map-root-user --mount true` must work)\n{out}\n{err}"
+    );
+    eprintln!("{err}");
+    true
+}
+
+/// A tmpfs mounted for one test, unmounted (and its mount point removed) however it ends.
+pub(crate) struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (mount(8)'s syntax) at a new directory `dir`; mounting needs
+    /// root or CAP_SYS_ADMIN, which the test states when it fails.
+    pub(crate) fn mount(dir: &std::path::Path, size: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let output = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "could not mount a {size} tmpfs ({}): run the suite as root, or allow unprivileged user namespaces",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        Self(dir.to_path_buf())
+    }
+
+    /// Where it is mounted.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}

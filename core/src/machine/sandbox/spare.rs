@@ -29,6 +29,41 @@ pub(crate) struct Spare {
     pub(super) identity: Option<Identity>,
     pub(crate) child: Child,
     pub(crate) tmp: PrivateTmp,
+    /// This process's `/proc/self/mountinfo`, open since the spare started: the spare copied
+    /// the mount table then, so a mount made since (a disk plugged in, a share mounted) would
+    /// be missing from its view.
+    #[cfg(target_os = "linux")]
+    pub(super) mounts: std::fs::File,
+}
+
+impl Spare {
+    /// Whether the spare still sees the file system as a launcher started now would: made
+    /// for `root` as it is now, and no mount made or removed since.
+    fn current(&self, root: &Path) -> bool {
+        self.root == root && self.identity.is_some() && self.identity == identity(root) && {
+            #[cfg(target_os = "linux")]
+            {
+                !mounts_changed(&self.mounts)
+            }
+            #[cfg(not(target_os = "linux"))]
+            true
+        }
+    }
+}
+
+/// Whether the mount table changed since `mounts` (an open `/proc/self/mountinfo`) was
+/// opened: the kernel then marks it readable with priority (POLLPRI and POLLERR) until it is
+/// read again, which it never is here.
+#[cfg(target_os = "linux")]
+fn mounts_changed(mounts: &std::fs::File) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut watched = [PollFd::new(mounts, PollFlags::PRI)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // An error answers "changed": a spare is only an optimisation.
+    !matches!(poll(&mut watched, Some(&now)), Ok(0))
 }
 
 /// A sandbox's one spare, whether one is being started, and whether the sandbox was shut
@@ -46,10 +81,11 @@ struct State {
 }
 
 impl Slot {
-    /// The spare if it was made for `root` as it is now; any other is discarded.
+    /// The spare if it was made for `root` as it is now and the mounts have not changed since;
+    /// any other is discarded.
     pub(super) fn take(&self, root: &Path) -> Option<Spare> {
         let spare = self.lock().spare.take()?;
-        if spare.root == root && spare.identity.is_some() && spare.identity == identity(root) {
+        if spare.current(root) {
             return Some(spare);
         }
         discard(spare);
@@ -144,6 +180,9 @@ pub(super) fn refill(confinement: &Confinement) {
 
 fn start(confinement: &Confinement) -> std::io::Result<Spare> {
     let identity = identity(&confinement.root);
+    // Opened before the launcher copies the mount table, so no mount falls in between.
+    #[cfg(target_os = "linux")]
+    let mounts = std::fs::File::open("/proc/self/mountinfo")?;
     let tmp = PrivateTmp::create()?;
     let mut command = Command::new(&confinement.sandbox.launcher);
     command
@@ -164,6 +203,8 @@ fn start(confinement: &Confinement) -> std::io::Result<Spare> {
         identity,
         child,
         tmp,
+        #[cfg(target_os = "linux")]
+        mounts,
     })
 }
 

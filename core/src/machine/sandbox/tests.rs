@@ -199,7 +199,7 @@ mod linux {
 /// handed out: it is killed, reaped and its `TMPDIR` removed, and the caller starts the
 /// launcher itself; one for the same root is handed out once; a closed slot takes no spare and
 /// leaves nothing running.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_spare_for_another_root_is_discarded_and_a_closed_slot_keeps_none() {
     let waiting = |root: &Path| {
@@ -214,6 +214,7 @@ async fn a_spare_for_another_root_is_discarded_and_a_closed_slot_keeps_none() {
             identity: spare::identity(root),
             child,
             tmp,
+            mounts: std::fs::File::open("/proc/self/mountinfo").unwrap(),
         }
     };
     let gone = |pid: u32, tmp: &Path| !Path::new(&format!("/proc/{pid}")).exists() && !tmp.exists();
@@ -305,4 +306,32 @@ fn the_spare_request_carries_the_fields_in_order_and_refuses_a_nul() {
         )
         .is_none()
     );
+}
+
+/// A folder of a connector that died without removing it goes at the next sweep; one a live
+/// value holds, a file and a symbolic link of the same name stay.
+#[cfg(unix)]
+#[test]
+fn a_sweep_removes_only_folders_nobody_holds() {
+    let temp = std::env::temp_dir();
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    let orphan = temp.join(format!("{TMP_PREFIX}orphan-{unique}"));
+    std::fs::create_dir(&orphan).unwrap();
+    std::fs::write(orphan.join("left.txt"), "left behind").unwrap();
+    let file = temp.join(format!("{TMP_PREFIX}file-{unique}"));
+    std::fs::write(&file, "not a folder").unwrap();
+    let live = PrivateTmp::create().unwrap();
+    let link = temp.join(format!("{TMP_PREFIX}link-{unique}"));
+    std::os::unix::fs::symlink(live.path(), &link).unwrap();
+    std::fs::write(live.path().join("kept.txt"), "in use").unwrap();
+
+    sweep_orphans();
+
+    assert!(!orphan.exists(), "the orphan stayed");
+    assert!(live.path().join("kept.txt").is_file(), "a held folder went");
+    assert!(file.is_file(), "a file went");
+    assert!(link.is_symlink(), "a symbolic link went");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    live.remove();
 }
