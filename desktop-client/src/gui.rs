@@ -243,6 +243,11 @@ impl Client {
             placed_for: None,
             offset,
         };
+        // Said at once, not first when an answer comes: the person knows from the start that
+        // the target will not be framed on screen (a Wayland compositor without the layer shell).
+        if let Err(problem) = &client.outliner {
+            eprintln!("{}", problem.report(verbose));
+        }
         client.start(Job::ListWindows);
         client
     }
