@@ -48,6 +48,13 @@ pub trait Outline {
     /// Removes the frame, if one is shown.
     fn hide(&mut self);
 
+    /// Whether [`Outline::poll`] reports the person's clicks inside the target
+    /// ([`Seen::ClickedInside`]); where it cannot (a Wayland client sees no other client's
+    /// input), the guidance window reads the target window's controls again instead.
+    fn sees_clicks(&self) -> bool {
+        true
+    }
+
     /// Called once per frame of the guidance window: draws what the backend draws with egui,
     /// keeps the frame above other windows, and returns what was seen since the last call.
     fn poll(&mut self, ctx: &egui::Context) -> Vec<Seen>;

@@ -8,7 +8,9 @@
 //! coordinates; the buffer has the output's integer scale, so the frame's edges fall on the
 //! same physical pixels as on X11.
 //! A Wayland client cannot see clicks given to other clients, so this backend reports only that
-//! its surface was closed; the guidance window's twice-a-second check sees the rest.
+//! its surface was closed ([`Outline::sees_clicks`] is false): the guidance window reads the
+//! target window's controls twice a second instead, and removes the outline once the target
+//! changed or went away.
 
 use std::io::Write as _;
 use std::os::fd::AsFd as _;
@@ -306,6 +308,10 @@ impl Outline for WaylandOutline {
         let shown = self.create(target)?;
         self.shown = Some(shown);
         Ok(())
+    }
+
+    fn sees_clicks(&self) -> bool {
+        false
     }
 
     fn hide(&mut self) {
