@@ -54,14 +54,17 @@ impl Problem {
         }
     }
 
-    /// Why a window could not be listed or observed; `display_set` says whether `DISPLAY` or
-    /// `WAYLAND_DISPLAY` names a display, which decides the advice when the window list fails.
+    /// Why a window could not be listed or observed; `display` is the display this process
+    /// was given ([`display`]), which decides the advice when the window list fails.
     #[must_use]
-    pub fn observe(err: &ObserveError, display_set: bool) -> Self {
+    pub fn observe(err: &ObserveError, display: Display) -> Self {
         let detail = Some(err.to_string());
         let message = match err {
-            ObserveError::WindowList(_) if !display_set => {
+            ObserveError::WindowList(_) if display == Display::None => {
                 "No display: DISPLAY is not set, so no window can be listed; run msguide-desktop inside your desktop session"
+            }
+            ObserveError::WindowList(_) if display == Display::Wayland => {
+                "This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use sway, Hyprland, river or labwc, or log in to an X11 session instead"
             }
             ObserveError::WindowList(_) => {
                 "The windows on this display cannot be listed: run msguide-desktop inside an X11 desktop session with a window manager running"
@@ -169,7 +172,7 @@ impl fmt::Display for Problem {
 
 impl From<ObserveError> for Problem {
     fn from(err: ObserveError) -> Self {
-        Self::observe(&err, display_set())
+        Self::observe(&err, display())
     }
 }
 
@@ -204,6 +207,30 @@ fn bus_may_be_there(address: &str) -> bool {
         paths.push(path);
     }
     paths.iter().any(|path| std::path::Path::new(path).exists())
+}
+
+/// The display this process was given, as far as the advice for a failed window list goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Display {
+    /// Neither `DISPLAY` nor `WAYLAND_DISPLAY` names one (and on Windows and macOS, never set).
+    None,
+    /// A Wayland compositor (`WAYLAND_DISPLAY` names a live socket).
+    Wayland,
+    /// An X display, or a `WAYLAND_DISPLAY` whose socket is gone.
+    X11,
+}
+
+/// The display this process was given.
+#[must_use]
+pub fn display() -> Display {
+    use local_core::desktop::session::Session;
+    if Session::detect() == Session::Wayland {
+        Display::Wayland
+    } else if display_set() {
+        Display::X11
+    } else {
+        Display::None
+    }
 }
 
 /// Whether this process was given a display (X11 or Wayland).
@@ -284,7 +311,7 @@ mod tests {
                 .contains("sudo apt install dbus at-spi2-core")
         );
         // Problem::observe picks one of the two.
-        let chosen = Problem::observe(&err, true);
+        let chosen = Problem::observe(&err, Display::X11);
         assert!(
             [true, false]
                 .map(|bus| Problem::accessibility(bus, chosen.detail().map(str::to_owned)))
@@ -300,7 +327,7 @@ mod tests {
             panic!("display :59123 exists");
         };
         let err = ObserveError::WindowList(err.to_string());
-        let problem = Problem::observe(&err, false);
+        let problem = Problem::observe(&err, Display::None);
         assert_readable(&problem, "run msguide-desktop inside your desktop session");
         assert!(
             problem
@@ -308,8 +335,28 @@ mod tests {
                 .starts_with("No display: DISPLAY is not set")
         );
         // A display that is set but unusable gets the window-manager advice instead.
-        let problem = Problem::observe(&err, true);
+        let problem = Problem::observe(&err, Display::X11);
         assert_readable(&problem, "with a window manager running");
+    }
+
+    #[test]
+    fn a_wayland_compositor_that_lists_no_windows_is_not_told_to_run_inside_x11() {
+        let err = ObserveError::WindowList(
+            "this Wayland compositor has no foreign-toplevel protocol".to_owned(),
+        );
+        let problem = Problem::observe(&err, Display::Wayland);
+        assert_readable(&problem, "use sway, Hyprland, river or labwc");
+        assert!(
+            problem
+                .message()
+                .starts_with("This Wayland compositor does not let programs list its windows"),
+            "{problem:?}"
+        );
+        assert!(
+            !problem
+                .message()
+                .contains("run msguide-desktop inside an X11")
+        );
     }
 
     #[test]
@@ -332,13 +379,13 @@ mod tests {
                 "without sharing pixels",
             ),
         ] {
-            assert_readable(&Problem::observe(&err, true), remedy);
+            assert_readable(&Problem::observe(&err, Display::X11), remedy);
         }
         let Err(png) = local_core::guide::png_sanitise::sanitise_png(b"not a png") else {
             panic!("garbage sanitised");
         };
         assert_readable(
-            &Problem::observe(&ObserveError::Image(png), true),
+            &Problem::observe(&ObserveError::Image(png), Display::X11),
             "without sharing pixels",
         );
     }

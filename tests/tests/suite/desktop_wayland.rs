@@ -1,7 +1,9 @@
 //! The guidance window (`msguide-desktop gui`) on a Wayland compositor started by the test: on a
 //! headless weston, which has no layer shell, it opens and says at once, in one sentence, that
-//! the outline cannot be shown above other windows there; on a headless sway at scale 2 with a
-//! session bus, `observe` finds the demo's elements on its floating window where sway put it.
+//! the outline cannot be shown above other windows there, then, in another, that weston lists
+//! no windows to other programs (never to run inside an X11 session); on a headless sway at
+//! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
+//! sway put it.
 //!
 //! On a headless sway at scale 1 with a session bus, the person walks the demo's three steps
 //! with the guidance window and the demo side by side (both floating, where the test puts
@@ -27,6 +29,9 @@ use super::connector_wayland::{decode_png, window_content};
 use super::desktop_client::{Api, CONSENT, DEMO, PROMPT, Running, wait_for_line};
 use super::support::{stdout_lines, temp_dir};
 
+/// What the window says where the compositor lists no windows to other programs.
+const NO_WINDOW_LIST: &str = "msguide-desktop: This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use sway, Hyprland, river or labwc, or log in to an X11 session instead";
+
 /// What the window says where the compositor has no layer shell.
 const NO_LAYER_SHELL: &str = "msguide-desktop: This Wayland compositor cannot show a frame above other windows (it has no layer shell): follow the instruction by hand, or use sway, Hyprland, river or labwc to see the outline";
 
@@ -42,6 +47,12 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
         l.contains("layer shell")
     });
     assert_eq!(line, NO_LAYER_SHELL);
+    // Weston lists no windows to other programs either: the window says that, and does not send
+    // the person to an X11 session they may already be able to leave for a compositor that works.
+    let line = wait_for_line(&gui.stderr, "the sentence about the window list", |l| {
+        l.contains("list")
+    });
+    assert_eq!(line, NO_WINDOW_LIST);
     drop(gui);
     drop(weston);
 }
