@@ -5,15 +5,15 @@
 //! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
 //! sway put it.
 //!
-//! On a headless sway at scale 1 with a session bus, the person walks the demo's three steps
-//! with the guidance window and the demo side by side (both floating, where the test puts
-//! them), every click real (the wlr virtual pointer of `examples/wl-pointer`, delivered by
-//! sway to whatever surface takes input at that point). After Send, sway's own capture (grim)
-//! shows the outline's cyan frame just outside the target's box at the target's place on
-//! screen, nothing cyan a pixel further out, and the target's pixels inside exactly as they
-//! were; a click at the target's centre reaches the demo through the overlay (its empty input
-//! region), the demo moves to its next stage, and the outline goes once the guidance window
-//! reads that the target changed, saying so in one sentence.
+//! On a headless sway with a session bus, at scale 1 and at scale 2, the person walks the
+//! demo's three steps with the guidance window and the demo side by side (both floating, where
+//! the test puts them), every click real (the wlr virtual pointer of `examples/wl-pointer`,
+//! delivered by sway to whatever surface takes input at that point). After Send, sway's own
+//! capture (grim) shows the outline's cyan frame just outside the target's box at the target's
+//! place on screen, nothing cyan a pixel further out, and the target's pixels inside exactly as
+//! they were; a click at the target's centre reaches the demo through the overlay (its empty
+//! input region), the demo moves to its next stage, and the outline goes once the guidance
+//! window reads that the target changed, saying so in one sentence.
 
 use std::io::Write as _;
 use std::process::{Child, ChildStdin, Stdio};
@@ -329,9 +329,20 @@ fn grown((x, y, w, h): Rect, by: i64) -> Rect {
 
 #[test]
 fn on_sway_the_outline_frames_the_target_and_a_click_reaches_it_through_the_overlay() {
+    walk_the_demo(1);
+}
+
+#[test]
+fn on_sway_at_scale_2_the_outline_frames_the_target_and_a_click_reaches_it_through_the_overlay() {
+    walk_the_demo(2);
+}
+
+/// The demo's three steps with the guidance window on a headless sway whose output is
+/// 1280×800 logical pixels at integer `scale`.
+fn walk_the_demo(scale: i64) {
     require("grim", "grim");
-    let scale = 1;
-    let mut sway = Compositor::sway(1);
+    let side = |logical: u32| logical * u32::try_from(scale).unwrap();
+    let mut sway = Compositor::sway_sized(u32::try_from(scale).unwrap(), (side(1280), side(800)));
     sway.start_session_bus();
     let api = Api::start(&temp_dir("desktop-wayland-walk"));
     let demo = Running::start(sway.command(binary("msguide-demo")));
@@ -347,33 +358,38 @@ fn on_sway_the_outline_frames_the_target_and_a_click_reaches_it_through_the_over
     });
     sway.wait_for_app(GUIDE);
     // Side by side, neither at the output's corner: the frame must land where the target is.
-    for (app_id, size, at) in [(DEMO, "480 300", "60 140"), (GUIDE, "600 780", "660 10")] {
-        let placed = sway
-            .command("swaymsg")
-            .arg(format!(
-                "[app_id=\"^{app_id}$\"] floating enable, resize set {size}, move position {at}"
-            ))
-            .output()
-            .unwrap();
-        assert!(placed.status.success(), "{placed:?}");
-    }
+    // A client that commits a frame sized for an earlier configure keeps that size when floated,
+    // so the placing is asked again until sway shows it.
+    let place = [(DEMO, "480 300", "60 140"), (GUIDE, "600 780", "660 10")];
     let deadline = Instant::now() + WAIT;
     loop {
+        for (app_id, size, at) in place {
+            let placed = sway
+                .command("swaymsg")
+                .arg(format!(
+                    "[app_id=\"^{app_id}$\"] floating enable, resize set {size}, move position {at}"
+                ))
+                .output()
+                .unwrap();
+            assert!(placed.status.success(), "{placed:?}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
         let (demo_at, gui_at) = (
             window_rect(&sway, DEMO, scale),
             window_rect(&sway, GUIDE, scale),
         );
-        if demo_at.0 == 60 && demo_at.1 == 140 && demo_at.0 + demo_at.2 <= gui_at.0 {
+        if demo_at == (60 * scale, 140 * scale, 480 * scale, 300 * scale)
+            && gui_at == (660 * scale, 10 * scale, 600 * scale, 780 * scale)
+        {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "the demo at {demo_at:?} and the guidance window at {gui_at:?}, not side by side"
+            "the demo at {demo_at:?} and the guidance window at {gui_at:?}, not where they were put"
         );
-        std::thread::sleep(Duration::from_millis(50));
     }
     // Sway's seat has no pointer until this one is made; it starts away from both windows.
-    let mut pointer = Pointer::start(&sway, (620, 790));
+    let mut pointer = Pointer::start(&sway, (620 * scale, 790 * scale));
 
     let mut gone = Vec::new();
     for (stage, label) in STEPS.iter().enumerate() {
@@ -443,7 +459,9 @@ fn on_sway_the_outline_frames_the_target_and_a_click_reaches_it_through_the_over
         element(&sway, GUIDE, |l| l == TARGET_CHANGED);
     }
     gone.sort_unstable();
-    eprintln!("desktop_wayland (sway): outline gone {gone:?} after the click (sorted)");
+    eprintln!(
+        "desktop_wayland (sway, scale {scale}): outline gone {gone:?} after the click (sorted)"
+    );
     assert!(gone[1] < GONE_WITHIN, "median {:?}: {gone:?}", gone[1]);
     drop(pointer);
     drop(gui);
