@@ -39,7 +39,7 @@ pub fn binary(name: &str) -> PathBuf {
     let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         path.exists(),
-        "{} is missing: run `cargo build --workspace --bins` first",
+        "{} is missing: run `cargo build --workspace --bins --examples` first",
         path.display()
     );
     path

@@ -29,6 +29,11 @@ pub struct Compositor {
 impl Compositor {
     /// A headless sway with one 1280×800 output at `scale`.
     pub fn sway(scale: u32) -> Self {
+        Self::sway_sized(scale, (1280, 800))
+    }
+
+    /// A headless sway with one output of `width`×`height` physical pixels at `scale`.
+    pub fn sway_sized(scale: u32, (width, height): (u32, u32)) -> Self {
         require("sway", "sway");
         require("swaymsg", "sway");
         require("unshare", "util-linux");
@@ -37,7 +42,7 @@ impl Compositor {
         std::fs::write(
             &config,
             format!(
-                "xwayland disable\noutput HEADLESS-1 resolution 1280x800 position 0 0 scale {scale}\n\
+                "xwayland disable\noutput HEADLESS-1 resolution {width}x{height} position 0 0 scale {scale}\n\
                  default_border none\nfocus_follows_mouse no\n"
             ),
         )

@@ -4,7 +4,7 @@
 
 use local_core::{
     a11y::ScreenRect,
-    guide::guidance::model::Element,
+    guide::guidance::model::{Element, Observation},
     guide::observe::{WindowInfo, WindowObservation, on_screen},
     limits::{MAX_OBSERVATION_AGE, MIN_TARGET_CONFIDENCE},
 };
@@ -83,6 +83,20 @@ pub fn check_before_drawing(
         [element] => Ok(on_screen(element.bounds, window.bounds)),
         other => Err(DrawRefusal::NotExactlyOne(other.len())),
     }
+}
+
+/// Whether the target of `answer` is still exactly one element of `now`, a fresh capture of
+/// the same window: where the outline cannot see the person's clicks (Wayland), a target that
+/// changed or went away means the step was most likely taken.
+#[must_use]
+pub fn target_still_there(answer: &GuidanceIn, now: &Observation) -> bool {
+    answer.target.as_ref().is_some_and(|target| {
+        now.elements
+            .iter()
+            .filter(|e| matches_target(e, target))
+            .count()
+            == 1
+    })
 }
 
 /// Whether `element` is the one `target` names: same label, same box within

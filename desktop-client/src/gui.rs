@@ -13,7 +13,9 @@
 //! clicks inside the frame (which removes the outline at once and offers the next capture) or
 //! captures again. The outline is also checked again twice a second, and at once when the
 //! target window changes, and removed once the capture is 60 s old or the window moved,
-//! changed or closed.
+//! changed or closed. Where the outline cannot see the person's clicks (Wayland), the target
+//! window's controls are read again twice a second on a thread of their own, and the outline
+//! goes once the target changed or went away, most likely because the person used it.
 //!
 //! Every send belongs to a task ([`Task`]): its step grows each round and the step the person
 //! was pointed at enters its history; "New task" starts another. With "Ask for a plan" the
@@ -38,7 +40,7 @@ use time::{OffsetDateTime, UtcOffset};
 
 use crate::{
     api::ApiClient,
-    checks::check_before_drawing,
+    checks::{check_before_drawing, target_still_there},
     outline::{self, Outline, Seen},
     place,
     problem::{Problem, display_set},
@@ -64,6 +66,9 @@ const SIZE: [f32; 2] = [640.0, 720.0];
 /// What the window says once the person clicked inside the outline.
 pub const STEP_TAKEN: &str =
     "You used the outlined element: press Check next step to see what comes next.";
+/// What the window says once the outlined element changed or went away, where the outline
+/// cannot see clicks (Wayland).
+pub const TARGET_CHANGED: &str = "The outlined element changed, most likely because you used it: press Check next step to see what comes next.";
 
 enum Job {
     ListWindows,
@@ -189,8 +194,12 @@ struct Client {
     checked_at: Instant,
     /// Check the outline at the next frame, without waiting for [`RECHECK`].
     recheck_now: bool,
-    /// The person clicked inside the outline: the step is taken.
-    step_taken: bool,
+    /// What the window says once the outline went because the step was taken
+    /// ([`STEP_TAKEN`] or [`TARGET_CHANGED`]).
+    step_note: Option<&'static str>,
+    /// The target window's controls read again while the outline is shown, where the outline
+    /// cannot see clicks.
+    watch: Option<Watch>,
     /// Where this window was before it moved out of the target's way.
     home: Option<Pos2>,
     /// When the window opened: it is placed at its start position during [`PLACING`].
@@ -237,12 +246,18 @@ impl Client {
             outliner: outline::open(ctx),
             checked_at: Instant::now(),
             recheck_now: false,
-            step_taken: false,
+            step_note: None,
+            watch: None,
             home: None,
             opened: Instant::now(),
             placed_for: None,
             offset,
         };
+        // Said at once, not first when an answer comes: the person knows from the start that
+        // the target will not be framed on screen (a Wayland compositor without the layer shell).
+        if let Err(problem) = &client.outliner {
+            eprintln!("{}", problem.report(verbose));
+        }
         client.start(Job::ListWindows);
         client
     }
@@ -280,7 +295,7 @@ impl Client {
         self.answer = None;
         self.drawn = None;
         self.refusal = None;
-        self.step_taken = false;
+        self.step_note = None;
         self.remove_outline();
         self.come_back(ctx);
         self.start(Job::Capture {
@@ -344,6 +359,8 @@ impl Client {
     }
 
     fn remove_outline(&mut self) {
+        // Dropping the watch stops its thread.
+        self.watch = None;
         if self.outline.take().is_some()
             && let Ok(outliner) = self.outliner.as_mut()
         {
@@ -419,6 +436,14 @@ impl Client {
             (Ok(_), None) => self.refuse(crate::checks::DrawRefusal::WindowGone.to_string()),
             (Err(refusal), _) => self.refuse(refusal.to_string()),
         }
+        if self.outline.is_some()
+            && self
+                .outliner
+                .as_ref()
+                .is_ok_and(|outliner| !outliner.sees_clicks())
+        {
+            self.watch = Some(Watch::start(ctx, &capture, &drawn));
+        }
         self.drawn = Some(drawn);
         self.answer = Some(answer);
     }
@@ -478,7 +503,7 @@ impl Client {
             self.answer = None;
             self.drawn = None;
             self.refusal = None;
-            self.step_taken = false;
+            self.step_note = None;
             let capture = capture.clone();
             self.remove_outline();
             let prompt = self.prompt.clone();
@@ -555,8 +580,8 @@ impl Client {
         if let Some(refusal) = &self.refusal {
             ui.colored_label(Color32::YELLOW, format!("Not outlined: {refusal}"));
         }
-        if self.step_taken {
-            ui.strong(STEP_TAKEN);
+        if let Some(note) = self.step_note {
+            ui.strong(note);
         }
         let title = self.capture.as_ref().map(|c| c.window.title.clone());
         if let Some(title) = title
@@ -568,8 +593,9 @@ impl Client {
         }
     }
 
-    /// What the outline saw: a click inside it takes the outline away at once and brings this
-    /// window back; a change of the target window runs the checks at once.
+    /// What the outline saw: a click inside it (or, where it cannot see clicks, a change of the
+    /// target element) takes the outline away at once and brings this window back; a change of
+    /// the target window runs the checks at once.
     fn follow_outline(&mut self, ctx: &egui::Context) {
         let seen = match self.outliner.as_mut() {
             Ok(outliner) => outliner.poll(ctx),
@@ -578,9 +604,13 @@ impl Client {
         if self.outline.is_none() {
             return;
         }
-        if seen.contains(&Seen::ClickedInside) {
+        let changed = self
+            .watch
+            .as_ref()
+            .is_some_and(|watch| watch.changed.try_recv().is_ok());
+        if seen.contains(&Seen::ClickedInside) || changed {
             self.remove_outline();
-            self.step_taken = true;
+            self.step_note = Some(if changed { TARGET_CHANGED } else { STEP_TAKEN });
             self.come_back(ctx);
             ctx.request_repaint();
         } else if seen.contains(&Seen::TargetChanged) {
@@ -695,6 +725,50 @@ impl eframe::App for Client {
                 });
         });
         self.recheck(&ctx);
+    }
+}
+
+/// The target window's controls read again every [`RECHECK`] on a thread of their own, while
+/// the outline is shown: a message comes once the target is no longer exactly one of them as
+/// captured. A window that moved, changed title or closed is left to [`Client::recheck`].
+struct Watch {
+    /// Dropped to stop the thread.
+    _stop: Sender<()>,
+    /// One message once the target changed or went away.
+    changed: Receiver<()>,
+}
+
+impl Watch {
+    fn start(ctx: &egui::Context, capture: &WindowObservation, drawn: &GuidanceIn) -> Self {
+        let (stop, stopped) = mpsc::channel();
+        let (seen, changed) = mpsc::channel();
+        let (window, drawn, ctx) = (capture.window.clone(), drawn.clone(), ctx.clone());
+        std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(RECHECK) {
+                let unchanged = observe::windows().is_ok_and(|windows| windows.contains(&window));
+                if !unchanged {
+                    continue;
+                }
+                let now = runtime.block_on(observe::observe(&window, false, Budget::default()));
+                if let Ok(now) = now
+                    && !target_still_there(&drawn, &now.observation)
+                {
+                    let _ = seen.send(());
+                    ctx.request_repaint();
+                    return;
+                }
+            }
+        });
+        Self {
+            _stop: stop,
+            changed,
+        }
     }
 }
 

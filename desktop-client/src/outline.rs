@@ -4,8 +4,8 @@
 //! The window system's part sits behind [`Outline`], one backend per window system:
 //! [`x11`] on Linux (its own X window, shaped to the frame, watching the person's clicks and
 //! the target window), [`viewport`] elsewhere (an egui viewport; on Windows with a window
-//! region). A Wayland backend (a layer-shell surface) would be one more module here, picked by
-//! [`open`].
+//! region), [`wayland`] on a Wayland compositor with the wlr layer shell (an overlay surface),
+//! picked by [`open`]: Wayland when `WAYLAND_DISPLAY` names a live compositor, X11 otherwise.
 
 use eframe::egui;
 use local_core::a11y::ScreenRect;
@@ -14,6 +14,8 @@ use crate::problem::Problem;
 
 #[cfg(not(target_os = "linux"))]
 pub mod viewport;
+#[cfg(target_os = "linux")]
+pub mod wayland;
 #[cfg(target_os = "linux")]
 pub mod x11;
 
@@ -46,6 +48,13 @@ pub trait Outline {
     /// Removes the frame, if one is shown.
     fn hide(&mut self);
 
+    /// Whether [`Outline::poll`] reports the person's clicks inside the target
+    /// ([`Seen::ClickedInside`]); where it cannot (a Wayland client sees no other client's
+    /// input), the guidance window reads the target window's controls again instead.
+    fn sees_clicks(&self) -> bool {
+        true
+    }
+
     /// Called once per frame of the guidance window: draws what the backend draws with egui,
     /// keeps the frame above other windows, and returns what was seen since the last call.
     fn poll(&mut self, ctx: &egui::Context) -> Vec<Seen>;
@@ -58,6 +67,11 @@ pub trait Outline {
 pub fn open(ctx: &egui::Context) -> Result<Box<dyn Outline>, Problem> {
     #[cfg(target_os = "linux")]
     {
+        use local_core::desktop::session::Session;
+        if Session::detect() == Session::Wayland {
+            return wayland::WaylandOutline::open()
+                .map(|outline| Box::new(outline) as Box<dyn Outline>);
+        }
         x11::X11Outline::open(ctx).map(|outline| Box::new(outline) as Box<dyn Outline>)
     }
     #[cfg(not(target_os = "linux"))]

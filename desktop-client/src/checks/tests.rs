@@ -216,3 +216,36 @@ fn the_target_must_match_exactly_one_element() {
         Err(DrawRefusal::NotExactlyOne(0))
     );
 }
+
+#[test]
+fn the_target_is_still_there_only_while_exactly_one_element_matches_it() {
+    let answer = answer("View logs", 0.25);
+    let fresh = |elements| capture(now(), elements).observation;
+    assert!(target_still_there(
+        &answer,
+        &fresh(vec![button("View logs", 0.25), button("Other", 0.5)])
+    ));
+    // The step was taken: another button in its place, the same one moved or disabled, or it
+    // came twice.
+    assert!(!target_still_there(
+        &answer,
+        &fresh(vec![button("Open troubleshooting", 0.25)])
+    ));
+    assert!(!target_still_there(
+        &answer,
+        &fresh(vec![button("View logs", 0.5)])
+    ));
+    let mut disabled = button("View logs", 0.25);
+    disabled.is_enabled = Some(false);
+    assert!(!target_still_there(&answer, &fresh(vec![disabled])));
+    assert!(!target_still_there(
+        &answer,
+        &fresh(vec![button("View logs", 0.25), button("View logs", 0.25)])
+    ));
+    let mut no_target = answer;
+    no_target.target = None;
+    assert!(!target_still_there(
+        &no_target,
+        &fresh(vec![button("View logs", 0.25)])
+    ));
+}

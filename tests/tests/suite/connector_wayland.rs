@@ -83,7 +83,7 @@ fn doctor_in_env(mut env: Vec<(&'static str, String)>, tag: &str) -> (Option<i32
     )
 }
 
-fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+pub(super) fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info().unwrap();
@@ -128,7 +128,7 @@ fn grim(compositor: &Compositor) -> (u32, u32, Vec<u8>) {
 
 /// The compositor's own capture of the layout rectangle `[x, y, width, height]`, by grim
 /// (`grim -g`, at the outputs' scale).
-fn grim_region(compositor: &Compositor, rect: [i64; 4]) -> (u32, u32, Vec<u8>) {
+pub(super) fn grim_region(compositor: &Compositor, rect: [i64; 4]) -> (u32, u32, Vec<u8>) {
     require("grim", "grim");
     let [x, y, w, h] = rect;
     let out = compositor
@@ -249,7 +249,7 @@ fn window_rect(compositor: &Compositor, app_id: &str) -> [i64; 4] {
 
 /// The content sway gives the window with `app_id` (its `rect` moved by its `window_rect`,
 /// layout coordinates) and its process.
-fn window_content(compositor: &Compositor, app_id: &str) -> ([i64; 4], Value) {
+pub(super) fn window_content(compositor: &Compositor, app_id: &str) -> ([i64; 4], Value) {
     fn walk(node: &Value, app_id: &str) -> Option<([i64; 4], Value)> {
         if node["app_id"] == app_id {
             let (r, w) = (&node["rect"], &node["window_rect"]);

@@ -55,6 +55,9 @@ mod desktop_client;
 // Xvfb, openbox, picom and the screen's pixels.
 #[cfg(unix)]
 mod desktop_outline;
+// weston and the guidance window.
+#[cfg(target_os = "linux")]
+mod desktop_wayland;
 mod guidance;
 mod launcher;
 mod llm_client;

@@ -1,0 +1,471 @@
+//! The guidance window (`msguide-desktop gui`) on a Wayland compositor started by the test: on a
+//! headless weston, which has no layer shell, it opens and says at once, in one sentence, that
+//! the outline cannot be shown above other windows there, then, in another, that weston lists
+//! no windows to other programs (never to run inside an X11 session); on a headless sway at
+//! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
+//! sway put it.
+//!
+//! On a headless sway with a session bus, at scale 1 and at scale 2, the person walks the
+//! demo's three steps with the guidance window and the demo side by side (both floating, where
+//! the test puts them), every click real (the wlr virtual pointer of `examples/wl-pointer`,
+//! delivered by sway to whatever surface takes input at that point). After Send, sway's own
+//! capture (grim) shows the outline's cyan frame just outside the target's box at the target's
+//! place on screen, nothing cyan a pixel further out, and the target's pixels inside exactly as
+//! they were; a click at the target's centre reaches the demo through the overlay (its empty
+//! input region), the demo moves to its next stage, and the outline goes once the guidance
+//! window reads that the target changed, saying so in one sentence.
+
+use std::io::Write as _;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use e2e::display::{Pixels, require};
+use e2e::platform::{WAIT, binary};
+use e2e::wayland::Compositor;
+use serde_json::Value;
+
+use super::connector_wayland::{decode_png, window_content};
+use super::desktop_client::{Api, CONSENT, DEMO, PROMPT, Running, wait_for_line};
+use super::support::{stdout_lines, temp_dir};
+
+/// What the window says where the compositor lists no windows to other programs.
+const NO_WINDOW_LIST: &str = "msguide-desktop: This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use sway, Hyprland, river or labwc, or log in to an X11 session instead";
+
+/// What the window says where the compositor has no layer shell.
+const NO_LAYER_SHELL: &str = "msguide-desktop: This Wayland compositor cannot show a frame above other windows (it has no layer shell): follow the instruction by hand, or use sway, Hyprland, river or labwc to see the outline";
+
+#[test]
+fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
+    let weston = Compositor::weston();
+    let gui = Running::start({
+        let mut command = weston.command(binary("msguide-desktop"));
+        command.arg("gui");
+        command
+    });
+    let line = wait_for_line(&gui.stderr, "the sentence about the layer shell", |l| {
+        l.contains("layer shell")
+    });
+    assert_eq!(line, NO_LAYER_SHELL);
+    // Weston lists no windows to other programs either: the window says that, and does not send
+    // the person to an X11 session they may already be able to leave for a compositor that works.
+    let line = wait_for_line(&gui.stderr, "the sentence about the window list", |l| {
+        l.contains("list")
+    });
+    assert_eq!(line, NO_WINDOW_LIST);
+    drop(gui);
+    drop(weston);
+}
+
+/// `msguide-desktop observe` of the demo on `sway` until it lists `label`.
+fn observe_until(sway: &Compositor, label: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let out = sway
+            .command(binary("msguide-desktop"))
+            .args(["observe", "--window-title", DEMO, "--share-pixels"])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let observation: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if observation["elements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["label"] == label)
+            {
+                return observation;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {label:?} observed within {WAIT:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn on_sway_at_scale_2_the_demos_elements_are_found_where_sway_put_its_window() {
+    let mut sway = Compositor::sway(2);
+    sway.start_session_bus();
+    let demo = Running::start(sway.command(binary("msguide-demo")));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    sway.wait_for_app(DEMO);
+    let moved = sway
+        .command("swaymsg")
+        .arg(format!(
+            "[app_id=\"{DEMO}\"] floating enable, resize set 480 240, move position 200 150"
+        ))
+        .output()
+        .unwrap();
+    assert!(moved.status.success(), "{moved:?}");
+    // AccessKit reports the window at 0, 0 on Wayland: without moving its boxes onto the
+    // window (at 400, 300 physical), every element fell outside it and none was listed.
+    let observation = observe_until(&sway, "View logs");
+    assert_eq!(
+        (
+            observation["width"].as_u64(),
+            observation["height"].as_u64()
+        ),
+        (Some(960), Some(480)),
+        "the window's content in physical pixels"
+    );
+    let button = observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == "View logs")
+        .unwrap();
+    let b: Vec<f64> = (0..4).map(|i| button["box"][i].as_f64().unwrap()).collect();
+    // egui's 8-point panel margin and the heading above: (16, about 112) physical in the
+    // window, as at scale 1 it is (8, 56).
+    let (x, y) = ((b[0] * 960.0).round(), (b[1] * 480.0).round());
+    assert!(x == 16.0 && (108.0..=116.0).contains(&y), "{button}");
+    assert!(
+        observation["imageBase64"]
+            .as_str()
+            .is_some_and(|i| !i.is_empty()),
+        "the window's pixels, cropped from the output's capture"
+    );
+    drop(demo);
+    drop(sway);
+}
+
+/// The frame's width, just outside the target's box.
+const FRAME: i64 = 3;
+/// The outline's colour.
+const CYAN: [u8; 3] = [0, 255, 255];
+/// The demo's steps: the button the demo provider points at in each stage.
+const STEPS: [&str; 3] = ["View logs", "Open troubleshooting", "Mark resolved"];
+/// The guidance window's title and app id.
+const GUIDE: &str = "MSGuide";
+/// What the guidance window says once the target changed after the click.
+const TARGET_CHANGED: &str = "The outlined element changed, most likely because you used it: press Check next step to see what comes next.";
+/// How soon after the click the outline must be gone: the guidance window reads the demo's
+/// controls twice a second, each read taking well under a second even on a loaded machine.
+const GONE_WITHIN: Duration = Duration::from_secs(10);
+
+/// A rectangle in display-global physical pixels: x, y, width, height.
+type Rect = (i64, i64, i64, i64);
+
+/// A real pointer on the compositor: `examples/wl-pointer`, stopped when dropped.
+struct Pointer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: Receiver<String>,
+}
+
+impl Pointer {
+    /// Starts the pointer and creates its device with a first move to `at`.
+    fn start(sway: &Compositor, at: (i64, i64)) -> Self {
+        let mut child = sway
+            .command(binary("examples/wl-pointer"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start wl-pointer");
+        let answers = stdout_lines(child.stdout.take().unwrap());
+        let mut pointer = Self {
+            stdin: child.stdin.take(),
+            child,
+            answers,
+        };
+        pointer.send("move", at);
+        pointer
+    }
+
+    fn send(&mut self, verb: &str, (x, y): (i64, i64)) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{verb} {x} {y}").unwrap();
+        stdin.flush().unwrap();
+        let answer = wait_for_line(&self.answers, "the pointer's answer", |_| true);
+        assert_eq!(answer, "done", "{verb} at ({x}, {y})");
+    }
+
+    /// A left click at `at`.
+    fn click(&mut self, at: (i64, i64)) {
+        self.send("click", at);
+    }
+}
+
+impl Drop for Pointer {
+    fn drop(&mut self) {
+        // The end of its stdin ends it.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `done` until it holds, failing with `what` after [`WAIT`].
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited {WAIT:?} for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The window with `app_id` on screen, as sway placed it (its content, physical pixels).
+fn window_rect(sway: &Compositor, app_id: &str, scale: i64) -> Rect {
+    let ([x, y, w, h], _) = window_content(sway, app_id);
+    (x * scale, y * scale, w * scale, h * scale)
+}
+
+/// sway's own capture (grim) of `rect` on an output at integer `scale`: the logical rectangle
+/// around it, cut to its physical pixels.
+fn grab(sway: &Compositor, (x, y, w, h): Rect, scale: i64) -> Pixels {
+    let (left, top) = (x.div_euclid(scale), y.div_euclid(scale));
+    let right = (x + w + scale - 1).div_euclid(scale);
+    let bottom = (y + h + scale - 1).div_euclid(scale);
+    let out = sway
+        .command("grim")
+        .args([
+            "-t",
+            "png",
+            "-g",
+            &format!("{left},{top} {}x{}", right - left, bottom - top),
+            "-",
+        ])
+        .output()
+        .expect("run grim");
+    assert!(
+        out.status.success(),
+        "grim failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (width, _, rgba) = decode_png(&out.stdout);
+    let (dx, dy) = (x - left * scale, y - top * scale);
+    let width = i64::from(width);
+    let rgb = (0..h)
+        .flat_map(|row| (0..w).map(move |col| (col, row)))
+        .map(|(col, row)| {
+            let at = usize::try_from(((dy + row) * width + dx + col) * 4).unwrap();
+            [rgba[at], rgba[at + 1], rgba[at + 2]]
+        })
+        .collect();
+    Pixels {
+        width: u32::try_from(w).unwrap(),
+        height: u32::try_from(h).unwrap(),
+        rgb,
+    }
+}
+
+/// The screen in `rect` once two captures 100 ms apart agree.
+fn settled(sway: &Compositor, rect: Rect, scale: i64) -> Pixels {
+    let mut last = grab(sway, rect, scale);
+    wait_until("the screen settled", || {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = grab(sway, rect, scale);
+        let same = now == last;
+        last = now;
+        same
+    });
+    last
+}
+
+/// The element labelled `label` in a fresh observation of the window `title`, waiting for it.
+fn element(sway: &Compositor, title: &str, label: impl Fn(&str) -> bool) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let out = sway
+            .command(binary("msguide-desktop"))
+            .args(["observe", "--window-title", title])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let observation: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let found = observation["elements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["label"].as_str().is_some_and(&label))
+                .cloned();
+            if let Some(found) = found {
+                return found;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no such element in {title:?} within {WAIT:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A normalised box of `window` on screen, rounded as the client places it.
+fn on_screen((x, y, w, h): Rect, bounds: &Value) -> Rect {
+    let b: Vec<f64> = (0..4).map(|i| bounds[i].as_f64().unwrap()).collect();
+    let px = |fraction: f64, side: i64| (fraction * side as f64).round() as i64;
+    (x + px(b[0], w), y + px(b[1], h), px(b[2], w), px(b[3], h))
+}
+
+fn centre((x, y, w, h): Rect) -> (i64, i64) {
+    (x + w / 2, y + h / 2)
+}
+
+/// Clicks the guidance window's element `label`, which must be enabled.
+fn press(sway: &Compositor, pointer: &mut Pointer, scale: i64, label: &str) {
+    let found = element(sway, GUIDE, |l| l == label);
+    assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
+    let window = window_rect(sway, GUIDE, scale);
+    pointer.click(centre(on_screen(window, &found["box"])));
+}
+
+/// `rect` grown by `by` on every side.
+fn grown((x, y, w, h): Rect, by: i64) -> Rect {
+    (x - by, y - by, w + 2 * by, h + 2 * by)
+}
+
+#[test]
+fn on_sway_the_outline_frames_the_target_and_a_click_reaches_it_through_the_overlay() {
+    walk_the_demo(1);
+}
+
+#[test]
+fn on_sway_at_scale_2_the_outline_frames_the_target_and_a_click_reaches_it_through_the_overlay() {
+    walk_the_demo(2);
+}
+
+/// The demo's three steps with the guidance window on a headless sway whose output is
+/// 1280×800 logical pixels at integer `scale`.
+fn walk_the_demo(scale: i64) {
+    require("grim", "grim");
+    let side = |logical: u32| logical * u32::try_from(scale).unwrap();
+    let mut sway = Compositor::sway_sized(u32::try_from(scale).unwrap(), (side(1280), side(800)));
+    sway.start_session_bus();
+    let api = Api::start(&temp_dir("desktop-wayland-walk"));
+    let demo = Running::start(sway.command(binary("msguide-demo")));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    sway.wait_for_app(DEMO);
+    let gui = Running::start({
+        let mut command = sway.command(binary("msguide-desktop"));
+        command
+            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+            .env("MSGUIDE_API_URL", api.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+        command
+    });
+    sway.wait_for_app(GUIDE);
+    // Side by side, neither at the output's corner: the frame must land where the target is.
+    // A client that commits a frame sized for an earlier configure keeps that size when floated,
+    // so the placing is asked again until sway shows it.
+    let place = [(DEMO, "480 300", "60 140"), (GUIDE, "600 780", "660 10")];
+    let deadline = Instant::now() + WAIT;
+    loop {
+        for (app_id, size, at) in place {
+            let placed = sway
+                .command("swaymsg")
+                .arg(format!(
+                    "[app_id=\"^{app_id}$\"] floating enable, resize set {size}, move position {at}"
+                ))
+                .output()
+                .unwrap();
+            assert!(placed.status.success(), "{placed:?}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let (demo_at, gui_at) = (
+            window_rect(&sway, DEMO, scale),
+            window_rect(&sway, GUIDE, scale),
+        );
+        if demo_at == (60 * scale, 140 * scale, 480 * scale, 300 * scale)
+            && gui_at == (660 * scale, 10 * scale, 600 * scale, 780 * scale)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the demo at {demo_at:?} and the guidance window at {gui_at:?}, not where they were put"
+        );
+    }
+    // Sway's seat has no pointer until this one is made; it starts away from both windows.
+    let mut pointer = Pointer::start(&sway, (620 * scale, 790 * scale));
+
+    let mut gone = Vec::new();
+    for (stage, label) in STEPS.iter().enumerate() {
+        press(
+            &sway,
+            &mut pointer,
+            scale,
+            if stage == 0 {
+                "Capture / review"
+            } else {
+                "Check next step"
+            },
+        );
+        // The review of this stage, its button's box in window pixels on one line.
+        let listed = format!("button \"{label}\" at ");
+        element(&sway, GUIDE, |l| {
+            l.starts_with(&listed) && l.ends_with(" px")
+        });
+        press(&sway, &mut pointer, scale, CONSENT);
+
+        let demo_at = window_rect(&sway, DEMO, scale);
+        let target = on_screen(demo_at, &element(&sway, DEMO, |l| l == *label)["box"]);
+        // The frame and one pixel around it, as the person sees it before the outline.
+        let ring = grown(target, FRAME + 1);
+        let before = settled(&sway, ring, scale);
+        press(&sway, &mut pointer, scale, "Send");
+
+        // grim: the frame in cyan on its whole border, nothing cyan a pixel further out, and
+        // through it the target exactly as it was; polled until it shows or the time is up.
+        let inset = u32::try_from(FRAME + 1).unwrap();
+        let was = before.inside(inset);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let after = grab(&sway, ring, scale);
+            let framed = after.inside(1).border(3).all(|(_, c)| c == CYAN);
+            let outside = after.border(1).filter(|(_, c)| *c == CYAN).count();
+            let is = after.inside(inset);
+            let changed = was.rgb.iter().zip(&is.rgb).filter(|(a, b)| a != b).count();
+            if framed && outside == 0 && changed == 0 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "after Send on {label:?} at {target:?}: frame all cyan {framed}, {outside} cyan \
+                 pixels outside it, {changed} of the target's {} pixels changed",
+                was.rgb.len()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            was.rgb.iter().any(|p| *p != was.rgb[0]),
+            "the target showed nothing to compare"
+        );
+
+        // A real click at the target's centre: through the overlay, the demo takes it.
+        pointer.click(centre(target));
+        let clicked = Instant::now();
+        let next = format!("stage {}", stage + 1);
+        wait_for_line(&demo.stdout, &next, |l| l == next);
+        let frame_area = grown(target, FRAME);
+        wait_until("the outline gone after the click", || {
+            grab(&sway, frame_area, scale)
+                .border(3)
+                .all(|(_, c)| c != CYAN)
+        });
+        gone.push(clicked.elapsed());
+        element(&sway, GUIDE, |l| l == TARGET_CHANGED);
+    }
+    gone.sort_unstable();
+    eprintln!(
+        "desktop_wayland (sway, scale {scale}): outline gone {gone:?} after the click (sorted)"
+    );
+    assert!(gone[1] < GONE_WITHIN, "median {:?}: {gone:?}", gone[1]);
+    drop(pointer);
+    drop(gui);
+    drop(demo);
+    drop(api);
+    drop(sway);
+}
