@@ -25,7 +25,7 @@ use e2e::platform::{WAIT, binary};
 use e2e::wayland::Compositor;
 use serde_json::Value;
 
-use super::connector_wayland::{decode_png, window_content};
+use super::connector_wayland::{grim_region, window_content};
 use super::desktop_client::{Api, CONSENT, DEMO, PROMPT, Running, wait_for_line};
 use super::support::{stdout_lines, temp_dir};
 
@@ -225,23 +225,7 @@ fn grab(sway: &Compositor, (x, y, w, h): Rect, scale: i64) -> Pixels {
     let (left, top) = (x.div_euclid(scale), y.div_euclid(scale));
     let right = (x + w + scale - 1).div_euclid(scale);
     let bottom = (y + h + scale - 1).div_euclid(scale);
-    let out = sway
-        .command("grim")
-        .args([
-            "-t",
-            "png",
-            "-g",
-            &format!("{left},{top} {}x{}", right - left, bottom - top),
-            "-",
-        ])
-        .output()
-        .expect("run grim");
-    assert!(
-        out.status.success(),
-        "grim failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (width, _, rgba) = decode_png(&out.stdout);
+    let (width, _, rgba) = grim_region(sway, [left, top, right - left, bottom - top]);
     let (dx, dy) = (x - left * scale, y - top * scale);
     let width = i64::from(width);
     let rgb = (0..h)
