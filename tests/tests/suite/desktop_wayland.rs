@@ -57,6 +57,43 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
     drop(weston);
 }
 
+/// Floats each `(app_id, size, position)` window (sway's logical pixels) and asks again until
+/// sway shows every one there, at the output's integer `scale`: a client that commits a frame
+/// sized for an earlier configure keeps that size when floated, and on a loaded machine one
+/// request can land before the client's first frame.
+fn place(sway: &Compositor, scale: i64, windows: &[(&str, (i64, i64), (i64, i64))]) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        for (app_id, (w, h), (x, y)) in windows {
+            let placed = sway
+                .command("swaymsg")
+                .arg(format!(
+                    "[app_id=\"^{app_id}$\"] floating enable, resize set {w} {h}, move position {x} {y}"
+                ))
+                .output()
+                .unwrap();
+            assert!(placed.status.success(), "{placed:?}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let misplaced: Vec<(&str, Rect)> = windows
+            .iter()
+            .map(|(app_id, _, _)| (*app_id, window_rect(sway, app_id, scale)))
+            .zip(windows)
+            .filter(|((_, at), (_, (w, h), (x, y)))| {
+                *at != (x * scale, y * scale, w * scale, h * scale)
+            })
+            .map(|(shown, _)| shown)
+            .collect();
+        if misplaced.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "windows not where they were put: {misplaced:?}"
+        );
+    }
+}
+
 /// `msguide-desktop observe` of the demo on `sway` until it lists `label`.
 fn observe_until(sway: &Compositor, label: &str) -> Value {
     let deadline = Instant::now() + WAIT;
@@ -94,14 +131,7 @@ fn on_sway_at_scale_2_the_demos_elements_are_found_where_sway_put_its_window() {
     let demo = Running::start(sway.command(binary("msguide-demo")));
     wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
     sway.wait_for_app(DEMO);
-    let moved = sway
-        .command("swaymsg")
-        .arg(format!(
-            "[app_id=\"{DEMO}\"] floating enable, resize set 480 240, move position 200 150"
-        ))
-        .output()
-        .unwrap();
-    assert!(moved.status.success(), "{moved:?}");
+    place(&sway, 2, &[(DEMO, (480, 240), (200, 150))]);
     // AccessKit reports the window at 0, 0 on Wayland: without moving its boxes onto the
     // window (at 400, 300 physical), every element fell outside it and none was listed.
     let observation = observe_until(&sway, "View logs");
@@ -342,36 +372,14 @@ fn walk_the_demo(scale: i64) {
     });
     sway.wait_for_app(GUIDE);
     // Side by side, neither at the output's corner: the frame must land where the target is.
-    // A client that commits a frame sized for an earlier configure keeps that size when floated,
-    // so the placing is asked again until sway shows it.
-    let place = [(DEMO, "480 300", "60 140"), (GUIDE, "600 780", "660 10")];
-    let deadline = Instant::now() + WAIT;
-    loop {
-        for (app_id, size, at) in place {
-            let placed = sway
-                .command("swaymsg")
-                .arg(format!(
-                    "[app_id=\"^{app_id}$\"] floating enable, resize set {size}, move position {at}"
-                ))
-                .output()
-                .unwrap();
-            assert!(placed.status.success(), "{placed:?}");
-        }
-        std::thread::sleep(Duration::from_millis(500));
-        let (demo_at, gui_at) = (
-            window_rect(&sway, DEMO, scale),
-            window_rect(&sway, GUIDE, scale),
-        );
-        if demo_at == (60 * scale, 140 * scale, 480 * scale, 300 * scale)
-            && gui_at == (660 * scale, 10 * scale, 600 * scale, 780 * scale)
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the demo at {demo_at:?} and the guidance window at {gui_at:?}, not where they were put"
-        );
-    }
+    place(
+        &sway,
+        scale,
+        &[
+            (DEMO, (480, 300), (60, 140)),
+            (GUIDE, (600, 780), (660, 10)),
+        ],
+    );
     // Sway's seat has no pointer until this one is made; it starts away from both windows.
     let mut pointer = Pointer::start(&sway, (620 * scale, 790 * scale));
 

@@ -598,6 +598,7 @@ pub(crate) fn assert_readable(stderr: &str, remedy: &str) {
 }
 
 /// Whether this process's effective uid is 0 (in its user namespace).
+#[cfg(target_os = "linux")]
 pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .unwrap()
@@ -612,6 +613,7 @@ pub(crate) fn is_root() -> bool {
 /// asserts that it passed there, and returns true (the caller returns at once); returns false
 /// when this process is root and the test should go on. `what` says what the test mounts, for
 /// the failure's sentence.
+#[cfg(target_os = "linux")]
 pub(crate) fn rerun_as_namespace_root(name: &str, what: &str) -> bool {
     if is_root() {
         return false;
@@ -633,8 +635,10 @@ pub(crate) fn rerun_as_namespace_root(name: &str, what: &str) -> bool {
 }
 
 /// A tmpfs mounted for one test, unmounted (and its mount point removed) however it ends.
+#[cfg(target_os = "linux")]
 pub(crate) struct Tmpfs(PathBuf);
 
+#[cfg(target_os = "linux")]
 impl Tmpfs {
     /// Mounts a tmpfs of `size` (mount(8)'s syntax) at a new directory `dir`; mounting needs
     /// root or CAP_SYS_ADMIN, which the test states when it fails.
@@ -665,6 +669,7 @@ impl Tmpfs {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
