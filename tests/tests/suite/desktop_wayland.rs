@@ -57,11 +57,14 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
     drop(weston);
 }
 
+/// A window's app id, size and position, in sway's logical pixels.
+type Placed<'a> = (&'a str, (i64, i64), (i64, i64));
+
 /// Floats each `(app_id, size, position)` window (sway's logical pixels) and asks again until
 /// sway shows every one there, at the output's integer `scale`: a client that commits a frame
 /// sized for an earlier configure keeps that size when floated, and on a loaded machine one
 /// request can land before the client's first frame.
-fn place(sway: &Compositor, scale: i64, windows: &[(&str, (i64, i64), (i64, i64))]) {
+fn place(sway: &Compositor, scale: i64, windows: &[Placed<'_>]) {
     let deadline = Instant::now() + WAIT;
     loop {
         for (app_id, (w, h), (x, y)) in windows {
