@@ -38,6 +38,9 @@ use serde_json::{Map, Value, json};
 const READ_BYTES: usize = 8 * 1024 * 1024;
 const READS: usize = 20;
 const EXEC_ROUNDS: usize = 50;
+/// The pause after each EXECUTE_COMMAND of the sandbox section, far shorter than any model's
+/// turn between two commands.
+const AGENT_TURN: Duration = Duration::from_millis(20);
 const STAT_TOTAL: usize = 10_000;
 /// FILE_STAT runs per build, alternating between the builds.
 const STAT_REPEATS: usize = 2;
@@ -342,6 +345,10 @@ async fn sandboxed_commands(builds: &[Build], scratch: &Path, rows: &mut Vec<Row
                 .await;
             samples[i].push(started.elapsed());
             assert_eq!(reply["payload"]["exit_code"], 0, "{reply}");
+            // An agent's next command follows its model's turn, never the reply at once: the
+            // pause lets each shim's work after a command (the next spare launcher) end before
+            // another command is timed, so no mode's background work lands on another's figure.
+            tokio::time::sleep(AGENT_TURN).await;
         }
     }
     let mut direct = Vec::new();

@@ -418,9 +418,6 @@ async fn run_with_parent_env(
         Some(child) => child,
         None => command.spawn().map_err(ExecError::Spawn)?,
     };
-    if let Some(confinement) = &sandbox {
-        confinement.refill_spare();
-    }
     let mut group = GroupGuard::new(&child);
     let mut stdout = Capture::default();
     let mut stderr = Capture::default();
@@ -441,6 +438,12 @@ async fn run_with_parent_env(
     };
     if let Some(tmp) = private_tmp {
         tmp.remove_async().await;
+    }
+    // The next spare is made once this command has ended, not beside it: its start and
+    // confinement (about a millisecond of CPU) then never slow the command the person is
+    // waiting for, and the agent's next command, which follows this reply, finds it ready.
+    if let Some(confinement) = &sandbox {
+        confinement.refill_spare();
     }
     let (stdout, stderr, output_truncated) = fit_output(stdout, stderr, output_budget);
     Ok(ExecOutcome {

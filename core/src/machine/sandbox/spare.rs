@@ -167,8 +167,8 @@ pub(super) fn refill(confinement: &Confinement) {
         return;
     }
     let confinement = confinement.clone();
-    // The spawn (a fork and exec) runs beside the command just started, not before it; the
-    // launcher confines itself in its own process, after the spawn returned.
+    // The spawn (a fork and exec) runs on its own task, after the reply of the command that
+    // just ended; the launcher confines itself in its own process, after the spawn returned.
     drop(tokio::spawn(async move {
         let slot = &confinement.sandbox.spare;
         match start(&confinement) {
