@@ -115,6 +115,20 @@ impl Shim {
         let _ = self.child.wait();
     }
 
+    /// Stops the shim as a person's Ctrl-C would: SIGTERM, then SIGKILL if it has not exited
+    /// within 5 s, and reaps it. A shim with a shell sandbox then ends its spare launcher and
+    /// removes that launcher's `TMPDIR`, which SIGKILL leaves for the next shim to sweep.
+    pub fn terminate(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.signal("TERM");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        self.stop();
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -75,7 +75,8 @@ impl Sandboxed {
 
 impl Drop for Sandboxed {
     fn drop(&mut self) {
-        self.shim.stop();
+        // Not SIGKILL: that would leave the spare launcher's TMPDIR behind.
+        self.shim.terminate();
         let _ = std::fs::remove_dir_all(&self.home);
     }
 }
