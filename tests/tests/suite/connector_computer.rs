@@ -853,21 +853,7 @@ async fn windows_apps_clipboard_permissions_and_the_accessibility_snapshot() {
     assert_eq!(xclip_out(&desktop), "keep me");
 
     // The accessibility snapshot of the GTK window: its button, inside the window.
-    let snapshot = conn
-        .call(
-            "A11Y_SNAPSHOT_REQUEST",
-            "a11y",
-            json!({"window_id": mine["window_id"], "deadline_ms": 8000}),
-        )
-        .await;
-    assert_eq!(snapshot["type"], "A11Y_SNAPSHOT_RESPONSE", "{snapshot}");
-    let elements = snapshot["payload"]["elements"].as_array().unwrap();
-    let button = elements
-        .iter()
-        .find(|e| e["label"] == "Press me")
-        .unwrap_or_else(|| panic!("no button: {snapshot}"));
-    assert_eq!(button["role"], "button");
-    let b: Vec<i64> = serde_json::from_value(button["box"].clone()).unwrap();
+    let (_, button, b) = snapshot_button(&mut conn, "a11y", &mine["window_id"]).await;
     let w: Vec<i64> = serde_json::from_value(mine["bounds"].clone()).unwrap();
     assert!(
         b[0] >= w[0] && b[1] >= w[1] && b[2] <= w[2] && b[3] <= w[3],
@@ -1035,6 +1021,33 @@ impl Drop for Xterm {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The A11Y_SNAPSHOT of `window_id` (request `id`), the GTK witness's "Press me" button in it
+/// (a button) and the button's box.
+pub(super) async fn snapshot_button(
+    conn: &mut Conn,
+    id: &str,
+    window_id: &Value,
+) -> (Value, Value, Vec<i64>) {
+    let snapshot = conn
+        .call(
+            "A11Y_SNAPSHOT_REQUEST",
+            id,
+            json!({"window_id": window_id, "deadline_ms": 8000}),
+        )
+        .await;
+    assert_eq!(snapshot["type"], "A11Y_SNAPSHOT_RESPONSE", "{snapshot}");
+    let button = snapshot["payload"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == "Press me")
+        .unwrap_or_else(|| panic!("no button: {snapshot}"))
+        .clone();
+    assert_eq!(button["role"], "button");
+    let b = serde_json::from_value(button["box"].clone()).unwrap();
+    (snapshot, button, b)
 }
 
 /// `xprop -id <window> args…` on `desktop` (in C.UTF-8): the independent view of a window's

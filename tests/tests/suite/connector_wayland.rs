@@ -628,23 +628,11 @@ async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
     ];
     assert_eq!(listed["bounds"], json!(bounds), "{listed}");
 
-    let snapshot = conn
-        .call(
-            "A11Y_SNAPSHOT_REQUEST",
-            "a",
-            json!({"window_id": listed["window_id"], "deadline_ms": 8000}),
-        )
-        .await;
-    assert_eq!(snapshot["type"], "A11Y_SNAPSHOT_RESPONSE", "{snapshot}");
+    let (snapshot, _, b) =
+        super::connector_computer::snapshot_button(&mut conn, "a", &listed["window_id"]).await;
     let elements = snapshot["payload"]["elements"].as_array().unwrap();
-    let button = elements
-        .iter()
-        .find(|e| e["label"] == "Press me")
-        .unwrap_or_else(|| panic!("no button: {snapshot}"));
-    assert_eq!(button["role"], "button");
     // The witness reports its button from its window's corner, in physical pixels: the
     // snapshot's box is that, moved to the window.
-    let b: Vec<i64> = serde_json::from_value(button["box"].clone()).unwrap();
     let r: Vec<i64> = serde_json::from_value(witness.ready["button"].clone()).unwrap();
     assert_eq!(witness.ready["scale"], scale, "{}", witness.ready);
     let expected = [
