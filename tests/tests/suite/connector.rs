@@ -42,6 +42,64 @@ pub(super) fn spawn_env(
     Shim::spawn(home, &args, &env)
 }
 
+/// A shim with computer use on, in a home of its own, both gone when the value drops; it
+/// derefs to the shim. Used by the display suites, which run on Unix only.
+#[cfg(unix)]
+pub(super) struct ShimIn {
+    shim: Option<Shim>,
+    home: std::path::PathBuf,
+}
+
+#[cfg(unix)]
+impl ShimIn {
+    /// Starts the shim with `--enable-computer-use` and `extra` flags in a fresh home named
+    /// after `tag`, with `env` (a display's or compositor's environment).
+    pub(super) fn start(
+        env: &[(&'static str, String)],
+        platform: &Platform,
+        tag: &str,
+        extra: &[&str],
+    ) -> Self {
+        let (home, root) = home_and_root(tag);
+        let mut args = vec!["--enable-computer-use"];
+        args.extend_from_slice(extra);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Self {
+            shim: Some(spawn_env(&home, platform, &root, &args, &env)),
+            home,
+        }
+    }
+}
+
+#[cfg(unix)]
+impl std::ops::Deref for ShimIn {
+    type Target = Shim;
+
+    fn deref(&self) -> &Shim {
+        self.shim
+            .as_ref()
+            .expect("the shim runs until the value drops")
+    }
+}
+
+#[cfg(unix)]
+impl std::ops::DerefMut for ShimIn {
+    fn deref_mut(&mut self) -> &mut Shim {
+        self.shim
+            .as_mut()
+            .expect("the shim runs until the value drops")
+    }
+}
+
+#[cfg(unix)]
+impl Drop for ShimIn {
+    fn drop(&mut self) {
+        // Stopped first: a shim still running writes its state into the home again.
+        drop(self.shim.take());
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
 /// The audit log's records, parsed.
 pub(super) fn audit_records(shim: &Shim) -> Vec<Value> {
     std::fs::read_to_string(shim.audit_log())

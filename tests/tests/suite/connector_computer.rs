@@ -8,20 +8,16 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use e2e::display::{Desktop, require};
-use e2e::platform::{Conn, Platform, Shim, error_code};
+use e2e::platform::{Conn, Platform, error_code};
 use e2e::witness::Witness;
 use serde_json::{Value, json};
 
-use super::connector::{audit_records, home_and_root, spawn_env};
+use super::connector::{ShimIn, audit_records, home_and_root, spawn_env};
 
 /// Starts the shim with computer use (and `extra` flags) on `desktop`.
-fn shim_on(desktop: &Desktop, platform: &Platform, tag: &str, extra: &[&str]) -> Shim {
-    let (home, root) = home_and_root(tag);
-    let mut args = vec!["--enable-computer-use"];
-    args.extend_from_slice(extra);
-    let env = desktop.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    spawn_env(&home, platform, &root, &args, &env)
+/// The shim with computer use on `desktop`, in a home removed with it.
+fn shim_on(desktop: &Desktop, platform: &Platform, tag: &str, extra: &[&str]) -> ShimIn {
+    ShimIn::start(&desktop.env(), platform, tag, extra)
 }
 
 pub(crate) fn decode_png(reply: &Value) -> (u32, u32, Vec<u8>) {

@@ -7,48 +7,23 @@
 //! Screenshots go through the portal's Screenshot on GNOME Shell (`Gnome::start_shell`), whose
 //! witness is a fullscreen foot of a colour the test chose; a bare mutter does not offer them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e::display::require;
 use e2e::gnome::{Gnome, START_DEADLINE};
-use e2e::platform::{Conn, Platform, Shim, error_code};
+use e2e::platform::{Conn, Platform, error_code};
 use e2e::wayland::file_contains;
 use serde_json::{Value, json};
 
-use super::connector::{home_and_root, spawn_env};
+use super::connector::{ShimIn, home_and_root};
 
 /// How long a witness may take to see what the shim did, on a loaded machine.
 const SEEN_DEADLINE: Duration = Duration::from_secs(20);
 
-/// The shim in a home of its own, both gone when the value drops.
-struct ShimIn {
-    shim: Option<Shim>,
-    home: PathBuf,
-}
-
-impl Drop for ShimIn {
-    fn drop(&mut self) {
-        drop(self.shim.take());
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
 fn shim_on(gnome: &Gnome, platform: &Platform, tag: &str) -> ShimIn {
-    let (home, root) = home_and_root(tag);
-    let env = gnome.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    ShimIn {
-        shim: Some(spawn_env(
-            &home,
-            platform,
-            &root,
-            &["--enable-computer-use"],
-            &env,
-        )),
-        home,
-    }
+    ShimIn::start(&gnome.env(), platform, tag, &[])
 }
 
 /// The person's answer and what it printed.

@@ -8,28 +8,15 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use e2e::display::require;
-use e2e::platform::{Conn, Platform, Shim, error_code, shim_command};
+use e2e::platform::{Conn, Platform, error_code, shim_command};
 use e2e::wayland::{Compositor, file_contains};
 use e2e::witness::Witness;
 use serde_json::{Value, json};
 
-use super::connector::{home_and_root, spawn_env};
+use super::connector::{ShimIn, home_and_root};
 
 /// How long a witness may take to see what the shim did, on a loaded machine.
 const SEEN_DEADLINE: Duration = Duration::from_secs(20);
-
-/// The shim in a home of its own, both gone when the value drops.
-struct ShimIn {
-    shim: Option<Shim>,
-    home: std::path::PathBuf,
-}
-
-impl Drop for ShimIn {
-    fn drop(&mut self) {
-        drop(self.shim.take());
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
 
 fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&str]) -> ShimIn {
     shim_in_env(compositor.env(), platform, tag, extra)
@@ -49,14 +36,7 @@ fn shim_in_env(
     tag: &str,
     extra: &[&str],
 ) -> ShimIn {
-    let (home, root) = home_and_root(tag);
-    let mut args = vec!["--enable-computer-use"];
-    args.extend_from_slice(extra);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    ShimIn {
-        shim: Some(spawn_env(&home, platform, &root, &args, &env)),
-        home,
-    }
+    ShimIn::start(&env, platform, tag, extra)
 }
 
 /// `autogpt-shim doctor` with computer use enabled on `compositor`: its exit code and output.
@@ -877,7 +857,7 @@ async fn weston_advertises_only_what_works_and_refuses_the_rest_before_the_backe
         );
     }
     // Each refusal is audited as such (a refusal's record may land just after its reply).
-    let log = shim.shim.as_ref().unwrap().audit_log();
+    let log = shim.audit_log();
     let refused = || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
