@@ -130,29 +130,52 @@ impl Event {
 
 /// Asks the portal what it offers; `None` when no portal answers or it has no RemoteDesktop.
 pub async fn offer(bus: &zbus::Connection) -> Option<Offer> {
-    let get = |name: &'static str| async move {
-        let reply = bus
-            .call_method(
-                Some(DESTINATION),
-                PATH,
-                Some("org.freedesktop.DBus.Properties"),
-                "Get",
-                &(REMOTE_DESKTOP, name),
-            )
-            .await
-            .ok()?;
-        let value: OwnedValue = reply.body().deserialize().ok()?;
-        u32::try_from(value).ok()
-    };
-    let version = tokio::time::timeout(CALL_DEADLINE, get("version"))
+    let version = property_u32(bus, REMOTE_DESKTOP, "version").await?;
+    let types = property_u32(bus, REMOTE_DESKTOP, "AvailableDeviceTypes")
         .await
-        .ok()??;
-    let types = get("AvailableDeviceTypes").await.unwrap_or(0);
+        .unwrap_or(0);
     Some(Offer {
         version,
         keyboard: types & KEYBOARD != 0,
         pointer: types & POINTER != 0,
     })
+}
+
+/// A `u32` property of one of the portal's interfaces; `None` when the portal does not answer
+/// within [`CALL_DEADLINE`] or has no such property.
+pub(super) async fn property_u32(
+    bus: &zbus::Connection,
+    interface: &str,
+    name: &str,
+) -> Option<u32> {
+    let reply = call_bounded(
+        bus,
+        DESTINATION,
+        PATH,
+        "org.freedesktop.DBus.Properties",
+        "Get",
+        &(interface, name),
+    )
+    .await?;
+    let value: OwnedValue = reply.body().deserialize().ok()?;
+    u32::try_from(value).ok()
+}
+
+/// One method call on any object of the bus, given up after [`CALL_DEADLINE`]; `None` when it
+/// failed or took longer.
+pub(super) async fn call_bounded<B>(
+    bus: &zbus::Connection,
+    destination: &str,
+    path: &str,
+    interface: &str,
+    method: &str,
+    body: &B,
+) -> Option<zbus::Message>
+where
+    B: serde::Serialize + zbus::zvariant::DynamicType,
+{
+    let called = bus.call_method(Some(destination), path, Some(interface), method, body);
+    tokio::time::timeout(CALL_DEADLINE, called).await.ok()?.ok()
 }
 
 /// An open RemoteDesktop session: the person said yes. Dropping it closes the session.

@@ -92,33 +92,28 @@ pub(super) fn shot_pixels(reply: &Value) -> (u32, u32, Vec<u8>) {
 
 /// The compositor's own capture of the whole layout, by grim.
 fn grim(compositor: &Compositor) -> (u32, u32, Vec<u8>) {
-    require("grim", "grim");
-    let out = compositor
-        .command("grim")
-        .args(["-t", "png", "-"])
-        .output()
-        .expect("run grim");
-    assert!(
-        out.status.success(),
-        "grim failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    decode_png(&out.stdout)
+    grim_capture(compositor, None)
 }
 
 /// The compositor's own capture of the layout rectangle `[x, y, width, height]`, by grim
 /// (`grim -g`, at the outputs' scale).
 pub(super) fn grim_region(compositor: &Compositor, rect: [i64; 4]) -> (u32, u32, Vec<u8>) {
-    require("grim", "grim");
     let [x, y, w, h] = rect;
-    let out = compositor
-        .command("grim")
-        .args(["-t", "png", "-g", &format!("{x},{y} {w}x{h}"), "-"])
-        .output()
-        .expect("run grim");
+    grim_capture(compositor, Some(format!("{x},{y} {w}x{h}")))
+}
+
+/// grim's PNG of the whole layout or of `geometry` (its `-g` syntax), decoded.
+fn grim_capture(compositor: &Compositor, geometry: Option<String>) -> (u32, u32, Vec<u8>) {
+    require("grim", "grim");
+    let mut command = compositor.command("grim");
+    command.args(["-t", "png"]);
+    if let Some(geometry) = &geometry {
+        command.args(["-g", geometry]);
+    }
+    let out = command.arg("-").output().expect("run grim");
     assert!(
         out.status.success(),
-        "grim -g failed: {}",
+        "grim {geometry:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     decode_png(&out.stdout)

@@ -97,34 +97,9 @@ fn place(sway: &Compositor, scale: i64, windows: &[Placed<'_>]) {
     }
 }
 
-/// `msguide-desktop observe` of the demo on `sway` until it lists `label`.
+/// `msguide-desktop observe` of the demo on `sway`, with its pixels, until it lists `label`.
 fn observe_until(sway: &Compositor, label: &str) -> Value {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let out = sway
-            .command(binary("msguide-desktop"))
-            .args(["observe", "--window-title", DEMO, "--share-pixels"])
-            .output()
-            .unwrap();
-        if out.status.success() {
-            let observation: Value = serde_json::from_slice(&out.stdout).unwrap();
-            if observation["elements"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|e| e["label"] == label)
-            {
-                return observation;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {label:?} observed within {WAIT:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    observed(sway, DEMO, &["--share-pixels"], |l| l == label).0
 }
 
 #[test]
@@ -290,11 +265,23 @@ fn settled(sway: &Compositor, rect: Rect, scale: i64) -> Pixels {
 
 /// The element labelled `label` in a fresh observation of the window `title`, waiting for it.
 fn element(sway: &Compositor, title: &str, label: impl Fn(&str) -> bool) -> Value {
+    observed(sway, title, &[], label).1
+}
+
+/// `msguide-desktop observe` of the window `title` with `extra` flags, again until it lists
+/// an element whose label passes `label`: the observation and that element.
+fn observed(
+    sway: &Compositor,
+    title: &str,
+    extra: &[&str],
+    label: impl Fn(&str) -> bool,
+) -> (Value, Value) {
     let deadline = Instant::now() + WAIT;
     loop {
         let out = sway
             .command(binary("msguide-desktop"))
             .args(["observe", "--window-title", title])
+            .args(extra)
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -307,7 +294,7 @@ fn element(sway: &Compositor, title: &str, label: impl Fn(&str) -> bool) -> Valu
                 .find(|e| e["label"].as_str().is_some_and(&label))
                 .cloned();
             if let Some(found) = found {
-                return found;
+                return (observation, found);
             }
         }
         assert!(

@@ -16,7 +16,7 @@ use std::time::Duration;
 use image::RgbaImage;
 use zbus::zvariant::{OwnedValue, Value};
 
-use super::{Body, CALL_DEADLINE, CONSENT_DEADLINE, DESTINATION, PATH, Portal, failed};
+use super::{Body, CALL_DEADLINE, CONSENT_DEADLINE, Portal, call_bounded, failed, property_u32};
 use crate::desktop::DesktopError;
 
 /// What the portal offers, asked without a dialog. Declared with the rest of what a Wayland
@@ -41,20 +41,7 @@ const MAX_FILE: u64 = 1 << 30;
 /// Asks the portal, without a dialog, whether it can take screenshots here; `None` when no
 /// portal with a Screenshot interface answers.
 pub async fn offer(bus: &zbus::Connection) -> Option<Offer> {
-    let body = (SCREENSHOT, "version");
-    let version = bus.call_method(
-        Some(DESTINATION),
-        PATH,
-        Some("org.freedesktop.DBus.Properties"),
-        "Get",
-        &body,
-    );
-    let reply = tokio::time::timeout(CALL_DEADLINE, version)
-        .await
-        .ok()?
-        .ok()?;
-    let value: OwnedValue = reply.body().deserialize().ok()?;
-    u32::try_from(value).ok()?;
+    property_u32(bus, SCREENSHOT, "version").await?;
     let mut service = false;
     for name in SERVICES {
         service |= has_owner(bus, name).await;
@@ -73,35 +60,30 @@ pub fn offered() -> Option<Offer> {
 }
 
 async fn has_owner(bus: &zbus::Connection, name: &str) -> bool {
-    let body = (name,);
-    let asked = bus.call_method(
-        Some("org.freedesktop.DBus"),
+    let reply = call_bounded(
+        bus,
+        "org.freedesktop.DBus",
         "/org/freedesktop/DBus",
-        Some("org.freedesktop.DBus"),
+        "org.freedesktop.DBus",
         "NameHasOwner",
-        &body,
-    );
-    match tokio::time::timeout(CALL_DEADLINE, asked).await {
-        Ok(Ok(reply)) => reply.body().deserialize::<bool>().unwrap_or(false),
-        _ => false,
-    }
+        &(name,),
+    )
+    .await;
+    reply.is_some_and(|reply| reply.body().deserialize::<bool>().unwrap_or(false))
 }
 
 /// What the permission store says of screenshots by programs outside a sandbox: `None` when
 /// nobody has been asked yet (or the store cannot be read).
 async fn allowed(bus: &zbus::Connection) -> Option<bool> {
-    let body = (TABLE, ENTRY);
-    let asked = bus.call_method(
-        Some(PERMISSION_STORE),
+    let reply = call_bounded(
+        bus,
+        PERMISSION_STORE,
         PERMISSION_STORE_PATH,
-        Some(PERMISSION_STORE),
+        PERMISSION_STORE,
         "Lookup",
-        &body,
-    );
-    let reply = tokio::time::timeout(CALL_DEADLINE, asked)
-        .await
-        .ok()?
-        .ok()?;
+        &(TABLE, ENTRY),
+    )
+    .await?;
     let (permissions, _data): (HashMap<String, Vec<String>>, OwnedValue) =
         reply.body().deserialize().ok()?;
     verdict(&permissions)
