@@ -10,6 +10,8 @@ use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use png::{BitDepth, ColorType, Compression, DecodingError, Transformations};
 
+use spare::SPARE;
+
 /// Upper bound for both the decoded upload and the re-encoded output.
 pub const MAX_PNG_BYTES: usize = 2_000_000;
 /// Upper bound on the base64 string length; exactly the padded encoding of `MAX_PNG_BYTES`.
@@ -39,6 +41,13 @@ pub struct SanitisedPng {
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
+}
+
+/// The bytes go back to the re-encoder while other images are in flight (`spare`).
+impl Drop for SanitisedPng {
+    fn drop(&mut self) {
+        SPARE.give_back(std::mem::take(&mut self.bytes));
+    }
 }
 
 impl SanitisedPng {
@@ -130,6 +139,7 @@ pub fn sanitise_png(bytes: &[u8]) -> Result<SanitisedPng, PngError> {
 /// then needs its bytes, one row and the growing output (a few MB) instead of 10 MB of pixels.
 /// An interlaced image arrives in seven passes, not rows, so it is decoded whole first.
 fn sanitise(bytes: &[u8], expected: Option<(u32, u32)>) -> Result<SanitisedPng, PngError> {
+    let _in_flight = SPARE.in_flight();
     let (width, height) = checked_size(bytes, expected)?;
     // IHDR's interlace method; `checked_size` has seen the whole IHDR.
     if bytes.get(IHDR_INTERLACE_AT) != Some(&0) {
@@ -227,6 +237,7 @@ pub fn encode_pixels(pixels: &Pixels) -> Result<SanitisedPng, PngError> {
         width,
         height,
     } = pixels;
+    let _in_flight = SPARE.in_flight();
     let png = encode_rgba8(Rows::Buffer(rgba), *width, *height, MAX_PNG_BYTES)?;
     Ok(SanitisedPng {
         bytes: png,
@@ -485,7 +496,7 @@ fn encode_rgba8(
 ) -> Result<Vec<u8>, PngError> {
     // The whole output in one buffer that never grows, so no copies on the way; an encoding that
     // would pass the cap is abandoned (`Capped`), so the cap bounds it.
-    let mut out = Vec::with_capacity(max_bytes.min(MAX_PNG_BYTES));
+    let mut out = SPARE.take(max_bytes.min(MAX_PNG_BYTES));
     // Fastest (the Sub filter on every row) costs a third of Fast (the best of five filters per
     // row) and compresses flat screenshots almost as well; each slower setting is only paid for
     // by the rare image that the one before cannot fit.
@@ -495,6 +506,7 @@ fn encode_rgba8(
             return Ok(out);
         }
     }
+    SPARE.give_back(out);
     Err(PngError::OutputTooLarge)
 }
 
@@ -688,6 +700,8 @@ impl std::io::Write for Lenient<'_, '_> {
         Ok(())
     }
 }
+
+mod spare;
 
 #[cfg(test)]
 mod proptests;
