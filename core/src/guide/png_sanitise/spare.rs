@@ -67,7 +67,6 @@ impl Spare {
             state.buffers.push(buffer);
         }
     }
-
 }
 
 impl Drop for InFlight {
@@ -110,7 +109,10 @@ mod tests {
         ONE.give_back(Vec::with_capacity(1000));
         ONE.give_back(Vec::with_capacity(1000));
         assert_eq!(kept(&ONE), MAX_SPARES, "no more than MAX_SPARES are kept");
-        assert!(ONE.take(5000).capacity() >= 5000, "a spare too small is not used");
+        assert!(
+            ONE.take(5000).capacity() >= 5000,
+            "a spare too small is not used"
+        );
         drop(first);
         assert_eq!(kept(&ONE), MAX_SPARES);
         drop(second);
