@@ -394,6 +394,11 @@ async fn sandboxed_commands(builds: &[Build], scratch: &Path, rows: &mut Vec<Row
             },
         });
     }
+    // SIGTERM, not the drop's SIGKILL: a sandboxed shim then removes its spare launcher's
+    // `TMPDIR`, which would otherwise stay in /tmp until another shim sweeps it.
+    for (_, shim, _) in &mut live {
+        shim.terminate();
+    }
     drop(live);
 }
 
