@@ -59,10 +59,14 @@ impl Spare {
         spare.unwrap_or_else(|| Vec::with_capacity(capacity))
     }
 
-    /// Keeps `buffer` for the next image if one is in flight; frees it otherwise.
+    /// Keeps `buffer` for the next image if one is in flight and it can hold any image's
+    /// output; frees it otherwise, so a smaller one (a clone's) never takes a spare's place.
     pub(super) fn give_back(&self, mut buffer: Vec<u8>) {
         let mut state = self.state();
-        if state.in_flight > 0 && state.buffers.len() < MAX_SPARES && buffer.capacity() > 0 {
+        if state.in_flight > 0
+            && state.buffers.len() < MAX_SPARES
+            && buffer.capacity() >= super::MAX_PNG_BYTES
+        {
             buffer.clear();
             state.buffers.push(buffer);
         }
@@ -96,28 +100,35 @@ mod tests {
     #[test]
     fn buffers_are_kept_while_an_image_is_in_flight_and_freed_after() {
         static ONE: Spare = Spare::new();
+        const FULL: usize = super::super::MAX_PNG_BYTES;
         let first = ONE.in_flight();
         let second = ONE.in_flight();
-        let buffer = ONE.take(1000);
-        assert!(buffer.capacity() >= 1000);
+        let buffer = ONE.take(FULL);
+        assert!(buffer.capacity() >= FULL);
         let pointer = buffer.as_ptr();
         ONE.give_back(buffer);
         let again = ONE.take(1000);
         assert_eq!(again.as_ptr(), pointer, "the spare is reused");
         assert!(again.is_empty());
         ONE.give_back(again);
-        ONE.give_back(Vec::with_capacity(1000));
-        ONE.give_back(Vec::with_capacity(1000));
+        ONE.give_back(Vec::with_capacity(FULL - 1));
+        assert_eq!(
+            kept(&ONE),
+            1,
+            "a buffer too small for any image is not kept"
+        );
+        ONE.give_back(Vec::with_capacity(FULL));
+        ONE.give_back(Vec::with_capacity(FULL));
         assert_eq!(kept(&ONE), MAX_SPARES, "no more than MAX_SPARES are kept");
         assert!(
-            ONE.take(5000).capacity() >= 5000,
+            ONE.take(FULL + 1).capacity() > FULL,
             "a spare too small is not used"
         );
         drop(first);
         assert_eq!(kept(&ONE), MAX_SPARES);
         drop(second);
         assert_eq!(kept(&ONE), 0, "the last image gone frees the spares");
-        ONE.give_back(Vec::with_capacity(1000));
+        ONE.give_back(Vec::with_capacity(FULL));
         assert_eq!(kept(&ONE), 0, "nothing is kept with no image in flight");
     }
 }
