@@ -9,16 +9,15 @@
 //!    the read within one deadline (413/408). Its own rejections carry no `cache-control`;
 //!    everything the application answers gets `cache-control: no-store`.
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{net::SocketAddr, time::Duration};
 
 use axum::{
     body::{Body, Bytes, HttpBody as _},
-    extract::{ConnectInfo, Request, State},
+    extract::{ConnectInfo, Request},
     http::{
         HeaderMap, HeaderValue, StatusCode,
         header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, HOST, ORIGIN, WWW_AUTHENTICATE},
     },
-    middleware::Next,
     response::Response,
 };
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -155,12 +154,12 @@ fn check_content_length(headers: &HeaderMap, max: usize) -> LengthCheck {
     }
 }
 
-/// The boundary middleware.
-pub async fn enforce(
-    State(boundary): State<Arc<Boundary>>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// Passes `request` to `next` if it keeps every rule of the boundary, or answers it here.
+pub async fn enforce<F, Answer>(boundary: &Boundary, request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Answer,
+    Answer: Future<Output = Response>,
+{
     if !is_loopback_peer(&request) {
         return detail(StatusCode::FORBIDDEN, LOOPBACK_REQUIRED);
     }
@@ -221,7 +220,7 @@ pub async fn enforce(
     let mut request = Request::from_parts(parts, Body::from(bytes));
     request.extensions_mut().insert(size);
 
-    let mut response = next.run(request).await;
+    let mut response = next(request).await;
     drop(place);
     response
         .headers_mut()

@@ -21,9 +21,14 @@ pub mod openapi;
 pub mod routes;
 pub mod server;
 
-use std::sync::Arc;
+use std::{
+    convert::Infallible,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
 
-use axum::{Router, middleware};
+use axum::{extract::Request, response::Response};
 use local_core::LocalState;
 
 pub use routes::openapi;
@@ -36,12 +41,47 @@ pub struct AppState {
 }
 
 /// The whole service: boundary first, then the application.
-pub fn app(local: Arc<LocalState>, boundary: boundary::Boundary) -> Router {
-    // The application is a router whose one route is its fallback, so this layer wraps that
-    // fallback and runs before the framework rules; a router of its own around it would be
-    // one more routing of every request.
-    routes::application(AppState { local }).layer(middleware::from_fn_with_state(
-        Arc::new(boundary),
-        boundary::enforce,
-    ))
+#[derive(Debug, Clone)]
+pub struct App(Arc<Parts>);
+
+#[derive(Debug)]
+struct Parts {
+    boundary: boundary::Boundary,
+    application: routes::Application,
+}
+
+/// The whole service over `local`, behind `boundary`.
+#[must_use]
+pub fn app(local: Arc<LocalState>, boundary: boundary::Boundary) -> App {
+    App(Arc::new(Parts {
+        boundary,
+        application: routes::Application::new(AppState { local }),
+    }))
+}
+
+impl App {
+    /// Answers one request. The boundary and the framework rules are plain calls, not
+    /// middleware layers: each layer boxed the rest of the chain again for every request.
+    pub async fn answer(&self, request: Request) -> Response {
+        let parts = &self.0;
+        boundary::enforce(&parts.boundary, request, |request| {
+            parts.application.answer(request)
+        })
+        .await
+    }
+}
+
+impl tower::Service<Request> for App {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let app = self.clone();
+        Box::pin(async move { Ok(app.answer(request).await) })
+    }
 }

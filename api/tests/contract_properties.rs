@@ -13,7 +13,6 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, header};
 use http_body_util::BodyExt;
@@ -21,8 +20,8 @@ use local_core::LocalState;
 use local_core::guide::state::LocalConfig;
 use local_core::limits::MAX_BODY_BYTES;
 use local_core::secret::LocalToken;
-use msguide_api::app;
 use msguide_api::boundary::Boundary;
+use msguide_api::{App, app};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::RngSeed;
@@ -57,9 +56,9 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 });
 
 /// One service for all generated cases, as the real one keeps its state across requests.
-static APP: LazyLock<Router> = LazyLock::new(new_app);
+static APP: LazyLock<App> = LazyLock::new(new_app);
 
-fn new_app() -> Router {
+fn new_app() -> App {
     let local = Arc::new(LocalState::new(LocalConfig::default()));
     let boundary = Boundary {
         token: LocalToken::from_configured(Some(TOKEN)),
@@ -232,7 +231,7 @@ fn post(path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
 }
 
 /// POSTs `body` to `path` as a local, authorised client; the status and body.
-fn post_to(app: &Router, path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+fn post_to(app: &App, path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
     let request = Request::post(path)
         .header(header::HOST, "127.0.0.1")
         .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
@@ -262,7 +261,7 @@ proptest! {
 }
 
 /// A session id from the service itself.
-fn session_id(app: &Router) -> String {
+fn session_id(app: &App) -> String {
     let (status, answer) = post_to(app, "/v1/sessions", b"{}".to_vec());
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
     let answer: Value = serde_json::from_slice(&answer).unwrap();

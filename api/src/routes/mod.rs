@@ -13,12 +13,12 @@ use std::sync::Arc;
 
 use axum::{
     Router,
-    extract::{Request, State},
+    extract::Request,
     http::{HeaderValue, Method, StatusCode, header},
-    middleware::{self, Next},
     response::{Html, IntoResponse, Response},
     routing::get,
 };
+use tower::ServiceExt as _;
 use utoipa::{OpenApi, openapi::OpenApi as OpenApiDoc};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use utoipa_swagger_ui::{Config, SwaggerUi};
@@ -94,7 +94,7 @@ fn is_docs_path(path: &str) -> bool {
 /// The reference serves its docs UI at `/docs` itself (200, not a redirect) and its OAuth2
 /// redirect page at `/docs/oauth2-redirect`; the bundled UI lives under `/docs/`, so both are
 /// answered from there, the index with a base URL that keeps its relative asset links working.
-async fn docs_alias(mut request: Request, next: Next) -> Response {
+async fn docs_alias(mut request: Request, routed: &Router) -> Response {
     let index = request.uri().path() == "/docs";
     let target = if index {
         "/docs/"
@@ -104,7 +104,7 @@ async fn docs_alias(mut request: Request, next: Next) -> Response {
     if let Ok(uri) = target.parse() {
         *request.uri_mut() = uri;
     }
-    let response = next.run(request).await;
+    let response = route(routed, request).await;
     if !index || response.status() != StatusCode::OK {
         return response;
     }
@@ -118,48 +118,94 @@ async fn docs_alias(mut request: Request, next: Next) -> Response {
     Response::from_parts(parts, axum::body::Body::from(html))
 }
 
-async fn framework_rules(
-    State(table): State<Arc<RouteTable>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let path = request.uri().path();
-    if path == "/docs" || path == "/docs/oauth2-redirect" {
-        return docs_alias(request, next).await;
+async fn route(routed: &Router, request: Request) -> Response {
+    match routed.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
-    if is_docs_path(path) {
-        return next.run(request).await;
+}
+
+/// The application: documented routes and docs, behind the framework rules the reference has
+/// (404/405 bodies, 307 on a trailing slash), which run before a route is picked.
+#[derive(Debug, Clone)]
+pub struct Application {
+    table: Arc<RouteTable>,
+    routed: Router,
+}
+
+impl Application {
+    /// The routes over `state`.
+    #[must_use]
+    pub fn new(state: AppState) -> Self {
+        let (router, doc) = documented();
+        let table = Arc::new(RouteTable::new(&doc));
+        let routed = router
+            .merge(
+                SwaggerUi::new("/docs").url("/openapi.json", doc).config(
+                    // A browser sends an Origin with every request, which the boundary refuses,
+                    // so "Try it out" could only ever show 403s; the document's description says
+                    // so.
+                    Config::default()
+                        .try_it_out_enabled(false)
+                        .supported_submit_methods(Vec::<String>::new()),
+                ),
+            )
+            .route("/redoc", get(redoc))
+            .fallback(not_found)
+            .with_state(state);
+        Self { table, routed }
     }
-    if let Some(methods) = table.methods(path) {
-        if methods.contains(request.method()) {
-            return next.run(request).await;
+
+    /// The framework rules, then the route. Called directly rather than as a middleware
+    /// layer, which would box the rest of the chain for every request.
+    pub async fn answer(&self, request: Request) -> Response {
+        let path = request.uri().path();
+        if path == "/docs" || path == "/docs/oauth2-redirect" {
+            return docs_alias(request, &self.routed).await;
         }
-        let allow = methods
-            .iter()
-            .map(Method::as_str)
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut response = detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
-        if let Ok(allow) = HeaderValue::from_str(&allow) {
-            response.headers_mut().insert(header::ALLOW, allow);
+        if is_docs_path(path) {
+            return route(&self.routed, request).await;
         }
-        return response;
+        if let Some(methods) = self.table.methods(path) {
+            if methods.contains(request.method()) {
+                return route(&self.routed, request).await;
+            }
+            return method_not_allowed(methods);
+        }
+        trailing_slash_redirect(&self.table, &request)
+            .unwrap_or_else(|| detail(StatusCode::NOT_FOUND, "Not Found"))
     }
-    if let Some(trimmed) = path
+}
+
+fn method_not_allowed(methods: &[Method]) -> Response {
+    let allow = methods
+        .iter()
+        .map(Method::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut response = detail(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    if let Ok(allow) = HeaderValue::from_str(&allow) {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
+    response
+}
+
+/// 307 to the path without its trailing slash, when that path is a route.
+fn trailing_slash_redirect(table: &RouteTable, request: &Request) -> Option<Response> {
+    let trimmed = request
+        .uri()
+        .path()
         .strip_suffix('/')
-        .filter(|p| !p.is_empty() && table.methods(p).is_some())
-    {
-        let location = match request.uri().query() {
-            Some(query) => format!("{trimmed}?{query}"),
-            None => trimmed.to_owned(),
-        };
-        let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
-        if let Ok(location) = HeaderValue::from_str(&location) {
-            response.headers_mut().insert(header::LOCATION, location);
-        }
-        return response;
+        .filter(|p| !p.is_empty() && table.methods(p).is_some())?;
+    let location = match request.uri().query() {
+        Some(query) => format!("{trimmed}?{query}"),
+        None => trimmed.to_owned(),
+    };
+    let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
+    if let Ok(location) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, location);
     }
-    detail(StatusCode::NOT_FOUND, "Not Found")
+    Some(response)
 }
 
 async fn not_found() -> Response {
@@ -171,30 +217,6 @@ async fn redoc() -> Html<&'static str> {
     Html(
         "<!doctype html><title>MSGuide local API</title><p>The API documentation is served offline at <a href=\"/docs/\">/docs/</a>; the document itself is <a href=\"/openapi.json\">/openapi.json</a>.</p>",
     )
-}
-
-/// The application: documented routes, docs, and the framework rules, without the boundary.
-pub fn application(state: AppState) -> Router {
-    let (router, doc) = documented();
-    let table = Arc::new(RouteTable::new(&doc));
-    let routed = router
-        .merge(
-            SwaggerUi::new("/docs").url("/openapi.json", doc).config(
-                // A browser sends an Origin with every request, which the boundary refuses, so
-                // "Try it out" could only ever show 403s; the document's description says so.
-                Config::default()
-                    .try_it_out_enabled(false)
-                    .supported_submit_methods(Vec::<String>::new()),
-            ),
-        )
-        .route("/redoc", get(redoc))
-        .fallback(not_found)
-        .with_state(state);
-    // Outside the router, so the rules (and the /docs aliases, which rewrite the path) run
-    // before a route is picked.
-    Router::new()
-        .fallback_service(routed)
-        .layer(middleware::from_fn_with_state(table, framework_rules))
 }
 
 #[cfg(test)]
