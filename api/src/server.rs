@@ -13,6 +13,7 @@ use std::{
     convert::Infallible,
     future::Future,
     net::SocketAddr,
+    pin::pin,
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
@@ -26,7 +27,7 @@ use hyper::body::Incoming;
 use hyper_util::{rt::TokioIo, server::graceful::GracefulShutdown};
 use tokio::{
     net::TcpListener,
-    sync::{Notify, Semaphore, TryAcquireError},
+    sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError},
 };
 use tower::ServiceExt;
 
@@ -38,7 +39,8 @@ pub struct ConnectionLimits {
     /// connection).
     pub header_timeout: Duration,
     /// Connections open at once. A further client takes the place of the one that has waited
-    /// longest for its next request; when every one is answering a request, it waits.
+    /// longest for its next request (which then closes: for that moment, up to twice this many
+    /// sockets are open); when every one is answering a request, it waits.
     pub max_connections: usize,
     /// How long shutdown waits for in-flight requests.
     pub drain_timeout: Duration,
@@ -67,8 +69,15 @@ struct Slot {
     /// Whether a request on it has been answered in full: a kept-alive client's connection,
     /// which goes after every one that never got that far (a slowloris client's).
     served: AtomicBool,
+    /// Whether its thread has read from it once. Until then it is never evicted: a client that
+    /// sent its request with its connect would otherwise lose it to a flood that fills the
+    /// cap faster than the connection threads get to new connections.
+    read: AtomicBool,
     /// Closes it (dropped, not drained) when a newer client needs its place.
     evict: Notify,
+    /// Its place under the connection cap, released when it ends, or taken over at once by
+    /// the newcomer that evicted it (see [`Open::evict_oldest_waiting`]).
+    place: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 /// Counts a request on its connection until dropped with the response's body.
@@ -95,23 +104,39 @@ fn millis_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// What making room for a newcomer at the cap gave.
+enum Evicted {
+    /// The evicted connection's place, for the newcomer.
+    Place(OwnedSemaphorePermit),
+    /// A connection was evicted; its place comes back when it has closed.
+    PlaceFreedOnClose,
+    /// Every connection is answering a request or not yet read.
+    Nobody,
+}
+
 /// The open connections, oldest first.
 struct Open {
     epoch: Instant,
     next: u64,
     slots: BTreeMap<u64, Arc<Slot>>,
+    /// Evicted connections whose place a newcomer took before they closed: they still hold a
+    /// socket, so at most `max_closing` of them at once.
+    closing: usize,
+    max_closing: usize,
 }
 
 impl Open {
-    fn new() -> Self {
+    fn new(max_closing: usize) -> Self {
         Self {
             epoch: Instant::now(),
             next: 0,
             slots: BTreeMap::new(),
+            closing: 0,
+            max_closing,
         }
     }
 
-    fn add(&mut self) -> (u64, Arc<Slot>) {
+    fn add(&mut self, place: OwnedSemaphorePermit) -> (u64, Arc<Slot>) {
         let id = self.next;
         self.next += 1;
         let slot = Arc::new(Slot {
@@ -119,7 +144,9 @@ impl Open {
             waiting_since: AtomicU64::new(millis_since(self.epoch)),
             answering: AtomicUsize::new(0),
             served: AtomicBool::new(false),
+            read: AtomicBool::new(false),
             evict: Notify::new(),
+            place: Mutex::new(Some(place)),
         });
         self.slots.insert(id, Arc::clone(&slot));
         (id, slot)
@@ -143,24 +170,62 @@ impl Open {
     /// preferring one that was never served: a client holding many connections open in their
     /// headers (slowloris) then churns through its own connections, and a kept-alive client
     /// idle between two requests keeps its place instead of queueing behind the attacker's
-    /// connects for a new one.
-    fn evict_oldest_waiting(&mut self) {
-        let waiting = |slot: &Slot| slot.answering.load(Ordering::SeqCst) == 0;
-        let waiting = self
+    /// connects for a new one. A kept-alive connection goes only when every other one is
+    /// answering: while a new one is still unread, this waits for its first read instead.
+    ///
+    /// Returns its place for the newcomer, who then need not wait for the evicted connection's
+    /// thread to close it: under a slowloris flood every accept evicts, and that round trip
+    /// between threads set the pace at which the accept queue (with a well-behaved client's
+    /// connect somewhere in it) drained.
+    fn evict_oldest_waiting(&mut self) -> Evicted {
+        let idle = |slot: &Slot| slot.answering.load(Ordering::SeqCst) == 0;
+        let read = |slot: &Slot| slot.read.load(Ordering::SeqCst);
+        let never_served = |slot: &Slot| !slot.served.load(Ordering::SeqCst);
+        let mut waiting = self
             .slots
             .iter()
-            .find(|(_, slot)| waiting(slot) && !slot.served.load(Ordering::SeqCst))
-            .or_else(|| self.slots.iter().find(|(_, slot)| waiting(slot)))
+            .find(|(_, slot)| never_served(slot) && read(slot) && idle(slot))
             .map(|(id, _)| *id);
-        if let Some(slot) = waiting.and_then(|id| self.slots.remove(&id)) {
-            slot.evict.notify_one();
+        if waiting.is_none() {
+            if self.slots.values().any(|slot| !read(slot)) {
+                return Evicted::Nobody;
+            }
+            waiting = self
+                .slots
+                .iter()
+                .find(|(_, slot)| idle(slot))
+                .map(|(id, _)| *id);
+        }
+        let Some(slot) = waiting.and_then(|id| self.slots.remove(&id)) else {
+            return Evicted::Nobody;
+        };
+        slot.evict.notify_one();
+        if self.closing >= self.max_closing {
+            return Evicted::PlaceFreedOnClose;
+        }
+        match lock(&slot.place).take() {
+            Some(place) => {
+                self.closing += 1;
+                Evicted::Place(place)
+            }
+            None => Evicted::PlaceFreedOnClose,
+        }
+    }
+
+    /// Forgets connection `id` once it has closed, releasing its place if still its own.
+    fn closed(&mut self, id: u64, slot: &Slot) {
+        self.slots.remove(&id);
+        if lock(&slot.place).take().is_none() {
+            // Its place went to the newcomer that evicted it.
+            self.closing -= 1;
         }
     }
 }
 
-fn lock(open: &Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
-    // The map stays consistent even if a holder panicked: every change is one insert or remove.
-    open.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // What these guard stays consistent even if a holder panicked: every change is one insert,
+    // remove or take.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The threads that serve connections, one per core, each with a single-threaded runtime of
@@ -296,13 +361,15 @@ where
         .keep_alive(true);
     tokio::pin!(shutdown);
     let mut threads = ConnectionThreads::start()?;
-    let open = Arc::new(Mutex::new(Open::new()));
+    let open = Arc::new(Mutex::new(Open::new(limits.max_connections)));
     let _sweep = Sweep::start(&open, limits.header_timeout);
-    loop {
+    // Signalled when a connection has been read once and so may be evicted.
+    let first_reads = Arc::new(Notify::new());
+    'accepting: loop {
         // Accepting is never held up by the cap, so the listen backlog cannot fill with a
         // hostile client's connections ahead of a well-behaved one's.
         let (stream, peer) = tokio::select! {
-            () = &mut shutdown => break,
+            () = &mut shutdown => break 'accepting,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 // Per-connection failures (reset before accept, out of descriptors) must not
@@ -315,19 +382,27 @@ where
         };
         let permit = match Arc::clone(&permits).try_acquire_owned() {
             Ok(permit) => permit,
-            Err(TryAcquireError::Closed) => break,
-            Err(TryAcquireError::NoPermits) => {
-                // At the cap: this client takes the place of the connection that has waited
-                // longest for a request (a slow or idle one). When all are answering, it waits.
-                lock(&open).evict_oldest_waiting();
+            Err(TryAcquireError::Closed) => break 'accepting,
+            // At the cap: this client takes the place of the connection that has waited longest
+            // for a request (a slow or idle one). When all are answering (or not yet read), it
+            // waits for one to end (or to be read).
+            Err(TryAcquireError::NoPermits) => loop {
+                let evicted = lock(&open).evict_oldest_waiting();
+                let nobody = match evicted {
+                    Evicted::Place(place) => break place,
+                    Evicted::PlaceFreedOnClose => false,
+                    Evicted::Nobody => true,
+                };
                 tokio::select! {
-                    () = &mut shutdown => break,
+                    () = &mut shutdown => break 'accepting,
                     permit = Arc::clone(&permits).acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_closed) => break,
+                        Ok(permit) => break permit,
+                        Err(_closed) => break 'accepting,
                     },
+                    // Someone may be evictable now: look again.
+                    () = first_reads.notified(), if nobody => {}
                 }
-            }
+            },
         };
         let _ = stream.set_nodelay(true);
         // Registered with the reactor of the thread that serves it, so it leaves this one's
@@ -335,7 +410,7 @@ where
         let Ok(stream) = stream.into_std() else {
             continue;
         };
-        let (id, slot) = lock(&open).add();
+        let (id, slot) = lock(&open).add(permit);
         let app = app.clone();
         let answering = Arc::clone(&slot);
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
@@ -356,12 +431,24 @@ where
             }
         });
         let open = Arc::clone(&open);
+        let first_reads = Arc::clone(&first_reads);
         let builder = builder.clone();
         let watcher = graceful.watcher();
         threads.next().spawn(async move {
             if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                let connection =
-                    watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
+                let mut connection =
+                    pin!(watcher.watch(builder.serve_connection(TokioIo::new(stream), service)));
+                let mut unread = true;
+                let connection = std::future::poll_fn(|cx| {
+                    let served = connection.as_mut().poll(cx);
+                    if std::mem::take(&mut unread) {
+                        // A request sent with the connect is now being answered (or the
+                        // connection is over): from here on it may be evicted.
+                        slot.read.store(true, Ordering::SeqCst);
+                        first_reads.notify_one();
+                    }
+                    served
+                });
                 tokio::select! {
                     // The connection first: it is what wakes this task at every request.
                     biased;
@@ -369,8 +456,7 @@ where
                     () = slot.evict.notified() => {}
                 }
             }
-            lock(&open).slots.remove(&id);
-            drop(permit);
+            lock(&open).closed(id, &slot);
         });
     }
     let _ = tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await;
@@ -504,5 +590,45 @@ mod tests {
         drop((kept, newcomer));
         stop.send(()).unwrap();
         server.await.unwrap().unwrap();
+    }
+
+    /// The eviction rules on the table of open connections itself.
+    #[test]
+    fn eviction_spares_unread_and_kept_alive_connections_and_hands_over_places() {
+        let places = Arc::new(Semaphore::new(8));
+        let place = || Arc::clone(&places).try_acquire_owned().unwrap();
+        let mut open = Open::new(1);
+        let (kept_id, kept) = open.add(place());
+        kept.read.store(true, Ordering::SeqCst);
+        kept.served.store(true, Ordering::SeqCst);
+        let (unread_id, unread) = open.add(place());
+        // A connection not yet read may hold a request sent with its connect; the kept-alive
+        // one is not evicted in its stead either.
+        assert!(matches!(open.evict_oldest_waiting(), Evicted::Nobody));
+        assert_eq!(open.slots.len(), 2);
+
+        unread.read.store(true, Ordering::SeqCst);
+        let (_, answering) = open.add(place());
+        answering.read.store(true, Ordering::SeqCst);
+        answering.answering.store(1, Ordering::SeqCst);
+        // The never-served idle one goes first, and its place comes with it.
+        assert!(matches!(open.evict_oldest_waiting(), Evicted::Place(_)));
+        assert!(!open.slots.contains_key(&unread_id));
+        assert_eq!(open.closing, 1);
+        // At the bound of connections still closing, the next one keeps its place until closed.
+        assert!(matches!(
+            open.evict_oldest_waiting(),
+            Evicted::PlaceFreedOnClose
+        ));
+        assert!(!open.slots.contains_key(&kept_id));
+        assert!(lock(&kept.place).is_some());
+        // Closing: the handed-over one ends the count, the other gives its place back.
+        let before = places.available_permits();
+        open.closed(unread_id, &unread);
+        assert_eq!(open.closing, 0);
+        open.closed(kept_id, &kept);
+        assert_eq!(places.available_permits(), before + 1);
+        // Only the answering one is left, and it stays.
+        assert!(matches!(open.evict_oldest_waiting(), Evicted::Nobody));
     }
 }
