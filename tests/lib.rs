@@ -1,6 +1,6 @@
 //! End-to-end tests of the workspace; the suite lives in `tests/all.rs` and its `suite/` modules,
 //! [`platform`] is the WebSocket test platform the suite and the benchmarks share,
-//! [`display`] a private X desktop (Xvfb, openbox, a session bus), [`wayland`] a private Wayland compositor (headless sway or weston), [`witness`] a GTK window reporting the input it receives, [`fake_llm`] a fake local LLM backend (Ollama or OpenAI-compatible), [`fake_oauth`] a fake OAuth server for the connector's login, [`gnome`] a private headless GNOME with the desktop portal, [`memory`] a process's private memory as the benches report it, and [`real_model`] a real
+//! [`display`] a private X desktop (Xvfb, openbox, a session bus), [`wayland`] a private Wayland compositor (headless sway or weston), [`witness`] a GTK window reporting the input it receives, [`fake_llm`] a fake local LLM backend (Ollama or OpenAI-compatible), [`fake_oauth`] a fake OAuth server for the connector's login, [`portal_desktop`] a private headless GNOME or KDE with the desktop portal, [`memory`] a process's private memory as the benches report it, and [`real_model`] a real
 //! one (llama.cpp's server with SmolLM2-135M) for the real-model tests and the LLM benchmark.
 
 // Test support: a failed unwrap is a failed test or bench, which is what it should be.
@@ -11,10 +11,10 @@
 pub mod display;
 pub mod fake_llm;
 pub mod fake_oauth;
-#[cfg(target_os = "linux")]
-pub mod gnome;
 pub mod memory;
 pub mod platform;
+#[cfg(target_os = "linux")]
+pub mod portal_desktop;
 pub mod real_model;
 #[cfg(target_os = "linux")]
 pub mod wayland;

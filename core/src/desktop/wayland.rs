@@ -88,9 +88,13 @@ pub struct PortalOffer {
 /// asks and takes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PortalShots {
-    /// A screenshot service of the compositor's own, which the portal's backend calls, is on
-    /// the session bus (GNOME Shell's, KWin's); without it the portal never answers.
+    /// GNOME Shell's screenshot service, which the portal's GNOME backend calls, is on the
+    /// session bus; without it the portal never answers.
     pub service: bool,
+    /// KWin is on the session bus instead: the portal's KDE backend (Plasma 5.27) answers a
+    /// screenshot only through a dialog of its own, each time, non-interactive ones included
+    /// (seen under a headless KWin: it answered "cancelled"), so they are not advertised.
+    pub kwin: bool,
     /// What the portal's permission store says of screenshots by programs outside a sandbox:
     /// allowed, refused, or `None` when nobody was asked yet (the first screenshot asks).
     pub allowed: Option<bool>,
@@ -194,11 +198,18 @@ impl Protocols {
                 )
             }
             Some(PortalShots {
+                service: false,
+                kwin: true,
+                ..
+            }) => format!(
+                "screenshots are unavailable: KDE's desktop portal asks the person in a dialog for every screenshot, so none can be taken for an agent; {wlroots}"
+            ),
+            Some(PortalShots {
                 allowed: Some(false),
                 ..
             }) => "screenshots are unavailable: the person refused them in the desktop portal's permission store; allow them with `gdbus call --session --dest org.freedesktop.impl.portal.PermissionStore --object-path /org/freedesktop/impl/portal/PermissionStore --method org.freedesktop.impl.portal.PermissionStore.SetPermission screenshot true screenshot '' \"['yes']\"`".to_owned(),
             Some(_) => format!(
-                "screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's or KWin's; a bare mutter has none); {wlroots}"
+                "screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's; a bare mutter has none); {wlroots}"
             ),
             None => format!("screenshots are unavailable; {wlroots}"),
         }
@@ -999,6 +1010,7 @@ mod tests {
             }),
             portal_shots: Some(PortalShots {
                 service: false,
+                kwin: false,
                 allowed: None,
             }),
         };
@@ -1006,12 +1018,13 @@ mod tests {
         assert!(!gnome.portal_screenshots());
         let missing = gnome.missing();
         assert_eq!(missing.len(), 4, "{missing:?}");
-        assert!(missing[0].ends_with("the desktop portal's Screenshot has no compositor service to call (GNOME Shell's or KWin's; a bare mutter has none); sway, Hyprland, river and labwc offer it"), "{missing:?}");
+        assert!(missing[0].ends_with("the desktop portal's Screenshot has no compositor service to call (GNOME Shell's; a bare mutter has none); sway, Hyprland, river and labwc offer it"), "{missing:?}");
         assert!(missing[1].starts_with("no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run"), "{missing:?}");
         assert!(missing[1].ends_with("this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again"), "{missing:?}");
         // GNOME Shell: its service is there; the first screenshot asks, unless allowed before.
         gnome.portal_shots = Some(PortalShots {
             service: true,
+            kwin: false,
             allowed: None,
         });
         assert!(gnome.portal_screenshots() && !gnome.screenshots());
@@ -1021,16 +1034,27 @@ mod tests {
         );
         gnome.portal_shots = Some(PortalShots {
             service: true,
+            kwin: false,
             allowed: Some(true),
         });
         assert!(gnome.missing()[0].starts_with("no screen capture protocol (zwlr_screencopy_manager_v1): screenshots go through the desktop portal's Screenshot instead"));
         assert!(gnome.missing()[0].ends_with("the person has allowed them"));
         gnome.portal_shots = Some(PortalShots {
             service: true,
+            kwin: false,
             allowed: Some(false),
         });
         assert!(!gnome.portal_screenshots());
         assert!(gnome.missing()[0].contains("the person refused them in the desktop portal's permission store; allow them with `gdbus call"));
+        // KDE: KWin on the bus, whose portal backend would ask for every screenshot.
+        let mut kde = gnome;
+        kde.portal_shots = Some(PortalShots {
+            service: false,
+            kwin: true,
+            allowed: None,
+        });
+        assert!(kde.portal_input() && !kde.portal_screenshots());
+        assert!(kde.missing()[0].ends_with("screenshots are unavailable: KDE's desktop portal asks the person in a dialog for every screenshot, so none can be taken for an agent; sway, Hyprland, river and labwc offer it"), "{:?}", kde.missing());
         assert_eq!(sway.missing(), Vec::<String>::new());
         assert!(sway.pointer() && sway.keyboard() && sway.windows() && sway.clipboard());
         assert!(!sway.screenshots(), "no output, no screenshot");

@@ -1,10 +1,10 @@
-//! Computer use through the real `autogpt-shim` binary on a headless GNOME (`e2e::gnome`:
+//! Computer use through the real `autogpt-shim` binary on a headless GNOME (`e2e::portal_desktop`:
 //! mutter, xdg-desktop-portal with its GNOME backend, PipeWire), which offers none of the wlr
 //! protocols: input goes through the desktop portal's RemoteDesktop after one consent, given
 //! by the person (`fixtures/portal_consent.py`) in GNOME's own dialog at the first action.
 //! The witness the compositor does not own is foot running `cat` (typed text and keys);
 //! pointer events have none, as headless mutter 43 offers clients no pointer (wev shows it).
-//! Screenshots go through the portal's Screenshot on GNOME Shell (`Gnome::start_shell`), whose
+//! Screenshots go through the portal's Screenshot on GNOME Shell (`PortalDesktop::gnome_shell`), whose
 //! witness is a fullscreen foot of a colour the test chose; a bare mutter does not offer them.
 
 use std::path::Path;
@@ -12,8 +12,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e::display::require;
-use e2e::gnome::{Gnome, START_DEADLINE};
 use e2e::platform::{Conn, Platform, error_code};
+use e2e::portal_desktop::{COMPOSITOR_LOG, PortalDesktop, START_DEADLINE};
 use e2e::wayland::file_contains;
 use serde_json::{Value, json};
 
@@ -22,7 +22,7 @@ use super::connector::{ShimIn, home_and_root};
 /// How long a witness may take to see what the shim did, on a loaded machine.
 const SEEN_DEADLINE: Duration = Duration::from_secs(20);
 
-fn shim_on(gnome: &Gnome, platform: &Platform, tag: &str) -> ShimIn {
+fn shim_on(gnome: &PortalDesktop, platform: &Platform, tag: &str) -> ShimIn {
     ShimIn::start(&gnome.env(), platform, tag, &[])
 }
 
@@ -38,14 +38,14 @@ fn answered(person: Child) -> String {
     said
 }
 
-async fn act(conn: &mut Conn, gnome: &Gnome, id: &str, payload: Value) {
+async fn act(conn: &mut Conn, gnome: &PortalDesktop, id: &str, payload: Value) {
     let reply = conn.call("INPUT_ACTION", id, payload).await;
     assert_eq!(
         reply["type"],
         "ACK",
         "{reply}\nthe session bus and its services said: {}\nmutter said: {}",
         gnome.log("bus.log"),
-        gnome.log("mutter.log")
+        gnome.log(COMPOSITOR_LOG)
     );
 }
 
@@ -60,7 +60,7 @@ async fn eventually(what: &str, seen: impl Fn() -> bool) {
 
 /// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its window
 /// is configured.
-fn wev(gnome: &mut Gnome, log: &Path) {
+fn wev(gnome: &mut PortalDesktop, log: &Path) {
     require("wev", "wev");
     require("script", "bsdutils");
     let script = gnome
@@ -85,7 +85,7 @@ fn wev(gnome: &mut Gnome, log: &Path) {
 
 #[tokio::test]
 async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
-    let mut gnome = Gnome::start();
+    let mut gnome = PortalDesktop::gnome();
     let typed = gnome.dir().join("typed.txt");
     gnome.foot_cat(&typed);
     let platform = Platform::bind().await;
@@ -286,7 +286,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
 
 #[test]
 fn doctor_says_input_goes_through_the_portal_and_why_screenshots_do_not() {
-    let gnome = Gnome::start();
+    let gnome = PortalDesktop::gnome();
     let (home, root) = home_and_root("gnome-doctor");
     let root = root.to_string_lossy().into_owned();
     let mut env = gnome.env();
@@ -306,7 +306,7 @@ fn doctor_says_input_goes_through_the_portal_and_why_screenshots_do_not() {
     assert_eq!(
         wayland,
         [
-            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's or KWin's; a bare mutter has none); {wlroots}"),
+            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's; a bare mutter has none); {wlroots}"),
             "[WARN] Wayland  no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run in the desktop's own dialog and types only what the keyboard layout has; this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again".to_owned(),
             format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
             format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
@@ -332,7 +332,7 @@ fn count_colour(rgba: &[u8], width: u32, [x0, y0, x1, y1]: [u32; 4], colour: [u8
 #[tokio::test]
 async fn gnome_shell_serves_screenshots_through_the_desktop_portal() {
     const MAGENTA: [u8; 3] = [255, 0, 255];
-    let mut gnome = Gnome::start_shell();
+    let mut gnome = PortalDesktop::gnome_shell();
     gnome.screenshots_allowed("no");
     let platform = Platform::bind().await;
     let refused_run = shim_on(&gnome, &platform, "gnome-shot-no");

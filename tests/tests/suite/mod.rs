@@ -23,9 +23,11 @@ mod connector_faults;
 // Mode bits, symbolic links and signals.
 #[cfg(unix)]
 mod connector_first_hour;
-// A headless GNOME and its desktop portal: Linux only.
+// A headless GNOME or KDE and its desktop portal: Linux only.
 #[cfg(target_os = "linux")]
 mod connector_gnome;
+#[cfg(target_os = "linux")]
+mod connector_kde;
 // /proc's peak RSS and its reset (clear_refs): Linux only.
 #[cfg(target_os = "linux")]
 mod connector_hostile;

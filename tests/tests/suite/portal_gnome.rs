@@ -6,7 +6,7 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use e2e::gnome::{Gnome, START_DEADLINE};
+use e2e::portal_desktop::{PortalDesktop, START_DEADLINE};
 use local_core::desktop::DesktopError;
 use local_core::desktop::portal::{Event, Session};
 use local_core::desktop::virtual_input::keysym;
@@ -23,14 +23,14 @@ fn answered(person: Child) -> String {
     said
 }
 
-fn open(gnome: &Gnome) -> std::thread::JoinHandle<Result<Session, DesktopError>> {
+fn open(gnome: &PortalDesktop) -> std::thread::JoinHandle<Result<Session, DesktopError>> {
     let address = gnome.bus_address().to_owned();
     std::thread::spawn(move || Session::open(Some(address), None, START_DEADLINE))
 }
 
 #[test]
 fn after_one_consent_the_portal_types_into_the_focused_window() {
-    let mut gnome = Gnome::start();
+    let mut gnome = PortalDesktop::gnome();
     let typed = gnome.dir().join("typed.txt");
     gnome.foot_cat(&typed);
 
@@ -82,7 +82,7 @@ fn after_one_consent_the_portal_types_into_the_focused_window() {
 
 #[test]
 fn a_declined_dialog_is_permission_pending() {
-    let gnome = Gnome::start();
+    let gnome = PortalDesktop::gnome();
     let opening = open(&gnome);
     let said = answered(gnome.person("cancel"));
     let err = opening.join().unwrap().unwrap_err();

@@ -1,5 +1,6 @@
 //! Screenshots through the XDG desktop portal's Screenshot interface, where the compositor
-//! offers no capture protocol (GNOME Shell; KDE's KWin is untested).
+//! offers no capture protocol (GNOME Shell; KDE's backend asks in a dialog for every one, so
+//! on KWin they are not offered).
 //!
 //! The portal is asked for a non-interactive screenshot of the whole desktop: its backend has
 //! the compositor write a PNG (GNOME Shell through `org.gnome.Shell.Screenshot`), and answers
@@ -31,8 +32,10 @@ const PERMISSION_STORE_PATH: &str = "/org/freedesktop/impl/portal/PermissionStor
 const TABLE: &str = "screenshot";
 const ENTRY: &str = "screenshot";
 const UNSANDBOXED: &str = "";
-/// The compositor services the portal's backends call: GNOME Shell's, KWin's.
-const SERVICES: [&str; 2] = ["org.gnome.Shell.Screenshot", "org.kde.KWin"];
+/// The compositor service the portal's GNOME backend calls.
+const GNOME_SHELL: &str = "org.gnome.Shell.Screenshot";
+/// KWin's, which the KDE backend calls after its dialog.
+const KWIN: &str = "org.kde.KWin";
 /// What a refusal is named in `PERMISSION_PENDING`, as PERMISSIONS_CHECK names it.
 const PERMISSION: &str = "screen_recording";
 /// The most a screenshot file may hold: a 16384×16384 desktop's PNG is far less.
@@ -42,12 +45,9 @@ const MAX_FILE: u64 = 1 << 30;
 /// portal with a Screenshot interface answers.
 pub async fn offer(bus: &zbus::Connection) -> Option<Offer> {
     property_u32(bus, SCREENSHOT, "version").await?;
-    let mut service = false;
-    for name in SERVICES {
-        service |= has_owner(bus, name).await;
-    }
     Some(Offer {
-        service,
+        service: has_owner(bus, GNOME_SHELL).await,
+        kwin: has_owner(bus, KWIN).await,
         allowed: allowed(bus).await,
     })
 }

@@ -1,9 +1,10 @@
-//! A private headless GNOME for the tests of the desktop portal: mutter with one 1280×800
-//! virtual monitor on a session bus of its own, with PipeWire and WirePlumber (the portal's
-//! screen casts need them), AT-SPI (so the test can answer the portal's dialog as a person
-//! would, `fixtures/portal_consent.py`), and the real xdg-desktop-portal with its GNOME backend,
-//! started by the bus on first use. Everything lives in one runtime folder, also its HOME, and
-//! is stopped, waited for and removed when the value drops.
+//! A private headless desktop whose compositor offers input only through the XDG desktop
+//! portal, for the portal's tests: GNOME (mutter, or GNOME Shell) or KDE (KWin), with one
+//! 1280×800 virtual monitor on a session bus of its own, with PipeWire and WirePlumber (the
+//! portal's screen casts need them), AT-SPI (so the test can answer the portal's dialog as a
+//! person would, `fixtures/portal_consent.py`), and the real xdg-desktop-portal with the
+//! desktop's backend, started by the bus on first use. Everything lives in one runtime folder,
+//! also its HOME, and is stopped, waited for and removed when the value drops.
 //! A missing program fails the test and names the package to install; nothing is skipped.
 
 use std::path::{Path, PathBuf};
@@ -12,13 +13,24 @@ use std::time::{Duration, Instant};
 
 use crate::display::require;
 
-/// How long mutter and the portal may take to come up on a loaded machine.
+/// How long the compositor and the portal may take to come up on a loaded machine.
 pub const START_DEADLINE: Duration = Duration::from_secs(30);
 /// The Wayland socket's name, chosen here so the bus can give it to the portal from the start.
 const WAYLAND_DISPLAY: &str = "wayland-msguide";
+/// The compositor's log, in the runtime folder: see [`PortalDesktop::log`].
+pub const COMPOSITOR_LOG: &str = "compositor.log";
 
-/// A running headless GNOME.
-pub struct Gnome {
+/// Which compositor runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compositor {
+    Mutter,
+    GnomeShell,
+    KWin,
+}
+
+/// A running headless desktop.
+pub struct PortalDesktop {
+    compositor: Compositor,
     /// Started first to last; stopped in reverse.
     children: Vec<Child>,
     runtime_dir: PathBuf,
@@ -28,33 +40,56 @@ pub struct Gnome {
     system_bus: Option<String>,
 }
 
-impl Gnome {
-    /// Starts the bus, mutter, PipeWire, WirePlumber and the accessibility bus, and waits
-    /// until mutter listens.
-    pub fn start() -> Self {
-        Self::launch(false)
+impl PortalDesktop {
+    /// A GNOME: starts the bus, mutter, PipeWire, WirePlumber and the accessibility bus, and
+    /// waits until mutter listens.
+    pub fn gnome() -> Self {
+        Self::launch(Compositor::Mutter)
+    }
+
+    /// A KDE Plasma desktop's compositor and portal: the same with KWin in place of mutter
+    /// (`kwin_wayland --virtual`) and the portal's KDE backend.
+    pub fn kde() -> Self {
+        require("kwin_wayland", "kwin-wayland");
+        for (path, package) in [
+            (
+                "/usr/lib/x86_64-linux-gnu/libexec/xdg-desktop-portal-kde",
+                "xdg-desktop-portal-kde",
+            ),
+            // The portal's KDE backend is a Qt program, on Wayland here.
+            (
+                "/usr/lib/x86_64-linux-gnu/qt5/plugins/platforms/libqwayland-generic.so",
+                "qtwayland5",
+            ),
+        ] {
+            assert!(
+                Path::new(path).exists(),
+                "`{path}` is missing: install the `{package}` package (scripts/test installs it)"
+            );
+        }
+        Self::launch(Compositor::KWin)
     }
 
     /// The same desktop with GNOME Shell in place of the bare mutter (the shell is mutter with
     /// its services, the screenshot service among them), on a private system bus, and waits
     /// until its screenshot service is on the session bus.
-    pub fn start_shell() -> Self {
+    pub fn gnome_shell() -> Self {
         require("gnome-shell", "gnome-shell");
         require("gdbus", "libglib2.0-bin");
-        let gnome = Self::launch(true);
+        let gnome = Self::launch(Compositor::GnomeShell);
         let deadline = Instant::now() + START_DEADLINE;
         while !gnome.has_owner("org.gnome.Shell.Screenshot") {
             assert!(
                 Instant::now() < deadline,
                 "GNOME Shell offered no screenshot service within {START_DEADLINE:?}: {}",
-                gnome.log("mutter.log")
+                gnome.log(COMPOSITOR_LOG)
             );
             std::thread::sleep(Duration::from_millis(100));
         }
         gnome
     }
 
-    fn launch(shell: bool) -> Self {
+    fn launch(compositor: Compositor) -> Self {
         for (program, package) in [
             ("dbus-daemon", "dbus"),
             ("mutter", "mutter"),
@@ -66,6 +101,7 @@ impl Gnome {
         }
         for (path, package) in [
             ("/usr/libexec/xdg-desktop-portal", "xdg-desktop-portal"),
+            // Also on KDE: the portal's GTK backend serves what KDE's leaves out.
             (
                 "/usr/libexec/xdg-desktop-portal-gnome",
                 "xdg-desktop-portal-gnome",
@@ -88,12 +124,13 @@ impl Gnome {
         )
         .unwrap();
         let mut gnome = Self {
+            compositor,
             children: Vec::new(),
             runtime_dir,
             bus_address: String::new(),
             system_bus: None,
         };
-        if shell {
+        if compositor == Compositor::GnomeShell {
             let dir = gnome.runtime_dir.join("system-bus");
             std::fs::create_dir(&dir).unwrap();
             let (bus, address) = gnome.bus_daemon(&dir, "system-bus.log");
@@ -102,34 +139,64 @@ impl Gnome {
         }
 
         // The bus passes its environment to the services it starts: the portal must know the
-        // Wayland display and that this is GNOME before its first call.
+        // Wayland display and which desktop this is before its first call.
         let (bus, address) = gnome.bus_daemon(&gnome.runtime_dir.clone(), "bus.log");
         gnome.children.push(bus);
         gnome.bus_address = address;
 
         let log = |name: &str| std::fs::File::create(gnome.runtime_dir.join(name)).unwrap();
-        let mutter = gnome
-            .command(if shell { "gnome-shell" } else { "mutter" })
-            .args([
-                "--headless",
-                "--virtual-monitor",
-                "1280x800",
-                "--wayland",
-                "--no-x11",
-            ])
-            .arg(format!("--wayland-display={WAYLAND_DISPLAY}"))
-            .stdout(log("mutter.log"))
-            .stderr(log("mutter.log"))
+        let mut command = match compositor {
+            Compositor::Mutter | Compositor::GnomeShell => {
+                let mut command = gnome.command(if compositor == Compositor::GnomeShell {
+                    "gnome-shell"
+                } else {
+                    "mutter"
+                });
+                command
+                    .args([
+                        "--headless",
+                        "--virtual-monitor",
+                        "1280x800",
+                        "--wayland",
+                        "--no-x11",
+                    ])
+                    .arg(format!("--wayland-display={WAYLAND_DISPLAY}"));
+                command
+            }
+            Compositor::KWin => {
+                // New windows fill the output, so a witness's surface point is the output's.
+                let config = gnome.runtime_dir.join(".config");
+                std::fs::create_dir_all(&config).unwrap();
+                std::fs::write(config.join("kwinrc"), "[Windows]\nPlacement=Maximizing\n").unwrap();
+                let mut command = gnome.command(&gnome.kwin_without_capabilities());
+                command.args([
+                    "--virtual",
+                    "--width",
+                    "1280",
+                    "--height",
+                    "800",
+                    "--socket",
+                    WAYLAND_DISPLAY,
+                    "--no-lockscreen",
+                    "--no-global-shortcuts",
+                    "--no-kactivities",
+                ]);
+                command
+            }
+        };
+        let compositor_process = command
+            .stdout(log(COMPOSITOR_LOG))
+            .stderr(log(COMPOSITOR_LOG))
             .spawn()
-            .expect("start mutter");
-        gnome.children.push(mutter);
+            .expect("start the compositor");
+        gnome.children.push(compositor_process);
         let socket = gnome.runtime_dir.join(WAYLAND_DISPLAY);
         let deadline = Instant::now() + START_DEADLINE;
         while !socket.exists() {
             assert!(
                 Instant::now() < deadline,
-                "mutter did not listen within {START_DEADLINE:?}: {}",
-                gnome.log("mutter.log")
+                "the compositor did not listen within {START_DEADLINE:?}: {}",
+                gnome.log(COMPOSITOR_LOG)
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -150,6 +217,23 @@ impl Gnome {
             gnome.children.push(child);
         }
         gnome
+    }
+
+    /// A copy of `kwin_wayland` without its file capability (`cap_sys_resource`), which a
+    /// container that may not grant it refuses to execute ("Operation not permitted"); the
+    /// capability only lets KWin raise its own limits. The copy keeps the program's name, which
+    /// KWin's own Qt platform plugin checks.
+    fn kwin_without_capabilities(&self) -> String {
+        let installed = Command::new("sh")
+            .args(["-c", "command -v kwin_wayland"])
+            .output()
+            .expect("find kwin_wayland");
+        let installed = String::from_utf8_lossy(&installed.stdout).trim().to_owned();
+        let dir = self.runtime_dir.join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("kwin_wayland");
+        std::fs::copy(&installed, &copy).unwrap_or_else(|e| panic!("copy {installed}: {e}"));
+        copy.display().to_string()
     }
 
     /// A dbus-daemon listening in `dir`, logging to `log`, and its address.
@@ -245,15 +329,23 @@ impl Gnome {
     }
 
     /// What a program outside this desktop (the shim under test) needs to reach it: the
-    /// Wayland display, the session bus with its portal, and that this is GNOME.
+    /// Wayland display, the session bus with its portal, and which desktop this is.
     #[must_use]
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("WAYLAND_DISPLAY", WAYLAND_DISPLAY.to_owned()),
             ("XDG_RUNTIME_DIR", self.runtime_dir.display().to_string()),
             ("DBUS_SESSION_BUS_ADDRESS", self.bus_address.clone()),
-            ("XDG_CURRENT_DESKTOP", "GNOME".to_owned()),
+            ("XDG_CURRENT_DESKTOP", self.desktop_name().to_owned()),
         ]
+    }
+
+    /// `XDG_CURRENT_DESKTOP`, by which the portal picks its backend.
+    fn desktop_name(&self) -> &'static str {
+        match self.compositor {
+            Compositor::Mutter | Compositor::GnomeShell => "GNOME",
+            Compositor::KWin => "KDE",
+        }
     }
 
     /// The runtime folder, removed on drop: a place for a test's files.
@@ -275,26 +367,41 @@ impl Gnome {
         self.children.push(child);
     }
 
-    /// Starts a foot terminal (app id `typetarget`) whose `cat` writes what it reads to `file`,
-    /// and waits until it runs: the shell's redirect creates the file once foot runs its child
-    /// in its window.
+    /// Starts a terminal whose `cat` writes what it reads to `file`, and waits until it runs:
+    /// the shell's redirect creates the file once the terminal runs its child in its window.
+    /// foot (app id `typetarget`) on GNOME; weston-terminal on KWin, whose virtual output foot
+    /// 1.13 stops on at once with a division by zero.
     pub fn foot_cat(&mut self, file: &Path) {
-        require("foot", "foot");
-        let foot = self
-            .command("foot")
-            .args(["--app-id=typetarget", "sh", "-c"])
-            .arg(format!("exec cat > '{}'", file.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start foot");
-        self.keep(foot);
+        let command = format!("exec cat > '{}'", file.display());
+        let terminal = if self.compositor == Compositor::KWin {
+            require("weston-terminal", "weston");
+            let shell = self.runtime_dir.join("cat-shell");
+            std::fs::write(&shell, format!("#!/bin/sh\n{command}\n")).unwrap();
+            std::fs::set_permissions(&shell, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+            self.command("weston-terminal")
+                .arg(format!("--shell={}", shell.display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start weston-terminal")
+        } else {
+            require("foot", "foot");
+            self.command("foot")
+                .args(["--app-id=typetarget", "sh", "-c"])
+                .arg(command)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start foot")
+        };
+        self.keep(terminal);
         let deadline = Instant::now() + START_DEADLINE;
         while !file.exists() {
             assert!(
                 Instant::now() < deadline,
-                "foot did not start: {}",
-                self.log("mutter.log")
+                "the terminal did not start: {}",
+                self.log(COMPOSITOR_LOG)
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -329,9 +436,11 @@ impl Gnome {
             .env("LANG", "C.UTF-8")
             .env("HOME", &self.runtime_dir)
             .env("XDG_RUNTIME_DIR", &self.runtime_dir)
-            .env("XDG_CURRENT_DESKTOP", "GNOME")
+            .env("XDG_CURRENT_DESKTOP", self.desktop_name())
             .env("WAYLAND_DISPLAY", WAYLAND_DISPLAY)
             .env("GTK_A11Y", "atspi")
+            // Qt programs (the portal's KDE backend) on Wayland, not X11.
+            .env("QT_QPA_PLATFORM", "wayland")
             .stdin(Stdio::null());
         if let Some(system) = &self.system_bus {
             command.env("DBUS_SYSTEM_BUS_ADDRESS", system);
@@ -340,7 +449,7 @@ impl Gnome {
     }
 }
 
-impl Drop for Gnome {
+impl Drop for PortalDesktop {
     fn drop(&mut self) {
         // Clients and servers in reverse order; the bus last, whose services (the portal and
         // its backends) end with it.

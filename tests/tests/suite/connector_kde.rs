@@ -1,0 +1,227 @@
+//! Computer use through the real `autogpt-shim` binary on a headless KDE compositor
+//! (`e2e::portal_desktop`: KWin 5.27's virtual backend, xdg-desktop-portal with its KDE backend,
+//! PipeWire), which offers none of the wlr protocols: input goes through the desktop portal's
+//! RemoteDesktop. Debian 12's KDE backend (Plasma 5.27.5) grants a program outside a sandbox
+//! its session without a dialog, so no person answers here.
+//! The witnesses the compositor does not own are weston-terminal running `cat` (typed text and
+//! keys) and wev (pointer motion and buttons), each filling the output.
+//! Screenshots are not offered: KDE's backend asks in a dialog for every one.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use e2e::display::require;
+use e2e::platform::{Conn, Platform, error_code};
+use e2e::portal_desktop::{COMPOSITOR_LOG, PortalDesktop, START_DEADLINE};
+use e2e::wayland::file_contains;
+use serde_json::{Value, json};
+
+use super::connector::{ShimIn, home_and_root};
+
+/// How long a witness may take to see what the shim did, on a loaded machine.
+const SEEN_DEADLINE: Duration = Duration::from_secs(20);
+
+async fn act(conn: &mut Conn, kde: &PortalDesktop, id: &str, payload: Value) {
+    let reply = conn.call("INPUT_ACTION", id, payload).await;
+    assert_eq!(
+        reply["type"],
+        "ACK",
+        "{reply}\nthe session bus and its services said: {}\nKWin said: {}",
+        kde.log("bus.log"),
+        kde.log(COMPOSITOR_LOG)
+    );
+}
+
+/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
+async fn eventually(what: &str, seen: impl Fn() -> bool) {
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    while !seen() {
+        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its window
+/// is configured.
+fn wev(kde: &mut PortalDesktop, log: &Path) {
+    require("wev", "wev");
+    require("script", "bsdutils");
+    let script = kde
+        .command("script")
+        .args(["-qfc", "wev"])
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start wev");
+    kde.keep(script);
+    let deadline = Instant::now() + START_DEADLINE;
+    while !file_contains(log, "xdg_toplevel] configure") {
+        assert!(
+            Instant::now() < deadline,
+            "wev did not map its window: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn kde_serves_input_through_the_desktop_portal() {
+    let mut kde = PortalDesktop::kde();
+    let typed = kde.dir().join("typed.txt");
+    kde.foot_cat(&typed);
+    let platform = Platform::bind().await;
+    let _shim = ShimIn::start(&kde.env(), &platform, "kde-portal", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["screen_resolution"], json!([1280, 800]));
+    // No wlr protocol and no screenshots KDE's portal would not ask for: input only.
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["input", "apps", "permissions"])
+    );
+    assert_eq!(
+        payload["computer_use_features"],
+        json!([
+            "input.click.modifiers",
+            "input.click.button",
+            "input.drag.path",
+            "input.key.hold",
+            "input.mouse.down_up",
+            "input.scroll.amount",
+            "input.wait",
+            "cursor.position",
+            "display.info",
+            "app.list",
+            "app.launch",
+            "permissions.check"
+        ])
+    );
+
+    let text = "Hello, KDE! 123 ~#\n";
+    act(
+        &mut conn,
+        &kde,
+        "t1",
+        json!({"action": "type", "text": text}),
+    )
+    .await;
+    eventually("the typed line in the terminal", || {
+        file_contains(&typed, text)
+    })
+    .await;
+    // Named keys, and a chord with a modifier: ctrl+u erases the line in the tty's editing.
+    for (id, payload) in [
+        ("t2", json!({"action": "type", "text": "xyz"})),
+        ("k1", json!({"action": "key", "key": "BackSpace"})),
+        ("k2", json!({"action": "key", "key": "Return"})),
+        ("t3", json!({"action": "type", "text": "junk"})),
+        ("k3", json!({"action": "key", "key": "ctrl+u"})),
+        ("t4", json!({"action": "type", "text": "ok\n"})),
+    ] {
+        act(&mut conn, &kde, id, payload).await;
+    }
+    let so_far = format!("{text}xy\nok\n");
+    eventually("xy after a BackSpace, then ok after ctrl+u", || {
+        std::fs::read_to_string(&typed).unwrap_or_default() == so_far
+    })
+    .await;
+    // A character the US layout cannot type is refused with a sentence; nothing is sent.
+    let refused = conn
+        .call(
+            "INPUT_ACTION",
+            "t5",
+            json!({"action": "type", "text": "a✓"}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), "FEATURE_NOT_SUPPORTED", "{refused}");
+    assert_eq!(refused["payload"]["details"]["feature"], "input.type");
+    let permissions = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm1", json!({}))
+        .await;
+    assert_eq!(
+        permissions["payload"]["permissions"]["input_monitoring"], "granted",
+        "{permissions}"
+    );
+
+    // The pointer, witnessed by wev filling the output: motion at the point moved to, and the
+    // buttons pressed there.
+    let wev_log = kde.dir().join("wev.log");
+    wev(&mut kde, &wev_log);
+    let target = [677, 423];
+    act(
+        &mut conn,
+        &kde,
+        "m1",
+        json!({"action": "mouse_move", "coordinate": target}),
+    )
+    .await;
+    eventually("wev seeing the pointer at (677, 423)", || {
+        file_contains(&wev_log, "x, y: 677.000000, 423.000000")
+    })
+    .await;
+    for (id, payload) in [
+        ("c1", json!({"action": "left_click", "coordinate": target})),
+        (
+            "c2",
+            json!({"action": "right_click", "coordinate": target, "modifiers": ["shift"]}),
+        ),
+        (
+            "s1",
+            json!({"action": "scroll", "coordinate": target, "scroll_direction": "down", "clicks": 3}),
+        ),
+    ] {
+        act(&mut conn, &kde, id, payload).await;
+    }
+    eventually("wev seeing the left and right buttons pressed", || {
+        let log = std::fs::read_to_string(&wev_log).unwrap_or_default();
+        log.contains("button: 272 (left), state: 1 (pressed)")
+            && log.contains("button: 273 (right), state: 1 (pressed)")
+    })
+    .await;
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": target[0], "y": target[1], "monitor": 0}),
+        "{cursor}"
+    );
+    // Screenshots: not advertised, so refused before any backend call.
+    let shot = conn.call("SCREENSHOT_REQUEST", "shot", json!({})).await;
+    assert_eq!(error_code(&shot), "FEATURE_NOT_SUPPORTED", "{shot}");
+    assert_eq!(shot["payload"]["details"]["feature"], "screenshot");
+}
+
+#[test]
+fn doctor_says_why_kde_offers_no_screenshots() {
+    let kde = PortalDesktop::kde();
+    let (home, root) = home_and_root("kde-doctor");
+    let root = root.to_string_lossy().into_owned();
+    let mut env = kde.env();
+    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = e2e::platform::shim_command(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
+        &env,
+    )
+    .output()
+    .unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
+    assert_eq!(
+        wayland.first().copied(),
+        Some(
+            "[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: KDE's desktop portal asks the person in a dialog for every screenshot, so none can be taken for an agent; sway, Hyprland, river and labwc offer it"
+        ),
+        "{out}"
+    );
+    assert!(
+        wayland
+            .iter()
+            .any(|l| l.contains("input goes through the desktop portal's RemoteDesktop instead")),
+        "{out}"
+    );
+}
