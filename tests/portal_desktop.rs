@@ -184,11 +184,21 @@ impl PortalDesktop {
                 command
             }
         };
-        let compositor_process = command
+        command
             .stdout(log(COMPOSITOR_LOG))
-            .stderr(log(COMPOSITOR_LOG))
-            .spawn()
-            .expect("start the compositor");
+            .stderr(log(COMPOSITOR_LOG));
+        // KWin's fresh copy can be "busy" for a moment: another thread of this test process
+        // that forks while the copy is written leaves its child holding it open until exec.
+        let mut tries = 0;
+        let compositor_process = loop {
+            match command.spawn() {
+                Err(err) if err.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                started => break started.expect("start the compositor"),
+            }
+        };
         gnome.children.push(compositor_process);
         let socket = gnome.runtime_dir.join(WAYLAND_DISPLAY);
         let deadline = Instant::now() + START_DEADLINE;
@@ -407,6 +417,49 @@ impl PortalDesktop {
         }
     }
 
+    /// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its
+    /// window is configured.
+    pub fn wev(&mut self, log: &Path) {
+        require("wev", "wev");
+        require("script", "bsdutils");
+        let script = self
+            .command("script")
+            .args(["-qfc", "wev"])
+            .arg(log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start wev");
+        self.keep(script);
+        let deadline = Instant::now() + START_DEADLINE;
+        while !crate::wayland::file_contains(log, "xdg_toplevel] configure") {
+            assert!(
+                Instant::now() < deadline,
+                "wev did not map its window: {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends INPUT_ACTION `payload` on `conn`, which must be acknowledged; the desktop's logs
+    /// otherwise.
+    pub async fn act(
+        &self,
+        conn: &mut crate::platform::Conn,
+        id: &str,
+        payload: serde_json::Value,
+    ) {
+        let reply = conn.call("INPUT_ACTION", id, payload).await;
+        assert_eq!(
+            reply["type"],
+            "ACK",
+            "{reply}\nthe session bus and its services said: {}\nthe compositor said: {}",
+            self.log("bus.log"),
+            self.log(COMPOSITOR_LOG)
+        );
+    }
+
     /// Answers the portal's next remote-desktop dialog (`share` or `cancel`) as a person
     /// would, through AT-SPI; the returned child prints what it did and exits.
     #[must_use]
@@ -462,6 +515,15 @@ impl Drop for PortalDesktop {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.runtime_dir);
+        // The bus's services (the document portal with its FUSE mount under `doc`, the
+        // permission store) end a moment after the bus and may still write here: a first
+        // removal can fail, and then a folder was left in the temp dir.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::fs::remove_dir_all(&self.runtime_dir).is_err()
+            && self.runtime_dir.exists()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }

@@ -293,6 +293,18 @@ fn private_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// How long a witness may take to see what the shim did, on a loaded machine.
+pub const SEEN_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
+pub async fn eventually(what: &str, seen: impl Fn() -> bool) {
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    while !seen() {
+        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Whether `path` exists and holds `needle`.
 pub fn file_contains(path: &Path, needle: &str) -> bool {
     std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle))

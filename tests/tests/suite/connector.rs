@@ -22,6 +22,29 @@ pub(super) fn home_and_root(tag: &str) -> (std::path::PathBuf, std::path::PathBu
     (home, root)
 }
 
+/// `autogpt-shim doctor` with computer use enabled in `env`: its exit code and output.
+pub(super) fn doctor_in_env(
+    mut env: Vec<(&'static str, String)>,
+    tag: &str,
+) -> (Option<i32>, String) {
+    let (home, root) = home_and_root(tag);
+    let root = root.to_string_lossy().into_owned();
+    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = e2e::platform::shim_command(
+        &home,
+        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
+        &env,
+    )
+    .output()
+    .unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 /// Starts the shim with the test token and `extra` flags after `start`.
 pub(super) fn spawn(home: &Path, platform: &Platform, root: &Path, extra: &[&str]) -> Shim {
     spawn_env(home, platform, root, extra, &[])

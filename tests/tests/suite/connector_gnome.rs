@@ -7,20 +7,16 @@
 //! Screenshots go through the portal's Screenshot on GNOME Shell (`PortalDesktop::gnome_shell`), whose
 //! witness is a fullscreen foot of a colour the test chose; a bare mutter does not offer them.
 
-use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e::display::require;
-use e2e::platform::{Conn, Platform, error_code};
-use e2e::portal_desktop::{COMPOSITOR_LOG, PortalDesktop, START_DEADLINE};
-use e2e::wayland::file_contains;
-use serde_json::{Value, json};
+use e2e::platform::{Platform, error_code};
+use e2e::portal_desktop::PortalDesktop;
+use e2e::wayland::{SEEN_DEADLINE, eventually, file_contains};
+use serde_json::json;
 
-use super::connector::{ShimIn, home_and_root};
-
-/// How long a witness may take to see what the shim did, on a loaded machine.
-const SEEN_DEADLINE: Duration = Duration::from_secs(20);
+use super::connector::{ShimIn, doctor_in_env};
 
 fn shim_on(gnome: &PortalDesktop, platform: &Platform, tag: &str) -> ShimIn {
     ShimIn::start(&gnome.env(), platform, tag, &[])
@@ -36,51 +32,6 @@ fn answered(person: Child) -> String {
     );
     assert!(out.status.success(), "the person could not answer: {said}");
     said
-}
-
-async fn act(conn: &mut Conn, gnome: &PortalDesktop, id: &str, payload: Value) {
-    let reply = conn.call("INPUT_ACTION", id, payload).await;
-    assert_eq!(
-        reply["type"],
-        "ACK",
-        "{reply}\nthe session bus and its services said: {}\nmutter said: {}",
-        gnome.log("bus.log"),
-        gnome.log(COMPOSITOR_LOG)
-    );
-}
-
-/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
-async fn eventually(what: &str, seen: impl Fn() -> bool) {
-    let deadline = Instant::now() + SEEN_DEADLINE;
-    while !seen() {
-        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its window
-/// is configured.
-fn wev(gnome: &mut PortalDesktop, log: &Path) {
-    require("wev", "wev");
-    require("script", "bsdutils");
-    let script = gnome
-        .command("script")
-        .args(["-qfc", "wev"])
-        .arg(log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start wev");
-    gnome.keep(script);
-    let deadline = Instant::now() + START_DEADLINE;
-    while !file_contains(log, "xdg_toplevel] configure") {
-        assert!(
-            Instant::now() < deadline,
-            "wev did not map its window: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test]
@@ -126,13 +77,9 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     // The first action opens the portal's session: GNOME asks the person, who shares.
     let person = gnome.person("share");
     let text = "Hello, Portal! 123 ~#\n";
-    act(
-        &mut conn,
-        &gnome,
-        "t1",
-        json!({"action": "type", "text": text}),
-    )
-    .await;
+    gnome
+        .act(&mut conn, "t1", json!({"action": "type", "text": text}))
+        .await;
     let said = answered(person);
     eventually(&format!("the typed line in foot ({said})"), || {
         file_contains(&typed, text)
@@ -140,48 +87,28 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     .await;
 
     // Named keys, and a chord with a modifier: ctrl+u erases the line in the tty's editing.
-    act(
-        &mut conn,
-        &gnome,
-        "t2",
-        json!({"action": "type", "text": "xyz"}),
-    )
-    .await;
-    act(
-        &mut conn,
-        &gnome,
-        "k1",
-        json!({"action": "key", "key": "BackSpace"}),
-    )
-    .await;
-    act(
-        &mut conn,
-        &gnome,
-        "k2",
-        json!({"action": "key", "key": "Return"}),
-    )
-    .await;
-    act(
-        &mut conn,
-        &gnome,
-        "t3",
-        json!({"action": "type", "text": "junk"}),
-    )
-    .await;
-    act(
-        &mut conn,
-        &gnome,
-        "k3",
-        json!({"action": "key", "key": "ctrl+u"}),
-    )
-    .await;
-    act(
-        &mut conn,
-        &gnome,
-        "t4",
-        json!({"action": "type", "text": "ok\n"}),
-    )
-    .await;
+    gnome
+        .act(&mut conn, "t2", json!({"action": "type", "text": "xyz"}))
+        .await;
+    gnome
+        .act(
+            &mut conn,
+            "k1",
+            json!({"action": "key", "key": "BackSpace"}),
+        )
+        .await;
+    gnome
+        .act(&mut conn, "k2", json!({"action": "key", "key": "Return"}))
+        .await;
+    gnome
+        .act(&mut conn, "t3", json!({"action": "type", "text": "junk"}))
+        .await;
+    gnome
+        .act(&mut conn, "k3", json!({"action": "key", "key": "ctrl+u"}))
+        .await;
+    gnome
+        .act(&mut conn, "t4", json!({"action": "type", "text": "ok\n"}))
+        .await;
     let so_far = format!("{text}xy\nok\n");
     eventually("xy after a BackSpace, then ok after ctrl+u", || {
         std::fs::read_to_string(&typed).unwrap_or_default() == so_far
@@ -202,13 +129,9 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
         refused["payload"]["details"]["reason"],
         "the keyboard layout has no key for “✓” (U+2713), and the desktop portal types only what the layout has: nothing was sent; add a layout that has it"
     );
-    act(
-        &mut conn,
-        &gnome,
-        "t6",
-        json!({"action": "type", "text": "z\n"}),
-    )
-    .await;
+    gnome
+        .act(&mut conn, "t6", json!({"action": "type", "text": "z\n"}))
+        .await;
     let so_far = format!("{so_far}z\n");
     eventually("z alone after the refusal", || {
         std::fs::read_to_string(&typed).unwrap_or_default() == so_far
@@ -226,7 +149,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     // (wev, started after the session, reports `capabilities: keyboard`), so no client can
     // witness pointer events there; the portal takes every one (each Notify* call answered).
     let wev_log = gnome.dir().join("wev.log");
-    wev(&mut gnome, &wev_log);
+    gnome.wev(&wev_log);
     assert!(
         file_contains(&wev_log, "capabilities: keyboard \n")
             || file_contains(&wev_log, "capabilities: keyboard \r\n"),
@@ -261,7 +184,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
             json!({"action": "drag", "path": [target, [target[0] + 10, target[1] + 5], end]}),
         ),
     ] {
-        act(&mut conn, &gnome, id, payload).await;
+        gnome.act(&mut conn, id, payload).await;
     }
 
     let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
@@ -287,20 +210,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
 #[test]
 fn doctor_says_input_goes_through_the_portal_and_why_screenshots_do_not() {
     let gnome = PortalDesktop::gnome();
-    let (home, root) = home_and_root("gnome-doctor");
-    let root = root.to_string_lossy().into_owned();
-    let mut env = gnome.env();
-    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = e2e::platform::shim_command(
-        &home,
-        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
-        &env,
-    )
-    .output()
-    .unwrap();
-    std::fs::remove_dir_all(&home).unwrap();
-    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (_, out) = doctor_in_env(gnome.env(), "gnome-doctor");
     let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
     let wlroots = "sway, Hyprland, river and labwc offer it";
     assert_eq!(

@@ -7,65 +7,12 @@
 //! keys) and wev (pointer motion and buttons), each filling the output.
 //! Screenshots are not offered: KDE's backend asks in a dialog for every one.
 
-use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use e2e::platform::{Platform, error_code};
+use e2e::portal_desktop::PortalDesktop;
+use e2e::wayland::{eventually, file_contains};
+use serde_json::json;
 
-use e2e::display::require;
-use e2e::platform::{Conn, Platform, error_code};
-use e2e::portal_desktop::{COMPOSITOR_LOG, PortalDesktop, START_DEADLINE};
-use e2e::wayland::file_contains;
-use serde_json::{Value, json};
-
-use super::connector::{ShimIn, home_and_root};
-
-/// How long a witness may take to see what the shim did, on a loaded machine.
-const SEEN_DEADLINE: Duration = Duration::from_secs(20);
-
-async fn act(conn: &mut Conn, kde: &PortalDesktop, id: &str, payload: Value) {
-    let reply = conn.call("INPUT_ACTION", id, payload).await;
-    assert_eq!(
-        reply["type"],
-        "ACK",
-        "{reply}\nthe session bus and its services said: {}\nKWin said: {}",
-        kde.log("bus.log"),
-        kde.log(COMPOSITOR_LOG)
-    );
-}
-
-/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
-async fn eventually(what: &str, seen: impl Fn() -> bool) {
-    let deadline = Instant::now() + SEEN_DEADLINE;
-    while !seen() {
-        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its window
-/// is configured.
-fn wev(kde: &mut PortalDesktop, log: &Path) {
-    require("wev", "wev");
-    require("script", "bsdutils");
-    let script = kde
-        .command("script")
-        .args(["-qfc", "wev"])
-        .arg(log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start wev");
-    kde.keep(script);
-    let deadline = Instant::now() + START_DEADLINE;
-    while !file_contains(log, "xdg_toplevel] configure") {
-        assert!(
-            Instant::now() < deadline,
-            "wev did not map its window: {}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use super::connector::{ShimIn, doctor_in_env};
 
 #[tokio::test]
 async fn kde_serves_input_through_the_desktop_portal() {
@@ -101,13 +48,8 @@ async fn kde_serves_input_through_the_desktop_portal() {
     );
 
     let text = "Hello, KDE! 123 ~#\n";
-    act(
-        &mut conn,
-        &kde,
-        "t1",
-        json!({"action": "type", "text": text}),
-    )
-    .await;
+    kde.act(&mut conn, "t1", json!({"action": "type", "text": text}))
+        .await;
     eventually("the typed line in the terminal", || {
         file_contains(&typed, text)
     })
@@ -121,7 +63,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
         ("k3", json!({"action": "key", "key": "ctrl+u"})),
         ("t4", json!({"action": "type", "text": "ok\n"})),
     ] {
-        act(&mut conn, &kde, id, payload).await;
+        kde.act(&mut conn, id, payload).await;
     }
     let so_far = format!("{text}xy\nok\n");
     eventually("xy after a BackSpace, then ok after ctrl+u", || {
@@ -149,11 +91,10 @@ async fn kde_serves_input_through_the_desktop_portal() {
     // The pointer, witnessed by wev filling the output: motion at the point moved to, and the
     // buttons pressed there.
     let wev_log = kde.dir().join("wev.log");
-    wev(&mut kde, &wev_log);
+    kde.wev(&wev_log);
     let target = [677, 423];
-    act(
+    kde.act(
         &mut conn,
-        &kde,
         "m1",
         json!({"action": "mouse_move", "coordinate": target}),
     )
@@ -173,7 +114,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
             json!({"action": "scroll", "coordinate": target, "scroll_direction": "down", "clicks": 3}),
         ),
     ] {
-        act(&mut conn, &kde, id, payload).await;
+        kde.act(&mut conn, id, payload).await;
     }
     eventually("wev seeing the left and right buttons pressed", || {
         let log = std::fs::read_to_string(&wev_log).unwrap_or_default();
@@ -196,20 +137,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
 #[test]
 fn doctor_says_why_kde_offers_no_screenshots() {
     let kde = PortalDesktop::kde();
-    let (home, root) = home_and_root("kde-doctor");
-    let root = root.to_string_lossy().into_owned();
-    let mut env = kde.env();
-    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = e2e::platform::shim_command(
-        &home,
-        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
-        &env,
-    )
-    .output()
-    .unwrap();
-    std::fs::remove_dir_all(&home).unwrap();
-    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (_, out) = doctor_in_env(kde.env(), "kde-doctor");
     let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
     assert_eq!(
         wayland.first().copied(),

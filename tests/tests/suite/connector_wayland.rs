@@ -4,19 +4,14 @@
 //! scale 1 and at scale 2, and a headless weston, which offers none of the wlr protocols and
 //! must be refused before any backend call.
 
-use std::time::{Duration, Instant};
-
 use base64::Engine as _;
 use e2e::display::require;
-use e2e::platform::{Conn, Platform, error_code, shim_command};
-use e2e::wayland::{Compositor, file_contains};
+use e2e::platform::{Conn, Platform, error_code};
+use e2e::wayland::{Compositor, eventually, file_contains};
 use e2e::witness::Witness;
 use serde_json::{Value, json};
 
-use super::connector::{ShimIn, home_and_root};
-
-/// How long a witness may take to see what the shim did, on a loaded machine.
-const SEEN_DEADLINE: Duration = Duration::from_secs(20);
+use super::connector::{ShimIn, doctor_in_env};
 
 fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&str]) -> ShimIn {
     shim_in_env(compositor.env(), platform, tag, extra)
@@ -42,25 +37,6 @@ fn shim_in_env(
 /// `autogpt-shim doctor` with computer use enabled on `compositor`: its exit code and output.
 fn doctor(compositor: &Compositor, tag: &str) -> (Option<i32>, String) {
     doctor_in_env(compositor.env(), tag)
-}
-
-fn doctor_in_env(mut env: Vec<(&'static str, String)>, tag: &str) -> (Option<i32>, String) {
-    let (home, root) = home_and_root(tag);
-    let root = root.to_string_lossy().into_owned();
-    env.push(("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1".to_owned()));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = shim_command(
-        &home,
-        &["--session-id", "s-1", "--allowed-root", &root, "doctor"],
-        &env,
-    )
-    .output()
-    .unwrap();
-    std::fs::remove_dir_all(&home).unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
 }
 
 pub(super) fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
@@ -167,15 +143,6 @@ async fn act(conn: &mut Conn, id: &str, payload: Value) -> Value {
     let reply = conn.call("INPUT_ACTION", id, payload).await;
     assert_eq!(reply["type"], "ACK", "{reply}");
     reply
-}
-
-/// Polls `seen` until it holds, failing with `what` after [`SEEN_DEADLINE`].
-async fn eventually(what: &str, seen: impl Fn() -> bool) {
-    let deadline = Instant::now() + SEEN_DEADLINE;
-    while !seen() {
-        assert!(Instant::now() < deadline, "{what} within {SEEN_DEADLINE:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A foot terminal with `app_id` whose `cat` writes what it reads to `file` (a tty in canonical
