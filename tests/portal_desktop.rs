@@ -17,6 +17,22 @@ use crate::display::require;
 pub const START_DEADLINE: Duration = Duration::from_secs(30);
 /// The Wayland socket's name, chosen here so the bus can give it to the portal from the start.
 const WAYLAND_DISPLAY: &str = "wayland-msguide";
+/// The fine computer-use features HELLO advertises where input goes through the portal and
+/// nothing else does (no wlr protocol, no screenshots): on a bare mutter and on KWin.
+pub const PORTAL_INPUT_FEATURES: [&str; 12] = [
+    "input.click.modifiers",
+    "input.click.button",
+    "input.drag.path",
+    "input.key.hold",
+    "input.mouse.down_up",
+    "input.scroll.amount",
+    "input.wait",
+    "cursor.position",
+    "display.info",
+    "app.list",
+    "app.launch",
+    "permissions.check",
+];
 /// The compositor's log, in the runtime folder: see [`PortalDesktop::log`].
 pub const COMPOSITOR_LOG: &str = "compositor.log";
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use e2e::display::require;
 use e2e::platform::{Platform, error_code};
-use e2e::portal_desktop::PortalDesktop;
+use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
 use e2e::wayland::{SEEN_DEADLINE, eventually, file_contains};
 use serde_json::json;
 
@@ -51,20 +51,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     );
     assert_eq!(
         payload["computer_use_features"],
-        json!([
-            "input.click.modifiers",
-            "input.click.button",
-            "input.drag.path",
-            "input.key.hold",
-            "input.mouse.down_up",
-            "input.scroll.amount",
-            "input.wait",
-            "cursor.position",
-            "display.info",
-            "app.list",
-            "app.launch",
-            "permissions.check"
-        ])
+        json!(PORTAL_INPUT_FEATURES)
     );
     let permissions = conn
         .call("PERMISSIONS_CHECK_REQUEST", "perm0", json!({}))

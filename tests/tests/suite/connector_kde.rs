@@ -8,7 +8,7 @@
 //! Screenshots are not offered: KDE's backend asks in a dialog for every one.
 
 use e2e::platform::{Platform, error_code};
-use e2e::portal_desktop::PortalDesktop;
+use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
 use e2e::wayland::{eventually, file_contains};
 use serde_json::json;
 
@@ -31,20 +31,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
     );
     assert_eq!(
         payload["computer_use_features"],
-        json!([
-            "input.click.modifiers",
-            "input.click.button",
-            "input.drag.path",
-            "input.key.hold",
-            "input.mouse.down_up",
-            "input.scroll.amount",
-            "input.wait",
-            "cursor.position",
-            "display.info",
-            "app.list",
-            "app.launch",
-            "permissions.check"
-        ])
+        json!(PORTAL_INPUT_FEATURES)
     );
 
     let text = "Hello, KDE! 123 ~#\n";
