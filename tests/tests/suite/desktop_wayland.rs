@@ -1,7 +1,8 @@
 //! The guidance window (`msguide-desktop gui`) on a Wayland compositor started by the test: on a
 //! headless weston, which has no layer shell, it opens and says at once, in one sentence, that
 //! the outline cannot be shown above other windows there, then, in another, that weston lists
-//! no windows to other programs (never to run inside an X11 session); on a headless sway at
+//! no windows to other programs (never to run inside an X11 session); on a headless KWin, which
+//! has a layer shell, only the second; on a headless sway at
 //! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
 //! sway put it.
 //!
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use e2e::display::{Pixels, require};
 use e2e::platform::{WAIT, binary};
+use e2e::portal_desktop::PortalDesktop;
 use e2e::wayland::Compositor;
 use serde_json::Value;
 
@@ -55,6 +57,31 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
     assert_eq!(line, NO_WINDOW_LIST);
     drop(gui);
     drop(weston);
+}
+
+/// On KWin (KDE), which has a layer shell but lists no windows to other programs, the window
+/// says the second sentence only: the outline itself could be shown there.
+#[test]
+fn on_kwin_the_window_says_only_that_no_window_can_be_picked() {
+    let kde = PortalDesktop::kde();
+    let gui = Running::start({
+        let mut command = kde.command(&binary("msguide-desktop").to_string_lossy());
+        command.arg("gui");
+        command
+    });
+    let said = std::cell::RefCell::new(Vec::new());
+    let line = wait_for_line(&gui.stderr, "the sentence about the window list", |l| {
+        said.borrow_mut().push(l.to_owned());
+        l.contains("list")
+    });
+    assert_eq!(line, NO_WINDOW_LIST);
+    let said = said.into_inner();
+    assert!(
+        !said.iter().any(|l| l.contains("layer shell")),
+        "KWin has a layer shell, yet the window said: {said:?}"
+    );
+    drop(gui);
+    drop(kde);
 }
 
 /// A window's app id, size and position, in sway's logical pixels.
