@@ -23,6 +23,8 @@ pub(super) fn home_and_root(tag: &str) -> (std::path::PathBuf, std::path::PathBu
 }
 
 /// `autogpt-shim doctor` with computer use enabled in `env`: its exit code and output.
+// Its callers (the Wayland suites) are Linux-only.
+#[cfg(target_os = "linux")]
 pub(super) fn doctor_in_env(
     mut env: Vec<(&'static str, String)>,
     tag: &str,
