@@ -433,20 +433,12 @@ impl PortalDesktop {
         }
     }
 
-    /// wev under a pty (its stdout is never flushed to a file), logging to `log`, once its
-    /// window is configured.
+    /// wev, logging to `log` a line at a time, once its window is configured.
     pub fn wev(&mut self, log: &Path) {
-        require("wev", "wev");
-        require("script", "bsdutils");
-        let script = self
-            .command("script")
-            .args(["-qfc", "wev"])
-            .arg(log)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let wev = crate::wayland::wev_command(self.command("stdbuf"), log)
             .spawn()
             .expect("start wev");
-        self.keep(script);
+        self.keep(wev);
         let deadline = Instant::now() + START_DEADLINE;
         while !crate::wayland::file_contains(log, "xdg_toplevel] configure") {
             assert!(

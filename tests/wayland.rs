@@ -293,6 +293,20 @@ fn private_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// `stdbuf` (the given command, with the desktop's environment) set to run wev with its output
+/// line-buffered into `log`: wev's stdout to a file is otherwise never flushed. stdbuf execs
+/// wev, so the test's own child is wev itself and is stopped with the desktop; under `script`,
+/// which held it before, wev outlived the test and spun on its dead connection.
+pub fn wev_command(mut stdbuf: Command, log: &Path) -> Command {
+    require("wev", "wev");
+    require("stdbuf", "coreutils");
+    stdbuf
+        .args(["-oL", "wev"])
+        .stdout(std::fs::File::create(log).expect("create wev's log"))
+        .stderr(Stdio::null());
+    stdbuf
+}
+
 /// How long a witness may take to see what the shim did, on a loaded machine.
 pub const SEEN_DEADLINE: Duration = Duration::from_secs(20);
 

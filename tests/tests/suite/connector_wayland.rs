@@ -158,18 +158,10 @@ fn foot_cat(compositor: &mut Compositor, app_id: &str, file: &std::path::Path) {
     compositor.wait_for_app(app_id);
 }
 
-/// wev under a pty (it prints nothing to a file: its stdout is never flushed), logging to
-/// `log`.
+/// wev, logging to `log` a line at a time.
 fn wev(compositor: &mut Compositor, log: &std::path::Path) {
-    require("wev", "wev");
-    require("script", "bsdutils");
-    let mut script = compositor.command("script");
-    script
-        .args(["-qfc", "wev"])
-        .arg(log)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    compositor.spawn(script);
+    let stdbuf = e2e::wayland::wev_command(compositor.command("stdbuf"), log);
+    compositor.spawn(stdbuf);
     compositor.wait_for_app("wev");
 }
 
