@@ -5,7 +5,8 @@
 //! its session without a dialog, so no person answers here.
 //! The witnesses the compositor does not own are weston-terminal running `cat` (typed text and
 //! keys) and wev (pointer motion and buttons), each filling the output.
-//! Screenshots are not offered: KDE's backend asks in a dialog for every one.
+//! Screenshots are not offered: KDE's backend asks in a dialog for every one. The clipboard
+//! goes through KWin's wlr-data-control, checked by wl-clipboard.
 
 use e2e::platform::{Platform, error_code};
 use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
@@ -139,4 +140,65 @@ fn doctor_says_why_kde_offers_no_screenshots() {
             .any(|l| l.contains("input goes through the desktop portal's RemoteDesktop instead")),
         "{out}"
     );
+}
+
+/// The clipboard both ways on KDE: KWin 5.27 offers wlr-data-control to every client, so the
+/// shim's own clipboard code serves it, checked by wl-clipboard.
+#[tokio::test]
+async fn kde_serves_the_clipboard_through_wlr_data_control() {
+    e2e::display::require("wl-paste", "wl-clipboard");
+    let kde = PortalDesktop::kde();
+    let platform = Platform::bind().await;
+    let _shim = ShimIn::start(
+        &kde.env(),
+        &platform,
+        "kde-clipboard",
+        &["--enable-clipboard", "--enable-clipboard-read-foreign"],
+    );
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let coarse = hello["payload"]["computer_use_features_coarse"].to_string();
+    let fine = hello["payload"]["computer_use_features"].to_string();
+    assert!(coarse.contains("\"clipboard\""), "{hello}");
+    assert!(
+        fine.contains("\"clipboard.read\"") && fine.contains("\"clipboard.write\""),
+        "{hello}"
+    );
+    let paste = || {
+        let out = kde
+            .command("wl-paste")
+            .arg("--no-newline")
+            .output()
+            .expect("run wl-paste");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let written = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "cw",
+            json!({"format": "text", "content": "héllo ✓ clip"}),
+        )
+        .await;
+    assert_eq!(written["type"], "ACK", "{written}");
+    assert_eq!(paste(), "héllo ✓ clip");
+    let copy = kde
+        .command("wl-copy")
+        .arg("from wl-copy ✓")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let read = conn
+        .call("CLIPBOARD_READ", "cr", json!({"format": "text"}))
+        .await;
+    assert_eq!(read["payload"]["content"], "from wl-copy ✓", "{read}");
+    // wl-copy forks a server that serves until another selection replaces it: replace it.
+    let done = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "cw2",
+            json!({"format": "text", "content": "done"}),
+        )
+        .await;
+    assert_eq!(done["type"], "ACK", "{done}");
 }
