@@ -146,7 +146,6 @@ fn doctor_says_why_kde_offers_no_screenshots() {
 /// shim's own clipboard code serves it, checked by wl-clipboard.
 #[tokio::test]
 async fn kde_serves_the_clipboard_through_wlr_data_control() {
-    e2e::display::require("wl-paste", "wl-clipboard");
     let kde = PortalDesktop::kde();
     let platform = Platform::bind().await;
     let _shim = ShimIn::start(
@@ -163,42 +162,5 @@ async fn kde_serves_the_clipboard_through_wlr_data_control() {
         fine.contains("\"clipboard.read\"") && fine.contains("\"clipboard.write\""),
         "{hello}"
     );
-    let paste = || {
-        let out = kde
-            .command("wl-paste")
-            .arg("--no-newline")
-            .output()
-            .expect("run wl-paste");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let written = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "cw",
-            json!({"format": "text", "content": "héllo ✓ clip"}),
-        )
-        .await;
-    assert_eq!(written["type"], "ACK", "{written}");
-    assert_eq!(paste(), "héllo ✓ clip");
-    let copy = kde
-        .command("wl-copy")
-        .arg("from wl-copy ✓")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(copy.success());
-    let read = conn
-        .call("CLIPBOARD_READ", "cr", json!({"format": "text"}))
-        .await;
-    assert_eq!(read["payload"]["content"], "from wl-copy ✓", "{read}");
-    // wl-copy forks a server that serves until another selection replaces it: replace it.
-    let done = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "cw2",
-            json!({"format": "text", "content": "done"}),
-        )
-        .await;
-    assert_eq!(done["type"], "ACK", "{done}");
+    super::connector_wayland::clipboard_both_ways(&mut conn, |program| kde.command(program)).await;
 }

@@ -207,13 +207,47 @@ pub(super) fn window_content(compositor: &Compositor, app_id: &str) -> ([i64; 4]
     walk(&compositor.tree(), app_id).unwrap_or_else(|| panic!("{app_id} not in sway's tree"))
 }
 
-fn wl_paste(compositor: &Compositor) -> String {
-    let out = compositor
-        .command("wl-paste")
+/// The clipboard both ways on a compositor with wlr-data-control, checked by wl-clipboard,
+/// which `wl` starts with the compositor's environment: what the shim writes `wl-paste` reads,
+/// and what `wl-copy` sets the shim reads.
+pub(super) async fn clipboard_both_ways(
+    conn: &mut Conn,
+    wl: impl Fn(&str) -> std::process::Command,
+) {
+    require("wl-paste", "wl-clipboard");
+    let written = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "cw",
+            json!({"format": "text", "content": "héllo ✓ clip"}),
+        )
+        .await;
+    assert_eq!(written["type"], "ACK", "{written}");
+    let pasted = wl("wl-paste")
         .arg("--no-newline")
         .output()
         .expect("run wl-paste");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    assert_eq!(String::from_utf8_lossy(&pasted.stdout), "héllo ✓ clip");
+    let copy = wl("wl-copy")
+        .arg("from wl-copy ✓")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let read = conn
+        .call("CLIPBOARD_READ", "cr", json!({"format": "text"}))
+        .await;
+    assert_eq!(read["payload"]["content"], "from wl-copy ✓", "{read}");
+    // wl-copy forks a server that serves until another selection replaces it: replace it.
+    let done = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "cw2",
+            json!({"format": "text", "content": "done"}),
+        )
+        .await;
+    assert_eq!(done["type"], "ACK", "{done}");
 }
 
 #[tokio::test]
@@ -455,35 +489,7 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     assert_eq!(error_code(&outside), "INPUT_OUT_OF_BOUNDS");
 
     // The clipboard both ways, checked by wl-clipboard.
-    let written = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "cw",
-            json!({"format": "text", "content": "héllo ✓ clip"}),
-        )
-        .await;
-    assert_eq!(written["type"], "ACK", "{written}");
-    assert_eq!(wl_paste(&sway), "héllo ✓ clip");
-    let copy = sway
-        .command("wl-copy")
-        .arg("from wl-copy ✓")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(copy.success());
-    let read = conn
-        .call("CLIPBOARD_READ", "cr", json!({"format": "text"}))
-        .await;
-    assert_eq!(read["payload"]["content"], "from wl-copy ✓", "{read}");
-    // wl-copy forks a server that serves until another selection replaces it: replace it.
-    let _ = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "cw2",
-            json!({"format": "text", "content": "done"}),
-        )
-        .await;
+    clipboard_both_ways(&mut conn, |program| sway.command(program)).await;
 
     let permissions = conn
         .call("PERMISSIONS_CHECK_REQUEST", "perm", json!({}))
