@@ -468,6 +468,66 @@ impl PortalDesktop {
         );
     }
 
+    /// After `typed_before` has arrived in the terminal that writes to `typed` ([`foot_cat`]):
+    /// named keys and a chord (ctrl+u erases the line in the tty's editing) arrive as typed; a
+    /// character the US layout lacks is refused with its sentence and nothing is sent, so a `z`
+    /// typed next arrives alone.
+    ///
+    /// [`foot_cat`]: Self::foot_cat
+    pub async fn check_keys(
+        &self,
+        conn: &mut crate::platform::Conn,
+        typed: &Path,
+        typed_before: &str,
+    ) {
+        let holds =
+            |text: String| move || std::fs::read_to_string(typed).unwrap_or_default() == text;
+        for (id, payload) in [
+            ("t2", serde_json::json!({"action": "type", "text": "xyz"})),
+            (
+                "k1",
+                serde_json::json!({"action": "key", "key": "BackSpace"}),
+            ),
+            ("k2", serde_json::json!({"action": "key", "key": "Return"})),
+            ("t3", serde_json::json!({"action": "type", "text": "junk"})),
+            ("k3", serde_json::json!({"action": "key", "key": "ctrl+u"})),
+            ("t4", serde_json::json!({"action": "type", "text": "ok\n"})),
+        ] {
+            self.act(conn, id, payload).await;
+        }
+        let so_far = format!("{typed_before}xy\nok\n");
+        crate::wayland::eventually(
+            "xy after a BackSpace, then ok after ctrl+u",
+            holds(so_far.clone()),
+        )
+        .await;
+        let refused = conn
+            .call(
+                "INPUT_ACTION",
+                "t5",
+                serde_json::json!({"action": "type", "text": "a✓"}),
+            )
+            .await;
+        assert_eq!(
+            crate::platform::error_code(&refused),
+            "FEATURE_NOT_SUPPORTED",
+            "{refused}"
+        );
+        assert_eq!(refused["payload"]["details"]["feature"], "input.type");
+        assert_eq!(
+            refused["payload"]["details"]["reason"],
+            "the keyboard layout has no key for “✓” (U+2713), and the desktop portal types only what the layout has: nothing was sent; add a layout that has it"
+        );
+        self.act(
+            conn,
+            "t6",
+            serde_json::json!({"action": "type", "text": "z\n"}),
+        )
+        .await;
+        crate::wayland::eventually("z alone after the refusal", holds(format!("{so_far}z\n")))
+            .await;
+    }
+
     /// Answers the portal's next remote-desktop dialog (`share` or `cancel`) as a person
     /// would, through AT-SPI; the returned child prints what it did and exits.
     #[must_use]

@@ -73,57 +73,7 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     })
     .await;
 
-    // Named keys, and a chord with a modifier: ctrl+u erases the line in the tty's editing.
-    gnome
-        .act(&mut conn, "t2", json!({"action": "type", "text": "xyz"}))
-        .await;
-    gnome
-        .act(
-            &mut conn,
-            "k1",
-            json!({"action": "key", "key": "BackSpace"}),
-        )
-        .await;
-    gnome
-        .act(&mut conn, "k2", json!({"action": "key", "key": "Return"}))
-        .await;
-    gnome
-        .act(&mut conn, "t3", json!({"action": "type", "text": "junk"}))
-        .await;
-    gnome
-        .act(&mut conn, "k3", json!({"action": "key", "key": "ctrl+u"}))
-        .await;
-    gnome
-        .act(&mut conn, "t4", json!({"action": "type", "text": "ok\n"}))
-        .await;
-    let so_far = format!("{text}xy\nok\n");
-    eventually("xy after a BackSpace, then ok after ctrl+u", || {
-        std::fs::read_to_string(&typed).unwrap_or_default() == so_far
-    })
-    .await;
-
-    // A character the US layout cannot type is refused with a sentence; nothing is sent.
-    let refused = conn
-        .call(
-            "INPUT_ACTION",
-            "t5",
-            json!({"action": "type", "text": "a✓"}),
-        )
-        .await;
-    assert_eq!(error_code(&refused), "FEATURE_NOT_SUPPORTED", "{refused}");
-    assert_eq!(refused["payload"]["details"]["feature"], "input.type");
-    assert_eq!(
-        refused["payload"]["details"]["reason"],
-        "the keyboard layout has no key for “✓” (U+2713), and the desktop portal types only what the layout has: nothing was sent; add a layout that has it"
-    );
-    gnome
-        .act(&mut conn, "t6", json!({"action": "type", "text": "z\n"}))
-        .await;
-    let so_far = format!("{so_far}z\n");
-    eventually("z alone after the refusal", || {
-        std::fs::read_to_string(&typed).unwrap_or_default() == so_far
-    })
-    .await;
+    gnome.check_keys(&mut conn, &typed, text).await;
     let permissions = conn
         .call("PERMISSIONS_CHECK_REQUEST", "perm1", json!({}))
         .await;

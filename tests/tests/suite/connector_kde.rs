@@ -42,32 +42,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
         file_contains(&typed, text)
     })
     .await;
-    // Named keys, and a chord with a modifier: ctrl+u erases the line in the tty's editing.
-    for (id, payload) in [
-        ("t2", json!({"action": "type", "text": "xyz"})),
-        ("k1", json!({"action": "key", "key": "BackSpace"})),
-        ("k2", json!({"action": "key", "key": "Return"})),
-        ("t3", json!({"action": "type", "text": "junk"})),
-        ("k3", json!({"action": "key", "key": "ctrl+u"})),
-        ("t4", json!({"action": "type", "text": "ok\n"})),
-    ] {
-        kde.act(&mut conn, id, payload).await;
-    }
-    let so_far = format!("{text}xy\nok\n");
-    eventually("xy after a BackSpace, then ok after ctrl+u", || {
-        std::fs::read_to_string(&typed).unwrap_or_default() == so_far
-    })
-    .await;
-    // A character the US layout cannot type is refused with a sentence; nothing is sent.
-    let refused = conn
-        .call(
-            "INPUT_ACTION",
-            "t5",
-            json!({"action": "type", "text": "a✓"}),
-        )
-        .await;
-    assert_eq!(error_code(&refused), "FEATURE_NOT_SUPPORTED", "{refused}");
-    assert_eq!(refused["payload"]["details"]["feature"], "input.type");
+    kde.check_keys(&mut conn, &typed, text).await;
     let permissions = conn
         .call("PERMISSIONS_CHECK_REQUEST", "perm1", json!({}))
         .await;
