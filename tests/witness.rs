@@ -60,8 +60,18 @@ impl Witness {
     /// backend): it cannot place itself there, and its reports' coordinates (the area's, the
     /// button's and the entry's, a press's) are relative to its window, in physical pixels.
     pub fn start_on_wayland(compositor: &Compositor, title: &str) -> Self {
-        let command = compositor.command(python());
-        Self::run(command, title, [0, 0], &[("WITNESS_ELEMENTS", "1")])
+        Self::start_with(|python| compositor.command(python), title)
+    }
+
+    /// [`Witness::start_on_wayland`] on a desktop whose clients `command` makes, given the
+    /// program to run.
+    pub fn start_with(command: impl FnOnce(&std::path::Path) -> Command, title: &str) -> Self {
+        Self::run(
+            command(&python()),
+            title,
+            [0, 0],
+            &[("WITNESS_ELEMENTS", "1")],
+        )
     }
 
     fn launch(desktop: &Desktop, title: &str, at: [i64; 2], env: &[(&str, &str)]) -> Self {

@@ -42,7 +42,7 @@ pub fn perform(
         return if super::wayland::input::offered()? {
             super::wayland::input::perform(action, displays, clipboard.is_some())
         } else {
-            super::portal::perform(action, displays)
+            super::portal::perform(action, displays, clipboard.is_some())
         };
     }
     let mut enigo = connect()?;

@@ -344,17 +344,25 @@ static KEPT: Mutex<Kept> = Mutex::new(Kept {
 /// kept session, opening it first (the portal's dialog, waiting up to [`CONSENT_DEADLINE`]
 /// for the person) when there is none or the portal closed it.
 ///
+/// `paste` says whether the clipboard is enabled for `type` with `paste`: where the
+/// compositor offers its clipboard to the shim (KWin's wlr-data-control), the text goes
+/// through it and only the paste chord through the portal, so characters the layout lacks
+/// arrive too.
+///
 /// # Errors
 /// [`DesktopError::NotSupported`] (`input.type`, `input.key`) for a character or key the
 /// keyboard layout lacks, before anything is sent; [`DesktopError::PermissionPending`] when
 /// the person declines; [`DesktopError::Failed`] when the portal fails or the session ends
 /// mid-action.
-pub fn perform(action: &Action, displays: &[Display]) -> Result<(), DesktopError> {
+pub fn perform(action: &Action, displays: &[Display], paste: bool) -> Result<(), DesktopError> {
     if let Action::Wait { duration } = action {
         std::thread::sleep((*duration).min(MAX_WAIT));
         return Ok(());
     }
-    let wanted = keys_of(action)?;
+    let clipboard = paste
+        && matches!(action, Action::Type { paste: true, .. })
+        && super::wayland::protocols().is_ok_and(|offered| offered.clipboard());
+    let wanted = keys_of(action, clipboard)?;
     // The layout is known once a keyboard exists; a new session makes one (mutter), so when
     // it cannot be read yet it is read again once the session is open.
     let mut chosen = if wanted.is_empty() {
@@ -395,8 +403,9 @@ pub fn perform(action: &Action, displays: &[Display]) -> Result<(), DesktopError
         displays,
         cursor,
         chosen,
+        clipboard,
     };
-    virtual_input::perform(&mut device, action, false)
+    virtual_input::perform(&mut device, action, clipboard)
 }
 
 /// The last point the kept session moved the pointer to.
@@ -467,9 +476,11 @@ fn ask<T, F: Future<Output = Option<T>>>(asking: impl FnOnce(zbus::Connection) -
     })
 }
 
-/// Every key the action sends.
-fn keys_of(action: &Action) -> Result<Vec<Key>, DesktopError> {
+/// Every key the action sends; a `type` that goes through the clipboard (`pastes`) sends only
+/// the paste chord.
+fn keys_of(action: &Action, pastes: bool) -> Result<Vec<Key>, DesktopError> {
     Ok(match action {
+        Action::Type { .. } if pastes => virtual_input::paste_chord().to_vec(),
         Action::Type { text, .. } => text.chars().map(Key::Char).collect(),
         Action::Key { chord } | Action::HoldKey { chord, .. } => virtual_input::keys(chord)?,
         Action::Click { modifiers, .. } | Action::Scroll { modifiers, .. } => modifiers
@@ -531,6 +542,8 @@ struct Remote<'a> {
     cursor: &'a mut Option<[i64; 2]>,
     /// The keysym each character is sent as (see [`choose`]).
     chosen: HashMap<char, u32>,
+    /// Whether a paste may go through the compositor's clipboard.
+    clipboard: bool,
 }
 
 impl Remote<'_> {
@@ -602,6 +615,22 @@ impl Device for Remote<'_> {
     // Every event waits for the portal's reply, so everything sent has been taken.
     fn settle(&mut self) -> Result<(), DesktopError> {
         Ok(())
+    }
+
+    fn clipboard_text(&mut self) -> Option<String> {
+        self.clipboard
+            .then(|| super::wayland::clipboard::get_text(u64::MAX).ok())
+            .flatten()
+    }
+
+    fn set_clipboard(&mut self, text: &str) -> Result<(), DesktopError> {
+        if !self.clipboard {
+            return Err(DesktopError::unsupported(
+                "clipboard.write",
+                "this compositor offers the shim no clipboard",
+            ));
+        }
+        super::wayland::clipboard::set_text(text)
     }
 }
 
@@ -985,7 +1014,7 @@ mod tests {
             paste: false,
             preserve_clipboard: false,
         };
-        let err = choose(&typed, &keys_of(&typed).unwrap(), &layout).unwrap_err();
+        let err = choose(&typed, &keys_of(&typed, false).unwrap(), &layout).unwrap_err();
         assert_eq!(err.code(), "FEATURE_NOT_SUPPORTED");
         assert_eq!(
             err.details().unwrap(),
@@ -997,13 +1026,28 @@ mod tests {
             paste: false,
             preserve_clipboard: false,
         };
-        let chosen = choose(&fine, &keys_of(&fine).unwrap(), &layout).unwrap();
+        let chosen = choose(&fine, &keys_of(&fine, false).unwrap(), &layout).unwrap();
         assert_eq!(chosen[&'€'], 0x20ac);
         assert_eq!(chosen[&'\n'], 0xff0d);
+        // Through the compositor's clipboard only the paste chord is sent, so a character the
+        // layout lacks is no reason to refuse; without one, the text is typed and checked.
+        let pasted = Action::Type {
+            text: "a✓c".to_owned(),
+            paste: true,
+            preserve_clipboard: true,
+        };
+        assert_eq!(
+            keys_of(&pasted, true).unwrap(),
+            virtual_input::paste_chord().to_vec()
+        );
+        assert_eq!(
+            keys_of(&pasted, false).unwrap(),
+            [Key::Char('a'), Key::Char('✓'), Key::Char('c')]
+        );
         let chord = Action::Key {
             chord: super::super::action::Chord::parse("ctrl+a").unwrap(),
         };
-        let err = choose(&chord, &keys_of(&chord).unwrap(), &layout).unwrap_err();
+        let err = choose(&chord, &keys_of(&chord, false).unwrap(), &layout).unwrap_err();
         assert!(err.to_string().contains("no key for Control_L"), "{err}");
     }
 

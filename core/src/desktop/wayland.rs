@@ -520,17 +520,37 @@ impl Wl {
         what: &str,
         done: impl Fn(&State) -> bool,
     ) -> Result<(), DesktopError> {
+        if self.dispatch_until(deadline, what, done)? {
+            Ok(())
+        } else {
+            Err(DesktopError::Failed(format!("{what}: no answer in time")))
+        }
+    }
+
+    /// Dispatches events (answering the compositor's requests) for `duration`.
+    fn serve_for(&mut self, duration: Duration) -> Result<(), DesktopError> {
+        self.dispatch_until(duration, "the Wayland compositor went away", |_| false)
+            .map(drop)
+    }
+
+    /// Dispatches events until `done` holds (true) or `deadline` passes (false).
+    fn dispatch_until(
+        &mut self,
+        deadline: Duration,
+        what: &str,
+        done: impl Fn(&State) -> bool,
+    ) -> Result<bool, DesktopError> {
         let end = Instant::now() + deadline;
         loop {
             self.queue
                 .dispatch_pending(&mut self.state)
                 .map_err(|e| failed(what, e))?;
             if done(&self.state) {
-                return Ok(());
+                return Ok(true);
             }
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(DesktopError::Failed(format!("{what}: no answer in time")));
+                return Ok(false);
             }
             self.read_events(left.min(Duration::from_millis(100)))
                 .map_err(|e| failed(what, e))?;

@@ -11,6 +11,7 @@
 use e2e::platform::{Platform, error_code};
 use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
 use e2e::wayland::{eventually, file_contains};
+use e2e::witness::Witness;
 use serde_json::json;
 
 use super::connector::{ShimIn, doctor_in_env};
@@ -118,7 +119,9 @@ fn doctor_says_why_kde_offers_no_screenshots() {
 }
 
 /// The clipboard both ways on KDE: KWin 5.27 offers wlr-data-control to every client, so the
-/// shim's own clipboard code serves it, checked by wl-clipboard.
+/// shim's own clipboard code serves it, checked by wl-clipboard. A paste goes through it too,
+/// with only Ctrl+V through the portal, so a character the layout lacks arrives (typed, it
+/// is refused above).
 #[tokio::test]
 async fn kde_serves_the_clipboard_through_wlr_data_control() {
     let kde = PortalDesktop::kde();
@@ -138,4 +141,18 @@ async fn kde_serves_the_clipboard_through_wlr_data_control() {
         "{hello}"
     );
     super::connector_wayland::clipboard_both_ways(&mut conn, |program| kde.command(program)).await;
+    // KWin gives the keyboard to the one window there is.
+    let mut witness = Witness::start_with(
+        |python| kde.command(python.to_str().expect("a UTF-8 path")),
+        "Witness K",
+    );
+    super::connector_wayland::paste_keeping_the_clipboard(&mut conn, |program| {
+        kde.command(program)
+    })
+    .await;
+    // The paste chord arrives before the text it inserts.
+    witness.expect("key", |k| {
+        k["name"] == "v" && k["modifiers"] == json!(["ctrl"])
+    });
+    witness.expect("text", |t| t["text"] == super::connector_wayland::PASTED);
 }

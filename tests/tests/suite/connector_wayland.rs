@@ -149,8 +149,17 @@ async fn act(conn: &mut Conn, id: &str, payload: Value) -> Value {
 /// mode: a line arrives once Return is typed).
 fn foot_cat(compositor: &mut Compositor, app_id: &str, file: &std::path::Path) {
     require("foot", "foot");
+    // Ctrl+V pastes, as in most programs (foot's own default is Ctrl+Shift+V).
+    let config = compositor.path(&format!("{app_id}-foot.ini"));
+    std::fs::write(
+        &config,
+        "[key-bindings]\nclipboard-paste=Control+v Control+Shift+v XF86Paste\n",
+    )
+    .expect("write foot's configuration");
     let mut foot = compositor.command("foot");
-    foot.args(["--app-id", app_id, "--title", app_id, "sh", "-c"])
+    foot.arg("--config")
+        .arg(&config)
+        .args(["--app-id", app_id, "--title", app_id, "sh", "-c"])
         .arg(format!("exec cat > '{}'", file.display()))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -248,6 +257,37 @@ pub(super) async fn clipboard_both_ways(
         )
         .await;
     assert_eq!(done["type"], "ACK", "{done}");
+}
+
+/// The text [`paste_keeping_the_clipboard`] pastes: "✓" is in no keyboard layout here.
+pub(super) const PASTED: &str = "pasted ✓ text";
+
+/// `type` with `paste` and `preserve_clipboard` of [`PASTED`] into the window with the keyboard
+/// focus; afterwards the clipboard holds what it held before, as `wl-paste` reads it. Whether
+/// the text arrived is the caller's witness's to say.
+pub(super) async fn paste_keeping_the_clipboard(
+    conn: &mut Conn,
+    wl: impl Fn(&str) -> std::process::Command,
+) {
+    let kept = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "keep",
+            json!({"format": "text", "content": "keep me"}),
+        )
+        .await;
+    assert_eq!(kept["type"], "ACK", "{kept}");
+    act(
+        conn,
+        "paste",
+        json!({"action": "type", "text": PASTED, "paste": true, "preserve_clipboard": true}),
+    )
+    .await;
+    let now = wl("wl-paste")
+        .arg("--no-newline")
+        .output()
+        .expect("run wl-paste");
+    assert_eq!(String::from_utf8_lossy(&now.stdout), "keep me");
 }
 
 #[tokio::test]
@@ -488,8 +528,31 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
         .await;
     assert_eq!(error_code(&outside), "INPUT_OUT_OF_BOUNDS");
 
-    // The clipboard both ways, checked by wl-clipboard.
+    // The clipboard both ways, checked by wl-clipboard; then a paste into foot, focused again
+    // (its `cat` gets the line at the Return).
     clipboard_both_ways(&mut conn, |program| sway.command(program)).await;
+    let listed = conn.call("WINDOW_LIST_REQUEST", "wp", json!({})).await;
+    let foot = listed["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["app_name"] == "typetarget")
+        .unwrap_or_else(|| panic!("foot not listed: {listed}"))
+        .clone();
+    let focus = conn
+        .call(
+            "WINDOW_FOCUS",
+            "fp",
+            json!({"window_id": foot["window_id"]}),
+        )
+        .await;
+    assert_eq!(focus["type"], "ACK", "{focus}");
+    paste_keeping_the_clipboard(&mut conn, |program| sway.command(program)).await;
+    act(&mut conn, "ret", json!({"action": "key", "key": "Return"})).await;
+    eventually("the pasted line in foot", || {
+        file_contains(&typed, &format!("\n{PASTED}\n"))
+    })
+    .await;
 
     let permissions = conn
         .call("PERMISSIONS_CHECK_REQUEST", "perm", json!({}))

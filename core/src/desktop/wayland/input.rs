@@ -328,7 +328,12 @@ impl Device for Wlr<'_> {
         self.wl.roundtrip()
     }
 
-    // The clipboard is served by this very thread, so it is used here, not through a job.
+    // The clipboard is served by this very thread, so it is used here, not through a job,
+    // and a pause answers the target's read of a paste instead of sleeping through it.
+    fn pause(&mut self, duration: Duration) {
+        let _ = self.wl.serve_for(duration);
+    }
+
     fn clipboard_text(&mut self) -> Option<String> {
         super::clipboard::get(self.wl, u64::MAX).ok()
     }
