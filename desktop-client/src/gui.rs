@@ -161,6 +161,15 @@ fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
     }
 }
 
+/// Where the window was before it moved out of the target's way, to come back to.
+enum Home {
+    /// Its outer position, where egui can move it (X11, Windows, macOS).
+    Here(Pos2),
+    /// Its place on sway, which moved it.
+    #[cfg(target_os = "linux")]
+    Sway(place::sway::Moved),
+}
+
 struct Client {
     jobs: Sender<Job>,
     done: Receiver<Done>,
@@ -201,7 +210,7 @@ struct Client {
     /// cannot see clicks.
     watch: Option<Watch>,
     /// Where this window was before it moved out of the target's way.
-    home: Option<Pos2>,
+    home: Option<Home>,
     /// When the window opened: it is placed at its start position during [`PLACING`].
     opened: Instant,
     /// The outer size the window was last placed for: it is placed again only when that size
@@ -344,16 +353,22 @@ impl Client {
                 vec2(r.width as f32 / points, r.height as f32 / points),
             )
         };
+        let (window, target) = (to_points(window.bounds), to_points(outline::outer(rect)));
+        #[cfg(target_os = "linux")]
+        if local_core::desktop::session::Session::detect()
+            == local_core::desktop::session::Session::Wayland
+        {
+            // egui cannot move a Wayland window; sway can, through its IPC.
+            if let Some(moved) = place::sway::aside(window, target) {
+                self.home.get_or_insert(Home::Sway(moved));
+            }
+            return;
+        }
         let (outer, monitor) = ctx.input(|i| (i.viewport().outer_rect, i.viewport().monitor_size));
         if let (Some(outer), Some(monitor)) = (outer, monitor)
-            && let Some(at) = place::aside(
-                monitor,
-                outer,
-                to_points(window.bounds),
-                to_points(outline::outer(rect)),
-            )
+            && let Some(at) = place::aside(monitor, outer, window, target)
         {
-            self.home.get_or_insert(outer.min);
+            self.home.get_or_insert(Home::Here(outer.min));
             ctx.send_viewport_cmd(ViewportCommand::OuterPosition(at));
         }
     }
@@ -370,8 +385,11 @@ impl Client {
 
     /// Back to where the window was before it moved out of the target's way.
     fn come_back(&mut self, ctx: &egui::Context) {
-        if let Some(home) = self.home.take() {
-            ctx.send_viewport_cmd(ViewportCommand::OuterPosition(home));
+        match self.home.take() {
+            Some(Home::Here(at)) => ctx.send_viewport_cmd(ViewportCommand::OuterPosition(at)),
+            #[cfg(target_os = "linux")]
+            Some(Home::Sway(moved)) => place::sway::back(moved),
+            None => {}
         }
     }
 

@@ -1,9 +1,13 @@
 //! Where the guidance window goes: at start, the top right corner of the monitor (the demo
 //! window opens at the top left, so on a 1280×800 screen and larger neither covers the other);
 //! while an outline is shown, beside the target's window, or at least off the target's box.
-//! Pure geometry in egui points, so every case is tested without a screen.
+//! Pure geometry in egui points, so every case is tested without a screen; on sway, [`sway`]
+//! moves the window, which egui cannot do on Wayland.
 
 use eframe::egui::{Pos2, Rect, Vec2, pos2};
+
+#[cfg(target_os = "linux")]
+pub mod sway;
 
 /// Space left between the guidance window and what it keeps clear of.
 pub const GAP: f32 = 8.0;

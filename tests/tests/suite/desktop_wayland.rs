@@ -7,14 +7,15 @@
 //! sway put it.
 //!
 //! On a headless sway with a session bus, at scale 1 and at scale 2, the person walks the
-//! demo's three steps with the guidance window and the demo side by side (both floating, where
+//! demo's three steps with the guidance window over the demo's right half (both floating, where
 //! the test puts them), every click real (the wlr virtual pointer of `examples/wl-pointer`,
 //! delivered by sway to whatever surface takes input at that point). After Send, sway's own
 //! capture (grim) shows the outline's cyan frame just outside the target's box at the target's
 //! place on screen, nothing cyan a pixel further out, and the target's pixels inside exactly as
-//! they were; a click at the target's centre reaches the demo through the overlay (its empty
-//! input region), the demo moves to its next stage, and the outline goes once the guidance
-//! window reads that the target changed, saying so in one sentence.
+//! they were, and the guidance window moves off the demo (through sway's IPC); a click at the
+//! target's centre reaches the demo through the overlay (its empty input region), the demo moves
+//! to its next stage, the outline goes once the guidance window reads that the target changed,
+//! saying so in one sentence, and the guidance window comes back to where it was.
 
 use std::io::Write as _;
 use std::process::{Child, ChildStdin, Stdio};
@@ -353,6 +354,11 @@ fn press(sway: &Compositor, pointer: &mut Pointer, scale: i64, label: &str) {
     pointer.click(centre(on_screen(window, &found["box"])));
 }
 
+/// Whether two rectangles share a pixel.
+fn overlap((ax, ay, aw, ah): Rect, (bx, by, bw, bh): Rect) -> bool {
+    ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah
+}
+
 /// `rect` grown by `by` on every side.
 fn grown((x, y, w, h): Rect, by: i64) -> Rect {
     (x - by, y - by, w + 2 * by, h + 2 * by)
@@ -388,15 +394,19 @@ fn walk_the_demo(scale: i64) {
         command
     });
     sway.wait_for_app(GUIDE);
-    // Side by side, neither at the output's corner: the frame must land where the target is.
+    // Neither at the output's corner, so the frame must land where the target is; the guidance
+    // window over the demo's right half (the targets are on its left), with room beside the demo
+    // to move to.
     place(
         &sway,
         scale,
         &[
             (DEMO, (480, 300), (60, 140)),
-            (GUIDE, (600, 780), (660, 10)),
+            (GUIDE, (600, 780), (300, 10)),
         ],
     );
+    let home = window_rect(&sway, GUIDE, scale);
+    assert!(overlap(home, window_rect(&sway, DEMO, scale)));
     // Sway's seat has no pointer until this one is made; it starts away from both windows.
     let mut pointer = Pointer::start(&sway, (620 * scale, 790 * scale));
 
@@ -452,6 +462,10 @@ fn walk_the_demo(scale: i64) {
             was.rgb.iter().any(|p| *p != was.rgb[0]),
             "the target showed nothing to compare"
         );
+        // The guidance window moves off the demo window, and so off the target.
+        wait_until("the guidance window off the demo window", || {
+            !overlap(window_rect(&sway, GUIDE, scale), demo_at)
+        });
 
         // A real click at the target's centre: through the overlay, the demo takes it.
         pointer.click(centre(target));
@@ -466,6 +480,10 @@ fn walk_the_demo(scale: i64) {
         });
         gone.push(clicked.elapsed());
         element(&sway, GUIDE, |l| l == TARGET_CHANGED);
+        // The guidance window comes back to where the person put it.
+        wait_until("the guidance window back", || {
+            window_rect(&sway, GUIDE, scale) == home
+        });
     }
     gone.sort_unstable();
     eprintln!(
