@@ -1,7 +1,7 @@
 //! A private Wayland compositor for the tests that need one: a headless sway (wlroots'
 //! headless backend, pixman rendering, no input devices) in a user namespace that maps root to
-//! uid 1000 (sway refuses to run as root), or a headless weston, which offers none of the wlr
-//! protocols. Each runs as a child of the test with its own runtime directory (owned by root,
+//! uid 1000 (sway refuses to run as root), a headless cage (wlroots too, in the same way) that
+//! offers screen capture alone, or a headless weston, which offers none of the wlr protocols. Each runs as a child of the test with its own runtime directory (owned by root,
 //! mode 0700), and is stopped, waited for and its directory removed when the value drops.
 //! Witness programs (grim, wev, foot, swaymsg, wl-clipboard, the GTK witness) run on it through [`Compositor::command`], with a session bus of their own when a test starts one.
 //! A missing program fails the test and names the package to install; nothing is skipped.
@@ -47,21 +47,8 @@ impl Compositor {
             ),
         )
         .unwrap();
-        let log = std::fs::File::create(runtime_dir.join("sway.log")).unwrap();
-        let mut command = Command::new("unshare");
-        command
-            .args(["-U", "--map-user=1000", "--map-group=1000", "sway", "-c"])
-            .arg(&config)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &runtime_dir)
-            .env("XDG_RUNTIME_DIR", &runtime_dir)
-            .env("WLR_BACKENDS", "headless")
-            .env("WLR_RENDERER", "pixman")
-            .env("WLR_LIBINPUT_NO_DEVICES", "1")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
+        let mut command = headless_wlroots(&runtime_dir, "sway");
+        command.arg("-c").arg(&config);
         let mut compositor = Self {
             children: vec![command.spawn().expect("start sway")],
             runtime_dir,
@@ -90,6 +77,28 @@ impl Compositor {
                 .args(["-t", "get_outputs"])
                 .output()
                 .is_ok_and(|o| o.status.success())
+        });
+        compositor
+    }
+
+    /// A headless cage (a wlroots kiosk compositor, 1280×720, the headless backend's size)
+    /// showing `app` fullscreen: it offers screen capture, but no virtual input, window list or
+    /// clipboard protocol.
+    pub fn cage(app: &[&str]) -> Self {
+        require("cage", "cage");
+        require("unshare", "util-linux");
+        let runtime_dir = private_dir("cage-runtime");
+        let mut command = headless_wlroots(&runtime_dir, "cage");
+        command.arg("--").args(app);
+        let compositor = Self {
+            children: vec![command.spawn().expect("start cage")],
+            runtime_dir,
+            display: "wayland-0".to_owned(),
+            swaysock: None,
+            bus_address: None,
+        };
+        compositor.wait_for("cage's socket", |c| {
+            std::os::unix::net::UnixStream::connect(c.runtime_dir.join("wayland-0")).is_ok()
         });
         compositor
     }
@@ -282,6 +291,27 @@ impl Drop for Compositor {
         }
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
     }
+}
+
+/// The wlroots compositor `program` on the headless backend with the pixman renderer and no
+/// input devices, logging to `<program>.log` in `runtime_dir`; in a user namespace that maps
+/// root to uid 1000, since sway and cage refuse to run as root.
+fn headless_wlroots(runtime_dir: &Path, program: &str) -> Command {
+    let log = std::fs::File::create(runtime_dir.join(format!("{program}.log"))).unwrap();
+    let mut command = Command::new("unshare");
+    command
+        .args(["-U", "--map-user=1000", "--map-group=1000", program])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", runtime_dir)
+        .env("XDG_RUNTIME_DIR", runtime_dir)
+        .env("WLR_BACKENDS", "headless")
+        .env("WLR_RENDERER", "pixman")
+        .env("WLR_LIBINPUT_NO_DEVICES", "1")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    command
 }
 
 /// A fresh directory owned by this (root) process, mode 0700: inside sway's user namespace

@@ -1,8 +1,9 @@
 //! Computer use through the real `autogpt-shim` binary on Wayland compositors started by the
 //! test: a headless sway (wlroots protocols; witnesses grim, wev, foot running `cat`, swaymsg
 //! and wl-clipboard; the GTK witness for the accessibility snapshot, with a session bus), at
-//! scale 1 and at scale 2, and a headless weston, which offers none of the wlr protocols and
-//! must be refused before any backend call.
+//! scale 1 and at scale 2; a headless cage, a wlroots compositor that offers screen capture
+//! alone; and a headless weston, which offers none of the wlr protocols and must be refused
+//! before any backend call.
 
 use base64::Engine as _;
 use e2e::display::require;
@@ -891,6 +892,148 @@ async fn weston_advertises_only_what_works_and_refuses_the_rest_before_the_backe
     };
     eventually("seven audited refusals", || refused() >= 7).await;
     assert_eq!(refused(), 7);
+}
+
+/// A headless cage (wlroots' kiosk compositor) offers screen capture and nothing for input,
+/// windows or the clipboard: HELLO advertises screenshots and display information, a screenshot
+/// of the output and one of a region have grim's pixels, and the rest is refused before any
+/// backend call with what is missing; `doctor` names each missing protocol.
+#[tokio::test]
+async fn cage_advertises_screenshots_alone_and_they_are_the_compositors_pixels() {
+    require("foot", "foot");
+    let cage = Compositor::cage(&[
+        "foot",
+        "sh",
+        "-c",
+        "printf 'cage \\342\\234\\223 123\\n'; exec cat",
+    ]);
+    // Once foot has drawn its text, grim's capture is no longer one colour.
+    eventually("foot's text on cage's output", || {
+        let (_, _, rgba) = grim(&cage);
+        rgba.chunks(4).any(|p| p != &rgba[..4])
+    })
+    .await;
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&cage, &platform, "wl-cage", &["--enable-clipboard"]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(payload["screen_resolution"], json!([1280, 720]));
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["screenshot", "apps", "permissions"])
+    );
+    let fine = payload["computer_use_features"].as_array().unwrap();
+    for feature in [
+        "screenshot.region",
+        "screenshot.all_monitors",
+        "display.info",
+    ] {
+        assert!(
+            fine.contains(&json!(feature)),
+            "{feature} missing: {fine:?}"
+        );
+    }
+    for feature in [
+        "input.type",
+        "cursor.position",
+        "window.list",
+        "clipboard.read",
+    ] {
+        assert!(
+            !fine.contains(&json!(feature)),
+            "{feature} offered: {fine:?}"
+        );
+    }
+
+    let full = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s1",
+            json!({"format": "png", "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&full);
+    assert_eq!((w, h), (1280, 720));
+    let (gw, gh, theirs) = grim(&cage);
+    assert_eq!((gw, gh), (1280, 720));
+    // foot's text cursor may blink between the two captures: judged on counts.
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 1280 * 720 / 200,
+        "{differ} pixels differ from grim's capture"
+    );
+    let region = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s2",
+            json!({"format": "png", "region": [0, 0, 300, 60]}),
+        )
+        .await;
+    let (rw, rh, part) = shot_pixels(&region);
+    assert_eq!((rw, rh), (300, 60));
+    let (_, _, grims) = grim_region(&cage, [0, 0, 300, 60]);
+    let differ = differing(&part, &grims);
+    assert!(
+        differ < 300 * 60 / 50,
+        "{differ} region pixels differ from grim's"
+    );
+    assert!(
+        part.chunks(4).any(|p| p != &part[..4]),
+        "the region holds foot's text, not one colour"
+    );
+
+    let requests = [
+        (
+            "INPUT_ACTION",
+            json!({"action": "left_click", "coordinate": [5, 5]}),
+            "input",
+        ),
+        (
+            "INPUT_ACTION",
+            json!({"action": "type", "text": "x"}),
+            "input",
+        ),
+        ("CURSOR_POSITION_REQUEST", json!({}), "cursor.position"),
+        ("WINDOW_LIST_REQUEST", json!({}), "window.list"),
+        (
+            "CLIPBOARD_READ",
+            json!({"format": "text"}),
+            "clipboard.read",
+        ),
+        (
+            "CLIPBOARD_WRITE",
+            json!({"format": "text", "content": "x"}),
+            "clipboard.write",
+        ),
+    ];
+    for (n, (kind, body, feature)) in requests.into_iter().enumerate() {
+        let reply = conn.call(kind, &format!("r{n}"), body).await;
+        assert_eq!(error_code(&reply), "FEATURE_NOT_SUPPORTED", "{reply}");
+        assert_eq!(reply["payload"]["details"]["feature"], feature, "{reply}");
+    }
+
+    let (code, out) = doctor(&cage, "wl-cage-doctor");
+    assert_eq!(code, Some(0), "{out}");
+    let wlroots = "sway, Hyprland, river and labwc offer it";
+    let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
+    assert_eq!(
+        wayland,
+        [
+            format!(
+                "[WARN] Wayland  no virtual pointer protocol (zwlr_virtual_pointer_manager_v1 version 2): clicks and pointer moves are unavailable; {wlroots}"
+            ),
+            format!(
+                "[WARN] Wayland  no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; {wlroots}"
+            ),
+            format!(
+                "[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"
+            ),
+            format!(
+                "[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"
+            ),
+        ],
+        "{out}"
+    );
 }
 
 #[test]
