@@ -167,9 +167,11 @@ pub(super) fn refill(confinement: &Confinement) {
         return;
     }
     let confinement = confinement.clone();
-    // The spawn (a fork and exec) runs on its own task, after the reply of the command that
-    // just ended; the launcher confines itself in its own process, after the spawn returned.
-    drop(tokio::spawn(async move {
+    // The spawn (a fork and exec, a millisecond or more) runs on a blocking thread: on the
+    // connector's one runtime thread it ran before the reply of the command that just ended
+    // was written, and delayed it by that much. The launcher confines itself in its own
+    // process, after the spawn returned.
+    drop(tokio::task::spawn_blocking(move || {
         let slot = &confinement.sandbox.spare;
         match start(&confinement) {
             Ok(spare) => slot.put(spare),
