@@ -140,6 +140,112 @@ fn differing(a: &[u8], b: &[u8]) -> usize {
     a.chunks(4).zip(b.chunks(4)).filter(|(x, y)| x != y).count()
 }
 
+/// A SCREENSHOT of the whole output (`size` pixels, without the pointer) against grim's
+/// capture of it: foot's text cursor may blink between the two, so it is judged on counts.
+/// The reply and our pixels (RGBA).
+async fn full_shot_matches_grim(
+    conn: &mut Conn,
+    compositor: &Compositor,
+    size: (u32, u32),
+) -> (Value, Vec<u8>) {
+    let full = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s1",
+            json!({"format": "png", "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&full);
+    assert_eq!((w, h), size);
+    let (gw, gh, theirs) = grim(compositor);
+    assert_eq!((gw, gh), size);
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < usize::try_from(size.0 * size.1 / 200).unwrap(),
+        "{differ} pixels differ from grim's capture"
+    );
+    (full, ours)
+}
+
+/// Sends each `(kind, payload, feature)` request and expects it refused
+/// `FEATURE_NOT_SUPPORTED` naming `feature`, with the reason that this compositor lacks the
+/// protocol: refused before any backend call.
+async fn refused_for_want_of_a_protocol(conn: &mut Conn, requests: Vec<(&str, Value, &str)>) {
+    for (n, (kind, body, feature)) in requests.into_iter().enumerate() {
+        let reply = conn.call(kind, &format!("r{n}"), body).await;
+        assert_eq!(error_code(&reply), "FEATURE_NOT_SUPPORTED", "{reply}");
+        let details = &reply["payload"]["details"];
+        assert_eq!(details["feature"], feature, "{reply}");
+        assert!(
+            details["reason"]
+                .as_str()
+                .unwrap()
+                .contains("Wayland compositor offers no protocol"),
+            "{reply}"
+        );
+    }
+}
+
+/// A request of each kind that needs the wlr input, window list or clipboard protocols, and
+/// the feature its refusal names.
+fn input_windows_and_clipboard() -> Vec<(&'static str, Value, &'static str)> {
+    vec![
+        (
+            "INPUT_ACTION",
+            json!({"action": "left_click", "coordinate": [5, 5]}),
+            "input",
+        ),
+        (
+            "INPUT_ACTION",
+            json!({"action": "type", "text": "x"}),
+            "input",
+        ),
+        ("CURSOR_POSITION_REQUEST", json!({}), "cursor.position"),
+        ("WINDOW_LIST_REQUEST", json!({}), "window.list"),
+        (
+            "CLIPBOARD_READ",
+            json!({"format": "text"}),
+            "clipboard.read",
+        ),
+        (
+            "CLIPBOARD_WRITE",
+            json!({"format": "text", "content": "x"}),
+            "clipboard.write",
+        ),
+    ]
+}
+
+/// What `doctor` says, with computer use enabled, for each wlr protocol named (`pointer`,
+/// `keyboard`, `windows`, `clipboard`) that the compositor lacks.
+fn doctor_says_missing(protocols: &[&str]) -> Vec<String> {
+    let wlroots = "sway, Hyprland, river and labwc offer it";
+    protocols
+        .iter()
+        .map(|protocol| {
+            let (what, cost) = match *protocol {
+                "pointer" => (
+                    "virtual pointer protocol (zwlr_virtual_pointer_manager_v1 version 2)",
+                    "clicks and pointer moves are unavailable",
+                ),
+                "keyboard" => (
+                    "virtual keyboard protocol (zwp_virtual_keyboard_manager_v1)",
+                    "typing is unavailable",
+                ),
+                "windows" => (
+                    "window list protocol (zwlr_foreign_toplevel_manager_v1)",
+                    "listing and focusing windows is unavailable",
+                ),
+                "clipboard" => (
+                    "clipboard protocol (zwlr_data_control_manager_v1)",
+                    "the clipboard is unavailable",
+                ),
+                other => panic!("no doctor line for {other}"),
+            };
+            format!("[WARN] Wayland  no {what}: {cost}; {wlroots}")
+        })
+        .collect()
+}
+
 async fn act(conn: &mut Conn, id: &str, payload: Value) -> Value {
     let reply = conn.call("INPUT_ACTION", id, payload).await;
     assert_eq!(reply["type"], "ACK", "{reply}");
@@ -369,24 +475,8 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     eventually("xy after a BackSpace", || file_contains(&typed, "½\nxy\n")).await;
 
     // Screenshots: the whole output, pixel for pixel what grim sees; a region cut from it.
-    let full = conn
-        .call(
-            "SCREENSHOT_REQUEST",
-            "s1",
-            json!({"format": "png", "include_cursor": false}),
-        )
-        .await;
-    let (w, h, ours) = shot_pixels(&full);
-    assert_eq!((w, h), (1280, 800));
+    let (full, ours) = full_shot_matches_grim(&mut conn, &sway, (1280, 800)).await;
     assert_eq!(full["payload"]["display_scale"], 1.0);
-    let (gw, gh, theirs) = grim(&sway);
-    assert_eq!((gw, gh), (1280, 800));
-    // foot's text cursor may blink between the two captures: judged on counts.
-    let differ = differing(&ours, &theirs);
-    assert!(
-        differ < 1280 * 800 / 200,
-        "{differ} pixels differ from grim's capture"
-    );
     let region = conn
         .call(
             "SCREENSHOT_REQUEST",
@@ -842,44 +932,9 @@ async fn weston_advertises_only_what_works_and_refuses_the_rest_before_the_backe
         json!([1280, 800]),
         "{info}"
     );
-    let requests = [
-        ("SCREENSHOT_REQUEST", json!({}), "screenshot"),
-        (
-            "INPUT_ACTION",
-            json!({"action": "left_click", "coordinate": [5, 5]}),
-            "input",
-        ),
-        (
-            "INPUT_ACTION",
-            json!({"action": "type", "text": "x"}),
-            "input",
-        ),
-        ("CURSOR_POSITION_REQUEST", json!({}), "cursor.position"),
-        ("WINDOW_LIST_REQUEST", json!({}), "window.list"),
-        (
-            "CLIPBOARD_READ",
-            json!({"format": "text"}),
-            "clipboard.read",
-        ),
-        (
-            "CLIPBOARD_WRITE",
-            json!({"format": "text", "content": "x"}),
-            "clipboard.write",
-        ),
-    ];
-    for (n, (kind, body, feature)) in requests.into_iter().enumerate() {
-        let reply = conn.call(kind, &format!("r{n}"), body).await;
-        assert_eq!(error_code(&reply), "FEATURE_NOT_SUPPORTED", "{reply}");
-        let details = &reply["payload"]["details"];
-        assert_eq!(details["feature"], feature, "{reply}");
-        assert!(
-            details["reason"]
-                .as_str()
-                .unwrap()
-                .contains("Wayland compositor offers no protocol"),
-            "{reply}"
-        );
-    }
+    let mut requests = vec![("SCREENSHOT_REQUEST", json!({}), "screenshot")];
+    requests.extend(input_windows_and_clipboard());
+    refused_for_want_of_a_protocol(&mut conn, requests).await;
     // Each refusal is audited as such (a refusal's record may land just after its reply).
     let log = shim.audit_log();
     let refused = || {
@@ -945,23 +1000,7 @@ async fn cage_advertises_screenshots_alone_and_they_are_the_compositors_pixels()
         );
     }
 
-    let full = conn
-        .call(
-            "SCREENSHOT_REQUEST",
-            "s1",
-            json!({"format": "png", "include_cursor": false}),
-        )
-        .await;
-    let (w, h, ours) = shot_pixels(&full);
-    assert_eq!((w, h), (1280, 720));
-    let (gw, gh, theirs) = grim(&cage);
-    assert_eq!((gw, gh), (1280, 720));
-    // foot's text cursor may blink between the two captures: judged on counts.
-    let differ = differing(&ours, &theirs);
-    assert!(
-        differ < 1280 * 720 / 200,
-        "{differ} pixels differ from grim's capture"
-    );
+    full_shot_matches_grim(&mut conn, &cage, (1280, 720)).await;
     let region = conn
         .call(
             "SCREENSHOT_REQUEST",
@@ -982,56 +1021,14 @@ async fn cage_advertises_screenshots_alone_and_they_are_the_compositors_pixels()
         "the region holds foot's text, not one colour"
     );
 
-    let requests = [
-        (
-            "INPUT_ACTION",
-            json!({"action": "left_click", "coordinate": [5, 5]}),
-            "input",
-        ),
-        (
-            "INPUT_ACTION",
-            json!({"action": "type", "text": "x"}),
-            "input",
-        ),
-        ("CURSOR_POSITION_REQUEST", json!({}), "cursor.position"),
-        ("WINDOW_LIST_REQUEST", json!({}), "window.list"),
-        (
-            "CLIPBOARD_READ",
-            json!({"format": "text"}),
-            "clipboard.read",
-        ),
-        (
-            "CLIPBOARD_WRITE",
-            json!({"format": "text", "content": "x"}),
-            "clipboard.write",
-        ),
-    ];
-    for (n, (kind, body, feature)) in requests.into_iter().enumerate() {
-        let reply = conn.call(kind, &format!("r{n}"), body).await;
-        assert_eq!(error_code(&reply), "FEATURE_NOT_SUPPORTED", "{reply}");
-        assert_eq!(reply["payload"]["details"]["feature"], feature, "{reply}");
-    }
+    refused_for_want_of_a_protocol(&mut conn, input_windows_and_clipboard()).await;
 
     let (code, out) = doctor(&cage, "wl-cage-doctor");
     assert_eq!(code, Some(0), "{out}");
-    let wlroots = "sway, Hyprland, river and labwc offer it";
     let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
     assert_eq!(
         wayland,
-        [
-            format!(
-                "[WARN] Wayland  no virtual pointer protocol (zwlr_virtual_pointer_manager_v1 version 2): clicks and pointer moves are unavailable; {wlroots}"
-            ),
-            format!(
-                "[WARN] Wayland  no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; {wlroots}"
-            ),
-            format!(
-                "[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"
-            ),
-            format!(
-                "[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"
-            ),
-        ],
+        doctor_says_missing(&["pointer", "keyboard", "windows", "clipboard"]),
         "{out}"
     );
 }
@@ -1052,18 +1049,16 @@ fn doctor_names_each_protocol_weston_lacks_and_what_it_costs() {
         out.contains("[WARN] computer use  enabled on Wayland: HELLO offers only what this compositor's protocols allow"),
         "{out}"
     );
-    let wlroots = "sway, Hyprland, river and labwc offer it";
     let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
-    assert_eq!(
-        wayland,
-        [
-            format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; {wlroots}"),
-            "[WARN] Wayland  no seat (wl_seat): input, the window focus and the clipboard are unavailable; every desktop compositor has one".to_owned(),
-            format!("[WARN] Wayland  no virtual pointer protocol (zwlr_virtual_pointer_manager_v1 version 2): clicks and pointer moves are unavailable; {wlroots}"),
-            format!("[WARN] Wayland  no virtual keyboard protocol (zwp_virtual_keyboard_manager_v1): typing is unavailable; {wlroots}"),
-            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
-            format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
-        ],
-        "{out}"
-    );
+    let mut expected = vec![
+        "[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable; sway, Hyprland, river and labwc offer it".to_owned(),
+        "[WARN] Wayland  no seat (wl_seat): input, the window focus and the clipboard are unavailable; every desktop compositor has one".to_owned(),
+    ];
+    expected.extend(doctor_says_missing(&[
+        "pointer",
+        "keyboard",
+        "windows",
+        "clipboard",
+    ]));
+    assert_eq!(wayland, expected, "{out}");
 }
