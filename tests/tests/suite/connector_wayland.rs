@@ -1062,3 +1062,23 @@ fn doctor_names_each_protocol_weston_lacks_and_what_it_costs() {
     ]));
     assert_eq!(wayland, expected, "{out}");
 }
+
+/// GTK 3 finds shortcuts by the keycodes of a US keymap, so the shim's keymap keeps the US
+/// keys' keycodes: Ctrl+A from the shim selects the GTK entry's text (the next key replaces
+/// it), and a paste's Ctrl+V inserts the clipboard's text, not only key events.
+#[tokio::test]
+async fn a_gtk_entry_takes_the_shims_shortcuts() {
+    let mut sway = Compositor::sway(1);
+    sway.start_session_bus();
+    let mut witness = Witness::start_on_wayland(&sway, "Witness S");
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-shortcuts", &["--enable-clipboard"]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+    act(&mut conn, "t1", json!({"action": "type", "text": "abc"})).await;
+    witness.expect("text", |t| t["text"] == "abc");
+    act(&mut conn, "k1", json!({"action": "key", "key": "ctrl+a"})).await;
+    act(&mut conn, "t2", json!({"action": "type", "text": "X"})).await;
+    witness.expect("text", |t| t["text"] == "X");
+    paste_keeping_the_clipboard(&mut conn, |program| sway.command(program)).await;
+    witness.expect("text", |t| t["text"] == format!("X{PASTED}"));
+}

@@ -31,8 +31,86 @@ use crate::desktop::{DesktopError, Display};
 const NEW_DEVICE_SETTLE: Duration = Duration::from_millis(300);
 /// How long the keys of a typed chunk are given to reach the client before the keymap changes.
 const CHUNK_SETTLE: Duration = Duration::from_millis(30);
-/// Characters one keymap can carry: XKB keycodes 9..=255 less the named keys (which come first).
-const CHARS_PER_KEYMAP: usize = 247 - NAMED.len();
+/// Where a US keyboard has each named key (XKB keycodes, evdev's plus 8), in [`NAMED`]'s order.
+///
+/// GTK 3 on Wayland resolves shortcuts (Ctrl+V, Ctrl+A) through the keycodes of the US keymap
+/// it starts with and does not look again when the keyboard's keymap changes, so a shortcut
+/// sent on any other keycode did nothing there (the text of plain keys still arrived). The
+/// shim's keymaps therefore keep the named keys and the US layout's unshifted characters
+/// where a US keyboard has them.
+const NAMED_CODES: [u32; NAMED.len()] = [
+    50, 37, 64, 133, 36, 9, 23, 22, 119, 110, 115, 112, 117, 111, 116, 113, 114, 66, 118, 67, 68,
+    69, 70, 71, 72, 73, 74, 75, 76, 95, 96,
+];
+/// The US layout's unshifted characters, each with its key's XKB keycode.
+const US_CHARS: &[(char, u32)] = &[
+    ('`', 49),
+    ('1', 10),
+    ('2', 11),
+    ('3', 12),
+    ('4', 13),
+    ('5', 14),
+    ('6', 15),
+    ('7', 16),
+    ('8', 17),
+    ('9', 18),
+    ('0', 19),
+    ('-', 20),
+    ('=', 21),
+    ('q', 24),
+    ('w', 25),
+    ('e', 26),
+    ('r', 27),
+    ('t', 28),
+    ('y', 29),
+    ('u', 30),
+    ('i', 31),
+    ('o', 32),
+    ('p', 33),
+    ('[', 34),
+    (']', 35),
+    ('\\', 51),
+    ('a', 38),
+    ('s', 39),
+    ('d', 40),
+    ('f', 41),
+    ('g', 42),
+    ('h', 43),
+    ('j', 44),
+    ('k', 45),
+    ('l', 46),
+    (';', 47),
+    ('\'', 48),
+    ('z', 52),
+    ('x', 53),
+    ('c', 54),
+    ('v', 55),
+    ('b', 56),
+    ('n', 57),
+    ('m', 58),
+    (',', 59),
+    ('.', 60),
+    ('/', 61),
+    (' ', 65),
+];
+/// Characters one keymap can carry: XKB keycodes 9..=255 less those kept for the named keys
+/// and the US characters, which every character outside them takes in turn.
+const CHARS_PER_KEYMAP: usize = 247 - NAMED.len() - US_CHARS.len();
+
+/// The keycode of each character of `chars`, in order: a US character's own, every other the
+/// next keycode no named key or US character keeps, those past a US keyboard's keys (134 and
+/// up) first, so a client reading them with a US keymap sees no modifier or other known key.
+fn char_codes(chars: &[char]) -> Vec<u32> {
+    let kept = |code: &u32| NAMED_CODES.contains(code) || US_CHARS.iter().any(|(_, c)| c == code);
+    let mut free = (134..=255_u32).chain(9..134).filter(|code| !kept(code));
+    chars
+        .iter()
+        .map(|c| match US_CHARS.iter().find(|(us, _)| us == c) {
+            Some((_, code)) => *code,
+            None => free.next().unwrap_or(0),
+        })
+        .collect()
+}
 
 /// The input devices of one connection.
 #[derive(Debug, Default)]
@@ -56,22 +134,25 @@ fn keymap_sym(c: char) -> String {
     }
 }
 
-/// An XKB keymap with the named keys first, then one key per character of `chars`.
+/// An XKB keymap with the named keys, then one key per character of `chars`, at the keycodes
+/// [`NAMED_CODES`] and [`char_codes`] give.
 fn keymap(chars: &[char]) -> String {
     let mut codes = String::new();
     let mut symbols = String::new();
     let names = NAMED
         .iter()
-        .map(|(code, sym, _)| ((*code).to_owned(), (*sym).to_owned()))
+        .zip(NAMED_CODES)
+        .map(|((name, sym, _), code)| ((*name).to_owned(), (*sym).to_owned(), code))
         .chain(
             chars
                 .iter()
+                .zip(char_codes(chars))
                 .enumerate()
-                .map(|(i, c)| (format!("C{i}"), keymap_sym(*c))),
+                .map(|(i, (c, code))| (format!("C{i}"), keymap_sym(*c), code)),
         );
-    for (i, (code, sym)) in names.enumerate() {
-        codes.push_str(&format!("<{code}> = {};\n", i + 9));
-        symbols.push_str(&format!("key <{code}> {{ [ {sym} ] }};\n"));
+    for (name, sym, code) in names {
+        codes.push_str(&format!("<{name}> = {code};\n"));
+        symbols.push_str(&format!("key <{name}> {{ [ {sym} ] }};\n"));
     }
     format!(
         "xkb_keymap {{\nxkb_keycodes \"shim\" {{\nminimum = 8;\nmaximum = 255;\n{codes}}};\n\
@@ -157,21 +238,16 @@ impl Wl {
 
     fn key(&mut self, chars: &[char], key: Key, pressed: bool) -> Result<(), DesktopError> {
         let code = match key {
-            Key::Named(i) => i,
-            Key::Char(c) => {
-                NAMED.len()
-                    + chars.iter().position(|x| *x == c).ok_or_else(|| {
-                        DesktopError::Failed("a character missing from the keymap".to_owned())
-                    })?
-            }
-        };
+            Key::Named(i) => NAMED_CODES.get(i).copied(),
+            Key::Char(c) => chars
+                .iter()
+                .position(|x| *x == c)
+                .and_then(|i| char_codes(chars).get(i).copied()),
+        }
+        .ok_or_else(|| DesktopError::Failed("a key missing from the keymap".to_owned()))?;
         let keyboard = self.keyboard(chars)?;
-        // Evdev codes are XKB's minus 8; the keymap starts at XKB 9.
-        keyboard.key(
-            now_ms(),
-            u32::try_from(code + 1).unwrap_or(0),
-            u32::from(pressed),
-        );
+        // Evdev codes are XKB's minus 8.
+        keyboard.key(now_ms(), code - 8, u32::from(pressed));
         let bit = key.modifier_bit();
         if bit != 0 {
             if pressed {
@@ -418,17 +494,43 @@ mod tests {
 
     #[test]
     fn the_keymap_has_the_named_keys_then_one_key_per_character() {
-        let map = keymap(&['a', 'é', '✓', '🙂', '\n']);
-        assert!(map.contains("<LFSH> = 9;"));
-        assert!(map.contains(&format!("<C0> = {};", NAMED.len() + 9)));
+        let map = keymap(&['a', 'é', '✓', '🙂', '\n', 'v']);
+        // The named keys and US characters where a US keyboard has them (Ctrl+V in GTK 3).
+        assert!(map.contains("<LFSH> = 50;"));
+        assert!(map.contains("<LCTL> = 37;"));
+        assert!(map.contains("<BKSP> = 22;"));
+        assert!(map.contains("<C0> = 38;"));
+        assert!(map.contains("<C5> = 55;"));
         assert!(map.contains("key <C0> { [ 0x0061 ] };"));
+        // The others at the first keycodes nothing keeps.
+        assert!(map.contains("<C1> = 134;"), "{map}");
+        assert!(map.contains("<C4> = 137;"), "{map}");
         assert!(map.contains("key <C1> { [ 0x00e9 ] };"));
         assert!(map.contains("key <C2> { [ 0x01002713 ] };"));
         assert!(map.contains("key <C3> { [ 0x0101f642 ] };"));
         assert!(map.contains("key <C4> { [ 0x0000ff0d ] };"));
+        assert!(map.contains("key <C5> { [ 0x0076 ] };"));
         assert!(map.contains("modifier_map Control { <LCTL> };"));
-        // 255 is XKB's last keycode.
-        assert_eq!(9 + NAMED.len() + CHARS_PER_KEYMAP - 1, 255);
+    }
+
+    #[test]
+    fn every_key_has_its_own_keycode_and_a_full_keymap_uses_each_once() {
+        let mut all: Vec<u32> = NAMED_CODES.to_vec();
+        all.extend(US_CHARS.iter().map(|(_, code)| *code));
+        let others: Vec<char> = ('\u{100}'..).take(CHARS_PER_KEYMAP).collect();
+        all.extend(char_codes(&others));
+        let mut unique = all.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), all.len(), "a keycode used twice");
+        // Every keycode from 9 to 255 (XKB's last) is used once.
+        assert_eq!(unique, (9..=255).collect::<Vec<u32>>());
+        // Named keys' names and codes are a US keyboard's.
+        let named_at = |name: &str| NAMED_CODES[NAMED.iter().position(|n| n.1 == name).unwrap()];
+        assert_eq!(
+            ["Escape", "Return", "Tab", "Up", "F12"].map(named_at),
+            [9, 36, 23, 111, 96]
+        );
     }
 
     #[test]
