@@ -517,7 +517,7 @@ fn choose(
             Key::Char(c) => format!("“{c}” (U+{:04X})", u32::from(*c)),
             Key::Named(i) => virtual_input::NAMED
                 .get(*i)
-                .map_or_else(String::new, |(_, name, _)| (*name).to_owned()),
+                .map_or_else(String::new, |(_, name, _, _)| (*name).to_owned()),
         };
         let feature = match action {
             Action::Type { .. } => "input.type",

@@ -13,40 +13,41 @@ use super::action::{
     TRIPLE_CLICK_GAP, subsample,
 };
 
-/// The named keys: an XKB keycode name (for a keymap the shim writes), the X keysym name and
-/// its value. Modifiers first; every name a chord may use is here.
-pub const NAMED: &[(&str, &str, u32)] = &[
-    ("LFSH", "Shift_L", 0xffe1),
-    ("LCTL", "Control_L", 0xffe3),
-    ("LALT", "Alt_L", 0xffe9),
-    ("LWIN", "Super_L", 0xffeb),
-    ("RTRN", "Return", 0xff0d),
-    ("ESC", "Escape", 0xff1b),
-    ("TAB", "Tab", 0xff09),
-    ("BKSP", "BackSpace", 0xff08),
-    ("DELE", "Delete", 0xffff),
-    ("HOME", "Home", 0xff50),
-    ("END", "End", 0xff57),
-    ("PGUP", "Prior", 0xff55),
-    ("PGDN", "Next", 0xff56),
-    ("UP", "Up", 0xff52),
-    ("DOWN", "Down", 0xff54),
-    ("LEFT", "Left", 0xff51),
-    ("RGHT", "Right", 0xff53),
-    ("CAPS", "Caps_Lock", 0xffe5),
-    ("INS", "Insert", 0xff63),
-    ("FK01", "F1", 0xffbe),
-    ("FK02", "F2", 0xffbf),
-    ("FK03", "F3", 0xffc0),
-    ("FK04", "F4", 0xffc1),
-    ("FK05", "F5", 0xffc2),
-    ("FK06", "F6", 0xffc3),
-    ("FK07", "F7", 0xffc4),
-    ("FK08", "F8", 0xffc5),
-    ("FK09", "F9", 0xffc6),
-    ("FK10", "F10", 0xffc7),
-    ("FK11", "F11", 0xffc8),
-    ("FK12", "F12", 0xffc9),
+/// The named keys: an XKB keycode name (for a keymap the shim writes), the X keysym name, its
+/// value, and the XKB keycode a US keyboard gives the key (evdev's plus 8), where the shim's
+/// keymaps keep it (see `wayland::input`). Modifiers first; every name a chord may use is here.
+pub const NAMED: &[(&str, &str, u32, u32)] = &[
+    ("LFSH", "Shift_L", 0xffe1, 50),
+    ("LCTL", "Control_L", 0xffe3, 37),
+    ("LALT", "Alt_L", 0xffe9, 64),
+    ("LWIN", "Super_L", 0xffeb, 133),
+    ("RTRN", "Return", 0xff0d, 36),
+    ("ESC", "Escape", 0xff1b, 9),
+    ("TAB", "Tab", 0xff09, 23),
+    ("BKSP", "BackSpace", 0xff08, 22),
+    ("DELE", "Delete", 0xffff, 119),
+    ("HOME", "Home", 0xff50, 110),
+    ("END", "End", 0xff57, 115),
+    ("PGUP", "Prior", 0xff55, 112),
+    ("PGDN", "Next", 0xff56, 117),
+    ("UP", "Up", 0xff52, 111),
+    ("DOWN", "Down", 0xff54, 116),
+    ("LEFT", "Left", 0xff51, 113),
+    ("RGHT", "Right", 0xff53, 114),
+    ("CAPS", "Caps_Lock", 0xffe5, 66),
+    ("INS", "Insert", 0xff63, 118),
+    ("FK01", "F1", 0xffbe, 67),
+    ("FK02", "F2", 0xffbf, 68),
+    ("FK03", "F3", 0xffc0, 69),
+    ("FK04", "F4", 0xffc1, 70),
+    ("FK05", "F5", 0xffc2, 71),
+    ("FK06", "F6", 0xffc3, 72),
+    ("FK07", "F7", 0xffc4, 73),
+    ("FK08", "F8", 0xffc5, 74),
+    ("FK09", "F9", 0xffc6, 75),
+    ("FK10", "F10", 0xffc7, 76),
+    ("FK11", "F11", 0xffc8, 95),
+    ("FK12", "F12", 0xffc9, 96),
 ];
 
 /// A key: a named one (its index in [`NAMED`]) or a character.
@@ -63,7 +64,7 @@ impl Key {
     #[must_use]
     pub fn keysym(self) -> u32 {
         match self {
-            Self::Named(i) => NAMED.get(i).map_or(0, |(_, _, sym)| *sym),
+            Self::Named(i) => NAMED.get(i).map_or(0, |(_, _, sym, _)| *sym),
             Self::Char(c) => keysym(c),
         }
     }
@@ -88,7 +89,7 @@ pub fn named(name: &str) -> Key {
     Key::Named(
         NAMED
             .iter()
-            .position(|(_, sym, _)| *sym == name)
+            .position(|(_, sym, _, _)| *sym == name)
             .unwrap_or(0),
     )
 }

@@ -31,18 +31,13 @@ use crate::desktop::{DesktopError, Display};
 const NEW_DEVICE_SETTLE: Duration = Duration::from_millis(300);
 /// How long the keys of a typed chunk are given to reach the client before the keymap changes.
 const CHUNK_SETTLE: Duration = Duration::from_millis(30);
-/// Where a US keyboard has each named key (XKB keycodes, evdev's plus 8), in [`NAMED`]'s order.
+/// The US layout's unshifted characters, each with its key's XKB keycode.
 ///
 /// GTK 3 on Wayland resolves shortcuts (Ctrl+V, Ctrl+A) through the keycodes of the US keymap
 /// it starts with and does not look again when the keyboard's keymap changes, so a shortcut
 /// sent on any other keycode did nothing there (the text of plain keys still arrived). The
-/// shim's keymaps therefore keep the named keys and the US layout's unshifted characters
-/// where a US keyboard has them.
-const NAMED_CODES: [u32; NAMED.len()] = [
-    50, 37, 64, 133, 36, 9, 23, 22, 119, 110, 115, 112, 117, 111, 116, 113, 114, 66, 118, 67, 68,
-    69, 70, 71, 72, 73, 74, 75, 76, 95, 96,
-];
-/// The US layout's unshifted characters, each with its key's XKB keycode.
+/// shim's keymaps therefore keep these characters, and the named keys ([`NAMED`]), where a US
+/// keyboard has them.
 const US_CHARS: &[(char, u32)] = &[
     ('`', 49),
     ('1', 10),
@@ -101,7 +96,9 @@ const CHARS_PER_KEYMAP: usize = 247 - NAMED.len() - US_CHARS.len();
 /// next keycode no named key or US character keeps, those past a US keyboard's keys (134 and
 /// up) first, so a client reading them with a US keymap sees no modifier or other known key.
 fn char_codes(chars: &[char]) -> Vec<u32> {
-    let kept = |code: &u32| NAMED_CODES.contains(code) || US_CHARS.iter().any(|(_, c)| c == code);
+    let kept = |code: &u32| {
+        NAMED.iter().any(|(.., c)| c == code) || US_CHARS.iter().any(|(_, c)| c == code)
+    };
     let mut free = (134..=255_u32).chain(9..134).filter(|code| !kept(code));
     chars
         .iter()
@@ -135,14 +132,13 @@ fn keymap_sym(c: char) -> String {
 }
 
 /// An XKB keymap with the named keys, then one key per character of `chars`, at the keycodes
-/// [`NAMED_CODES`] and [`char_codes`] give.
+/// [`NAMED`] and [`char_codes`] give.
 fn keymap(chars: &[char]) -> String {
     let mut codes = String::new();
     let mut symbols = String::new();
     let names = NAMED
         .iter()
-        .zip(NAMED_CODES)
-        .map(|((name, sym, _), code)| ((*name).to_owned(), (*sym).to_owned(), code))
+        .map(|(name, sym, _, code)| ((*name).to_owned(), (*sym).to_owned(), *code))
         .chain(
             chars
                 .iter()
@@ -238,7 +234,7 @@ impl Wl {
 
     fn key(&mut self, chars: &[char], key: Key, pressed: bool) -> Result<(), DesktopError> {
         let code = match key {
-            Key::Named(i) => NAMED_CODES.get(i).copied(),
+            Key::Named(i) => NAMED.get(i).map(|(.., code)| *code),
             Key::Char(c) => chars
                 .iter()
                 .position(|x| *x == c)
@@ -515,7 +511,7 @@ mod tests {
 
     #[test]
     fn every_key_has_its_own_keycode_and_a_full_keymap_uses_each_once() {
-        let mut all: Vec<u32> = NAMED_CODES.to_vec();
+        let mut all: Vec<u32> = NAMED.iter().map(|(.., code)| *code).collect();
         all.extend(US_CHARS.iter().map(|(_, code)| *code));
         let others: Vec<char> = ('\u{100}'..).take(CHARS_PER_KEYMAP).collect();
         all.extend(char_codes(&others));
@@ -526,7 +522,7 @@ mod tests {
         // Every keycode from 9 to 255 (XKB's last) is used once.
         assert_eq!(unique, (9..=255).collect::<Vec<u32>>());
         // Named keys' names and codes are a US keyboard's.
-        let named_at = |name: &str| NAMED_CODES[NAMED.iter().position(|n| n.1 == name).unwrap()];
+        let named_at = |name: &str| NAMED.iter().find(|n| n.1 == name).unwrap().3;
         assert_eq!(
             ["Escape", "Return", "Tab", "Up", "F12"].map(named_at),
             [9, 36, 23, 111, 96]
