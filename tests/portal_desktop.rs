@@ -471,7 +471,7 @@ impl PortalDesktop {
     /// After `typed_before` has arrived in the terminal that writes to `typed` ([`foot_cat`]):
     /// named keys and a chord (ctrl+u erases the line in the tty's editing) arrive as typed; a
     /// character the US layout lacks is refused with its sentence and nothing is sent, so a `z`
-    /// typed next arrives alone.
+    /// typed next arrives alone; PERMISSIONS_CHECK then says input is granted.
     ///
     /// [`foot_cat`]: Self::foot_cat
     pub async fn check_keys(
@@ -526,6 +526,13 @@ impl PortalDesktop {
         .await;
         crate::wayland::eventually("z alone after the refusal", holds(format!("{so_far}z\n")))
             .await;
+        let permissions = conn
+            .call("PERMISSIONS_CHECK_REQUEST", "perm1", serde_json::json!({}))
+            .await;
+        assert_eq!(
+            permissions["payload"]["permissions"]["input_monitoring"], "granted",
+            "{permissions}"
+        );
     }
 
     /// Answers the portal's next remote-desktop dialog (`share` or `cancel`) as a person
