@@ -390,7 +390,20 @@ async fn computer_use_reaches_the_wine_desktop_and_the_window_list_meets_wines_d
     std::io::Write::write_all(&mut xclip.stdin.take().unwrap(), b"someone else").unwrap();
     xclip.wait().unwrap();
     until_xclip_reads(&desktop, "someone else").await;
-    let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
+    // Wine learns of a new X11 selection owner on its clipboard thread, a moment after xclip
+    // reads the text back, so a read may still see our own write until then.
+    let deadline = Instant::now() + WAIT;
+    let overwritten = loop {
+        let read = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
+        if read["payload"]["content"] != clip {
+            break read;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Wine never saw xclip's text: {read}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(
         error_code(&overwritten),
         "CLIPBOARD_CONCEALED",
