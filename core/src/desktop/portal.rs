@@ -27,6 +27,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
+pub mod kwin;
 pub mod screenshot;
 
 use super::action::{Action, Button, MAX_WAIT, ScrollDirection};
@@ -424,14 +425,15 @@ pub fn consented() -> Option<bool> {
 
 /// What the compositor offers ([`super::wayland::protocols`]), and where its protocols are
 /// missing, what the portal offers instead (asked on the session bus, with no dialog): its
-/// RemoteDesktop for input, its Screenshot for screenshots.
+/// RemoteDesktop for input, its Screenshot for screenshots, KWin's scripting for the window list.
 ///
 /// # Errors
 /// [`DesktopError::Failed`] when the compositor cannot be reached.
 pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError> {
     let mut protocols = super::wayland::protocols()?;
     let (input, shots) = (!protocols.input(), !protocols.screenshots());
-    if input || shots {
+    let windows = !protocols.has(super::wayland::FOREIGN_TOPLEVEL);
+    if input || shots || windows {
         let asked = ask(|bus| async move {
             let portal = if input { offer(&bus).await } else { None };
             let shots = if shots {
@@ -439,11 +441,12 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
             } else {
                 None
             };
-            Some((portal, shots))
+            Some((portal, shots, windows && kwin::offered(&bus).await))
         });
-        if let Some((portal, shots)) = asked {
+        if let Some((portal, shots, kwin)) = asked {
             protocols.portal = portal;
             protocols.portal_shots = shots;
+            protocols.kwin_windows = kwin;
         }
     }
     Ok(protocols)

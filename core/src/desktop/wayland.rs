@@ -115,6 +115,9 @@ pub struct Protocols {
     /// What the desktop portal's Screenshot offers, when it was asked (only where screencopy
     /// is missing) and answered.
     pub portal_shots: Option<PortalShots>,
+    /// Whether KWin lists windows through its scripting interface on the session bus (asked
+    /// only where the window list protocol is missing).
+    pub kwin_windows: bool,
 }
 
 impl Protocols {
@@ -171,10 +174,10 @@ impl Protocols {
         !self.input() && self.portal.is_some_and(|p| p.pointer && p.keyboard)
     }
 
-    /// The window list and focus.
+    /// The window list and focus: the wlr protocol, or KWin's scripting where it is missing.
     #[must_use]
     pub fn windows(&self) -> bool {
-        self.seat() && self.has(FOREIGN_TOPLEVEL)
+        (self.seat() && self.has(FOREIGN_TOPLEVEL)) || self.kwin_windows
     }
 
     /// The clipboard.
@@ -254,7 +257,7 @@ impl Protocols {
                 ));
             }
         }
-        if !self.has(FOREIGN_TOPLEVEL) {
+        if !self.has(FOREIGN_TOPLEVEL) && !self.kwin_windows {
             out.push(format!(
                 "no window list protocol ({FOREIGN_TOPLEVEL}): listing and focusing windows is unavailable; {wlroots}"
             ));
@@ -503,6 +506,7 @@ impl Wl {
             virtual_pointer_version,
             portal: None,
             portal_shots: None,
+            kwin_windows: false,
         }
     }
 
@@ -992,6 +996,7 @@ mod tests {
             virtual_pointer_version: 0,
             portal: None,
             portal_shots: None,
+            kwin_windows: false,
         };
         let missing = weston.missing();
         assert_eq!(missing.len(), 6, "{missing:?}");
@@ -1014,6 +1019,7 @@ mod tests {
             virtual_pointer_version: 2,
             portal: None,
             portal_shots: None,
+            kwin_windows: false,
         };
         // A bare mutter: no wlr protocol, input through the portal's RemoteDesktop version 1,
         // and a Screenshot portal with no compositor service to call.
@@ -1033,6 +1039,7 @@ mod tests {
                 kwin: false,
                 allowed: None,
             }),
+            kwin_windows: false,
         };
         assert!(gnome.portal_input() && !gnome.input());
         assert!(!gnome.portal_screenshots());
@@ -1075,6 +1082,20 @@ mod tests {
         });
         assert!(kde.portal_input() && !kde.portal_screenshots());
         assert!(kde.missing()[0].ends_with("screenshots are unavailable: KDE's desktop portal asks the person in a dialog for every screenshot, so none can be taken for an agent; sway, Hyprland, river and labwc offer it"), "{:?}", kde.missing());
+        // KWin lists windows through its scripting: the window list is not missing there.
+        assert!(!kde.windows());
+        assert!(
+            kde.missing()
+                .iter()
+                .any(|m| m.starts_with("no window list protocol"))
+        );
+        kde.kwin_windows = true;
+        assert!(kde.windows());
+        assert!(
+            !kde.missing()
+                .iter()
+                .any(|m| m.starts_with("no window list protocol"))
+        );
         assert_eq!(sway.missing(), Vec::<String>::new());
         assert!(sway.pointer() && sway.keyboard() && sway.windows() && sway.clipboard());
         assert!(!sway.screenshots(), "no output, no screenshot");

@@ -1,8 +1,8 @@
 //! Top-level windows: the list (on X11 from the EWMH client list on one x11rb connection, with
 //! titles read from `_NET_WM_NAME`, then the ICCCM `WM_NAME` in whichever encoding it is, then
-//! `WM_CLASS`; xcap elsewhere), shim-minted `win_<uuid>` ids bound to a fingerprint of the
-//! window they name, and focusing one (EWMH `_NET_ACTIVE_WINDOW` on X11, UI Automation on
-//! Windows).
+//! `WM_CLASS`; on Wayland the wlr protocol, or KWin's scripting on KDE; xcap elsewhere),
+//! shim-minted `win_<uuid>` ids bound to a fingerprint of the window they name, and focusing
+//! one (EWMH `_NET_ACTIVE_WINDOW` on X11, UI Automation on Windows).
 //!
 //! An id is only as good as its fingerprint: when the window is gone, or its OS id now
 //! belongs to a window of another process or application, the id is dropped and the caller
@@ -24,6 +24,9 @@ use super::{DesktopError, Rect};
 pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
+        if kwin_lists() {
+            return super::portal::kwin::all();
+        }
         return super::wayland::windows::all();
     }
     platform::all()
@@ -111,9 +114,19 @@ pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
     // Activation on Wayland always raises: the protocol has no focus without it.
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
+        if kwin_lists() {
+            return super::portal::kwin::focus(window.id);
+        }
         return super::wayland::windows::focus(window.id);
     }
     platform::focus(window.id, raise)
+}
+
+/// Whether KWin lists the windows on this Wayland session: its compositor has no window list
+/// protocol, and KWin is on the session bus (KDE Plasma).
+#[cfg(target_os = "linux")]
+fn kwin_lists() -> bool {
+    !super::wayland::windows::protocol() && super::portal::kwin::present()
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]

@@ -102,7 +102,7 @@ fn a_wayland_compositor_that_lists_no_windows_is_not_told_to_run_inside_x11() {
         "this Wayland compositor has no foreign-toplevel protocol".to_owned(),
     );
     let problem = Problem::observe(&err, Display::Wayland);
-    assert_readable(&problem, "use sway, Hyprland, river or labwc");
+    assert_readable(&problem, "use KDE Plasma, sway, Hyprland, river or labwc");
     assert!(
         problem
             .message()

@@ -6,7 +6,9 @@
 //! The witnesses the compositor does not own are weston-terminal running `cat` (typed text and
 //! keys) and wev (pointer motion and buttons), each filling the output.
 //! Screenshots are not offered: KDE's backend asks in a dialog for every one. The clipboard
-//! goes through KWin's wlr-data-control, checked by wl-clipboard.
+//! goes through KWin's wlr-data-control, checked by wl-clipboard. Windows are listed and
+//! focused through KWin's scripting; the GTK witness that then gets the typed keys shows which
+//! window has the focus.
 
 use e2e::platform::{Platform, error_code};
 use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
@@ -26,15 +28,16 @@ async fn kde_serves_input_through_the_desktop_portal() {
     let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
     let payload = &hello["payload"];
     assert_eq!(payload["screen_resolution"], json!([1280, 800]));
-    // No wlr protocol and no screenshots KDE's portal would not ask for: input only.
+    // No wlr protocol and no screenshots KDE's portal would not ask for: input, and windows
+    // through KWin's scripting.
     assert_eq!(
         payload["computer_use_features_coarse"],
-        json!(["input", "apps", "permissions"])
+        json!(["input", "windows", "apps", "permissions"])
     );
-    assert_eq!(
-        payload["computer_use_features"],
-        json!(PORTAL_INPUT_FEATURES)
-    );
+    let mut features = PORTAL_INPUT_FEATURES.to_vec();
+    let at = features.iter().position(|f| *f == "display.info").unwrap() + 1;
+    features.splice(at..at, ["window.list", "window.focus"]);
+    assert_eq!(payload["computer_use_features"], json!(features));
 
     let text = "Hello, KDE! 123 ~#\n";
     kde.act(&mut conn, "t1", json!({"action": "type", "text": text}))
@@ -148,4 +151,115 @@ async fn kde_serves_the_clipboard_through_wlr_data_control() {
         k["name"] == "v" && k["modifiers"] == json!(["ctrl"])
     });
     witness.expect("text", |t| t["text"] == super::connector_wayland::PASTED);
+}
+
+/// The window list and focus through KWin's scripting: two witnesses listed with their titles
+/// and processes, the later one focused; focusing the other moves the keyboard to it (the key
+/// typed next reaches it, not the one focused before); a closed window's id is stale.
+#[tokio::test]
+async fn kde_lists_and_focuses_windows_through_kwin_scripting() {
+    let kde = PortalDesktop::kde();
+    let start = |title: &str| {
+        Witness::start_with(
+            |python| kde.command(python.to_str().expect("a UTF-8 path")),
+            title,
+        )
+    };
+    let mut first = start("Witness ✓ one");
+    let mut second = start("Witness two");
+    let platform = Platform::bind().await;
+    let _shim = ShimIn::start(&kde.env(), &platform, "kde-windows", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let coarse = hello["payload"]["computer_use_features_coarse"].to_string();
+    assert!(coarse.contains("\"windows\""), "{hello}");
+
+    let list = conn.call("WINDOW_LIST_REQUEST", "w1", json!({})).await;
+    assert_eq!(list["type"], "WINDOW_LIST_RESPONSE", "{list}");
+    let windows = list["payload"]["windows"].as_array().unwrap().clone();
+    let listed = |title: &str| {
+        windows
+            .iter()
+            .find(|w| w["title"] == title)
+            .cloned()
+            .unwrap_or_else(|| panic!("{title} not listed: {windows:?}"))
+    };
+    let (one, two) = (listed("Witness ✓ one"), listed("Witness two"));
+    assert_eq!(one["pid"], first.pid, "{one}");
+    assert_eq!(two["pid"], second.pid, "{two}");
+    // KWin maximises new windows here (the harness's placement), and the newest has the focus.
+    assert_eq!(one["bounds"], json!([0, 0, 1280, 800]), "{one}");
+    assert_eq!(
+        (one["is_focused"].clone(), two["is_focused"].clone()),
+        (json!(false), json!(true))
+    );
+    assert_eq!(
+        windows[0]["window_id"], two["window_id"],
+        "the focused window comes first"
+    );
+
+    // Ids come from the latest listing: each listing mints new ones.
+    async fn id_of(conn: &mut e2e::platform::Conn, title: &str) -> serde_json::Value {
+        let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+        list["payload"]["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["title"] == title)
+            .map(|w| w["window_id"].clone())
+            .unwrap_or_else(|| panic!("{title} not listed: {list}"))
+    }
+    for (id, title, key) in [("f1", "Witness ✓ one", "q"), ("f2", "Witness two", "w")] {
+        let window_id = id_of(&mut conn, title).await;
+        let focus = conn
+            .call("WINDOW_FOCUS", id, json!({"window_id": window_id}))
+            .await;
+        assert_eq!(focus["type"], "ACK", "{focus}");
+        let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+        assert_eq!(list["payload"]["windows"][0]["title"], title, "{list}");
+        assert_eq!(list["payload"]["windows"][0]["is_focused"], true, "{list}");
+        kde.act(
+            &mut conn,
+            &format!("{id}-type"),
+            json!({"action": "type", "text": key}),
+        )
+        .await;
+        let witness = if title == "Witness two" {
+            &mut second
+        } else {
+            &mut first
+        };
+        witness.expect("key", |k| k["name"] == key);
+    }
+    // "q" reached only the first witness, "w" only the second.
+    let keys = |events: Vec<serde_json::Value>| {
+        events
+            .into_iter()
+            .filter(|e| e["event"] == "key")
+            .map(|e| e["name"].as_str().unwrap_or_default().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let quiet = std::time::Duration::from_millis(300);
+    assert!(!keys(first.drain(quiet)).contains(&"w".to_owned()));
+    assert!(!keys(second.drain(quiet)).contains(&"q".to_owned()));
+
+    // A closed window's id is stale: one from the last listing, used once KWin has let the
+    // window go (until then it works, on that window alone).
+    let window_id = id_of(&mut conn, "Witness ✓ one").await;
+    drop(first);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let stale = loop {
+        let focus = conn
+            .call("WINDOW_FOCUS", "f3", json!({"window_id": window_id}))
+            .await;
+        if focus["type"] != "ACK" {
+            break focus;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed window's id still works"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(error_code(&stale), "WINDOW_STALE", "{stale}");
+    assert_eq!(stale["payload"]["details"]["window_id"], window_id);
 }

@@ -1,8 +1,8 @@
 //! The guidance window (`msguide-desktop gui`) on a Wayland compositor started by the test: on a
 //! headless weston, which has no layer shell, it opens and says at once, in one sentence, that
 //! the outline cannot be shown above other windows there, then, in another, that weston lists
-//! no windows to other programs (never to run inside an X11 session); on a headless KWin, which
-//! has a layer shell, only the second; on a headless sway at
+//! no windows to other programs (never to run inside an X11 session); on a headless KWin,
+//! `observe` finds a window through KWin's scripting; on a headless sway at
 //! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
 //! sway put it.
 //!
@@ -33,7 +33,7 @@ use super::desktop_client::{Api, CONSENT, DEMO, PROMPT, Running, wait_for_line};
 use super::support::{stdout_lines, temp_dir};
 
 /// What the window says where the compositor lists no windows to other programs.
-const NO_WINDOW_LIST: &str = "msguide-desktop: This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use sway, Hyprland, river or labwc, or log in to an X11 session instead";
+const NO_WINDOW_LIST: &str = "msguide-desktop: This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use KDE Plasma, sway, Hyprland, river or labwc, or log in to an X11 session instead";
 
 /// What the window says where the compositor has no layer shell.
 const NO_LAYER_SHELL: &str = "msguide-desktop: This Wayland compositor cannot show a frame above other windows (it has no layer shell): follow the instruction by hand, or use sway, Hyprland, river or labwc to see the outline";
@@ -60,29 +60,49 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
     drop(weston);
 }
 
-/// On KWin (KDE), which has a layer shell but lists no windows to other programs, the window
-/// says the second sentence only: the outline itself could be shown there.
+/// On KWin (KDE), which lists no windows to other programs through a protocol, `observe`
+/// finds the window through KWin's scripting, and its elements (AT-SPI) are where the witness
+/// says they are: KWin gives the window's frame, which a maximised window fills.
 #[test]
-fn on_kwin_the_window_says_only_that_no_window_can_be_picked() {
+fn on_kwin_observe_finds_the_window_through_kwins_scripting() {
     let kde = PortalDesktop::kde();
-    let gui = Running::start({
-        let mut command = kde.command(&binary("msguide-desktop").to_string_lossy());
-        command.arg("gui");
-        command
-    });
-    let said = std::cell::RefCell::new(Vec::new());
-    let line = wait_for_line(&gui.stderr, "the sentence about the window list", |l| {
-        said.borrow_mut().push(l.to_owned());
-        l.contains("list")
-    });
-    assert_eq!(line, NO_WINDOW_LIST);
-    let said = said.into_inner();
-    assert!(
-        !said.iter().any(|l| l.contains("layer shell")),
-        "KWin has a layer shell, yet the window said: {said:?}"
+    let witness = e2e::witness::Witness::start_with(
+        |python| kde.command(python.to_str().expect("a UTF-8 path")),
+        "Witness K",
     );
-    drop(gui);
-    drop(kde);
+    let out = kde
+        .command(&binary("msguide-desktop").to_string_lossy())
+        .args(["observe", "--window-title", "Witness K"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let observed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(observed["application"], "Witness K", "{observed}");
+    let (width, height) = (1280.0, 800.0);
+    assert_eq!(
+        (observed["width"].as_f64(), observed["height"].as_f64()),
+        (Some(width), Some(height))
+    );
+    let button = observed["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == "Press me")
+        .unwrap_or_else(|| panic!("no button observed: {observed}"));
+    let observed_px: Vec<f64> = button["box"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([width, height, width, height])
+        .map(|(v, side)| v.as_f64().unwrap() * side)
+        .collect();
+    let expected = &witness.ready["button"];
+    for (got, want) in observed_px.iter().zip(expected.as_array().unwrap()) {
+        assert!(
+            (got - want.as_f64().unwrap()).abs() <= 1.0,
+            "observed {observed_px:?}, the witness says {expected}"
+        );
+    }
 }
 
 /// A window's app id, size and position, in sway's logical pixels.

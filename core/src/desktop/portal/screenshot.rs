@@ -59,7 +59,7 @@ pub fn offered() -> Option<Offer> {
     super::ask(|bus| async move { offer(&bus).await })
 }
 
-async fn has_owner(bus: &zbus::Connection, name: &str) -> bool {
+pub(super) async fn has_owner(bus: &zbus::Connection, name: &str) -> bool {
     let reply = call_bounded(
         bus,
         "org.freedesktop.DBus",

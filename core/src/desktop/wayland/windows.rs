@@ -57,6 +57,12 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
     Ok(located()?.into_iter().map(|(window, _)| window).collect())
 }
 
+/// Whether the compositor offers the window list protocol.
+#[must_use]
+pub fn protocol() -> bool {
+    run(|wl| Ok(wl.state.toplevels.manager.is_some())).unwrap_or(false)
+}
+
 /// Where the window numbered `id` is drawn, display-global: its content (without sway's border
 /// and title bar), what a window screenshot crops to.
 ///
