@@ -137,10 +137,9 @@ impl Compositor {
             Some(match portal::protocols_with_offer() {
                 Ok(protocols) => {
                     let mut missing = protocols.missing();
-                    // The window list says where no window is: only sway's IPC does.
+                    // The window list protocol says where no window is: sway's IPC and KWin do.
                     if protocols.windows()
-                        && let Err(why) =
-                            local_core::desktop::wayland::windows::geometry_available()
+                        && let Err(why) = protocols.window_geometry()
                     {
                         missing.push(format!(
                             "no window geometry ({why}): window screenshots and accessibility snapshots are unavailable; sway gives it through its IPC socket"

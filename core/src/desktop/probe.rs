@@ -145,8 +145,8 @@ fn wayland_probe(clipboard: bool) -> Probe {
     let input = protocols.input() || protocols.portal_input();
     let mut coarse = Vec::new();
     let mut fine = Vec::new();
-    // A window's place comes from sway's IPC: elsewhere no protocol says where a window is.
-    let geometry = protocols.windows() && super::wayland::windows::geometry_available().is_ok();
+    // A window's place comes from sway's IPC or KWin's list: no protocol says where one is.
+    let geometry = protocols.windows() && protocols.window_geometry().is_ok();
     // Screencopy, or the desktop portal's Screenshot where it is missing (GNOME Shell).
     if protocols.screenshots() || protocols.portal_screenshots() {
         coarse.push("screenshot");

@@ -116,7 +116,7 @@ impl Grabber {
             #[cfg(target_os = "linux")]
             Self::Portal(..) => Err(DesktopError::unsupported(
                 "screenshot.window",
-                "GNOME Shell and KWin tell no client where a window is",
+                "GNOME Shell tells no client where a window is",
             )),
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(_) => {

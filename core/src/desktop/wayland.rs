@@ -180,6 +180,19 @@ impl Protocols {
         (self.seat() && self.has(FOREIGN_TOPLEVEL)) || self.kwin_windows
     }
 
+    /// Whether a listed window's place is known (what window screenshots and accessibility
+    /// boxes need), or why not: KWin's list gives each window's frame; elsewhere only sway's
+    /// IPC says where a window is.
+    ///
+    /// # Errors
+    /// The reason in one sentence.
+    pub fn window_geometry(&self) -> Result<(), String> {
+        if self.kwin_windows {
+            return Ok(());
+        }
+        windows::geometry_available()
+    }
+
     /// The clipboard.
     #[must_use]
     pub fn clipboard(&self) -> bool {

@@ -8,7 +8,8 @@
 //! Screenshots are not offered: KDE's backend asks in a dialog for every one. The clipboard
 //! goes through KWin's wlr-data-control, checked by wl-clipboard. Windows are listed and
 //! focused through KWin's scripting; the GTK witness that then gets the typed keys shows which
-//! window has the focus.
+//! window has the focus, and the one a click at an accessibility box's centre presses shows
+//! that the box is in the right place.
 
 use e2e::platform::{Platform, error_code};
 use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
@@ -37,6 +38,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
     let mut features = PORTAL_INPUT_FEATURES.to_vec();
     let at = features.iter().position(|f| *f == "display.info").unwrap() + 1;
     features.splice(at..at, ["window.list", "window.focus"]);
+    features.push("a11y.snapshot");
     assert_eq!(payload["computer_use_features"], json!(features));
 
     let text = "Hello, KDE! 123 ~#\n";
@@ -186,8 +188,13 @@ async fn kde_lists_and_focuses_windows_through_kwin_scripting() {
     let (one, two) = (listed("Witness ✓ one"), listed("Witness two"));
     assert_eq!(one["pid"], first.pid, "{one}");
     assert_eq!(two["pid"], second.pid, "{two}");
-    // KWin maximises new windows here (the harness's placement), and the newest has the focus.
-    assert_eq!(one["bounds"], json!([0, 0, 1280, 800]), "{one}");
+    // KWin maximises new windows here (the harness's placement): the client area fills the
+    // output below KWin's title bar. The newest window has the focus.
+    let bounds: Vec<i64> = serde_json::from_value(one["bounds"].clone()).unwrap();
+    assert!(
+        bounds[0] == 0 && (20..80).contains(&bounds[1]) && bounds[2..] == [1280, 800],
+        "{one}"
+    );
     assert_eq!(
         (one["is_focused"].clone(), two["is_focused"].clone()),
         (json!(false), json!(true))
@@ -262,4 +269,75 @@ async fn kde_lists_and_focuses_windows_through_kwin_scripting() {
     };
     assert_eq!(error_code(&stale), "WINDOW_STALE", "{stale}");
     assert_eq!(stale["payload"]["details"]["window_id"], window_id);
+}
+
+/// Accessibility on KDE: KWin's list gives the window's frame, so A11Y_SNAPSHOT is advertised
+/// and places the GTK witness's button where the witness says it is (from its window's corner);
+/// a click at the box's centre through the portal presses it, and ELEMENT_ACTION types into
+/// the entry it names.
+#[tokio::test]
+async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
+    let kde = PortalDesktop::kde();
+    let platform = Platform::bind().await;
+    let _shim = ShimIn::start(&kde.env(), &platform, "kde-a11y", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let fine = hello["payload"]["computer_use_features"].to_string();
+    assert!(fine.contains("\"a11y.snapshot\""), "{hello}");
+    // The headless seat has no pointer until the portal's session makes one (a person's desktop
+    // always has one), and GTK takes the seat's pointer as it starts: the session first.
+    kde.act(
+        &mut conn,
+        "m",
+        json!({"action": "mouse_move", "coordinate": [1, 1]}),
+    )
+    .await;
+    let mut witness = Witness::start_with(
+        |python| kde.command(python.to_str().expect("a UTF-8 path")),
+        "Witness A",
+    );
+    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+    let listed = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["title"] == "Witness A")
+        .cloned()
+        .unwrap_or_else(|| panic!("the witness is not listed: {list}"));
+    let bounds: Vec<i64> = serde_json::from_value(listed["bounds"].clone()).unwrap();
+
+    let (snapshot, _, b) =
+        super::connector_computer::snapshot_button(&mut conn, "a", &listed["window_id"]).await;
+    let r: Vec<i64> = serde_json::from_value(witness.ready["button"].clone()).unwrap();
+    let expected = [
+        bounds[0] + r[0],
+        bounds[1] + r[1],
+        bounds[0] + r[0] + r[2],
+        bounds[1] + r[1] + r[3],
+    ];
+    assert_eq!(b, expected, "the button's box in {bounds:?}");
+    let centre = [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2];
+    kde.act(
+        &mut conn,
+        "c",
+        json!({"action": "left_click", "coordinate": centre}),
+    )
+    .await;
+    witness.expect("clicked", |c| c["widget"] == "Press me");
+
+    let entry = snapshot["payload"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == "Your name")
+        .cloned()
+        .unwrap_or_else(|| panic!("no entry: {snapshot}"));
+    let typed = conn
+        .call(
+            "ELEMENT_ACTION",
+            "t",
+            json!({"element_id": entry["id"], "action": "type", "text": "hi"}),
+        )
+        .await;
+    assert_eq!(typed["type"], "ACK", "{typed}");
+    witness.expect("text", |t| t["text"] == "hi");
 }

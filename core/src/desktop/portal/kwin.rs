@@ -38,7 +38,10 @@ const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
 
 /// KWin 6 names the list and the active window differently from KWin 5; the script takes
 /// whichever this KWin has. Only normal windows are listed (not the desktop, panels or
-/// pop-ups), in KWin's stacking order, topmost first.
+/// pop-ups), in KWin's stacking order, topmost first. A window's place is its client area,
+/// without KWin's title bar and borders, as on X11 and sway: KWin 6 names it `clientGeometry`;
+/// KWin 5 has only the surface's `bufferGeometry`, the same for a window KWin decorates (GTK 3
+/// and Qt ask it to), shadows included for one that draws its own frame.
 const LIST: &str = r"
 var all = workspace.windowList ? workspace.windowList() : workspace.clientList();
 var active = workspace.activeWindow !== undefined ? workspace.activeWindow : workspace.activeClient;
@@ -46,7 +49,7 @@ var out = [];
 for (var i = all.length - 1; i >= 0; i--) {
   var w = all[i];
   if (!w.normalWindow || w.skipTaskbar) continue;
-  var g = w.frameGeometry;
+  var g = w.clientGeometry || w.bufferGeometry;
   out.push({id: String(w.internalId), pid: w.pid, app: String(w.resourceClass),
             title: String(w.caption), x: g.x, y: g.y, width: g.width, height: g.height,
             minimized: !!w.minimized, fullScreen: !!w.fullScreen, active: w === active});
