@@ -168,6 +168,9 @@ enum Home {
     /// Its place on sway, which moved it.
     #[cfg(target_os = "linux")]
     Sway(place::sway::Moved),
+    /// Its place on KDE, where KWin moved it.
+    #[cfg(target_os = "linux")]
+    Kwin(place::kwin::Moved),
 }
 
 struct Client {
@@ -358,9 +361,12 @@ impl Client {
         if local_core::desktop::session::Session::detect()
             == local_core::desktop::session::Session::Wayland
         {
-            // egui cannot move a Wayland window; sway can, through its IPC.
+            // egui cannot move a Wayland window; sway can, through its IPC, and KWin through
+            // its scripting.
             if let Some(moved) = place::sway::aside(window, target) {
                 self.home.get_or_insert(Home::Sway(moved));
+            } else if let Some(moved) = place::kwin::aside(window, target) {
+                self.home.get_or_insert(Home::Kwin(moved));
             }
             return;
         }
@@ -389,6 +395,8 @@ impl Client {
             Some(Home::Here(at)) => ctx.send_viewport_cmd(ViewportCommand::OuterPosition(at)),
             #[cfg(target_os = "linux")]
             Some(Home::Sway(moved)) => place::sway::back(moved),
+            #[cfg(target_os = "linux")]
+            Some(Home::Kwin(moved)) => place::kwin::back(moved),
             None => {}
         }
     }

@@ -2,10 +2,12 @@
 //! window opens at the top left, so on a 1280×800 screen and larger neither covers the other);
 //! while an outline is shown, beside the target's window, or at least off the target's box.
 //! Pure geometry in egui points, so every case is tested without a screen; on sway, [`sway`]
-//! moves the window, which egui cannot do on Wayland.
+//! moves the window, and on KDE [`kwin`], which egui cannot do on Wayland.
 
 use eframe::egui::{Pos2, Rect, Vec2, pos2};
 
+#[cfg(target_os = "linux")]
+pub mod kwin;
 #[cfg(target_os = "linux")]
 pub mod sway;
 

@@ -16,9 +16,13 @@
 //! target's centre reaches the demo through the overlay (its empty input region), the demo moves
 //! to its next stage, the outline goes once the guidance window reads that the target changed,
 //! saying so in one sentence, and the guidance window comes back to where it was.
+//!
+//! On a headless KWin the same walk, with the connector's clicks through the desktop portal:
+//! KWin moves the guidance window off the demo and back, and each click reaches the demo
+//! through the outline.
 
 use std::io::Write as _;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -151,7 +155,7 @@ fn place(sway: &Compositor, scale: i64, windows: &[Placed<'_>]) {
 
 /// `msguide-desktop observe` of the demo on `sway`, with its pixels, until it lists `label`.
 fn observe_until(sway: &Compositor, label: &str) -> Value {
-    observed(sway, DEMO, &["--share-pixels"], |l| l == label).0
+    observed(&client_on(sway), DEMO, &["--share-pixels"], |l| l == label).0
 }
 
 #[test]
@@ -316,22 +320,26 @@ fn settled(sway: &Compositor, rect: Rect, scale: i64) -> Pixels {
 }
 
 /// The element labelled `label` in a fresh observation of the window `title`, waiting for it.
-fn element(sway: &Compositor, title: &str, label: impl Fn(&str) -> bool) -> Value {
-    observed(sway, title, &[], label).1
+fn element(client: &dyn Fn() -> Command, title: &str, label: impl Fn(&str) -> bool) -> Value {
+    observed(client, title, &[], label).1
+}
+
+/// `msguide-desktop` on `sway`, for [`element`] and [`observed`].
+fn client_on(sway: &Compositor) -> impl Fn() -> Command + '_ {
+    || sway.command(binary("msguide-desktop"))
 }
 
 /// `msguide-desktop observe` of the window `title` with `extra` flags, again until it lists
 /// an element whose label passes `label`: the observation and that element.
 fn observed(
-    sway: &Compositor,
+    client: &dyn Fn() -> Command,
     title: &str,
     extra: &[&str],
     label: impl Fn(&str) -> bool,
 ) -> (Value, Value) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let out = sway
-            .command(binary("msguide-desktop"))
+        let out = client()
             .args(["observe", "--window-title", title])
             .args(extra)
             .stdin(Stdio::null())
@@ -372,7 +380,7 @@ fn centre((x, y, w, h): Rect) -> (i64, i64) {
 
 /// Clicks the guidance window's element `label`, which must be enabled.
 fn press(sway: &Compositor, pointer: &mut Pointer, scale: i64, label: &str) {
-    let found = element(sway, GUIDE, |l| l == label);
+    let found = element(&client_on(sway), GUIDE, |l| l == label);
     assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
     let window = window_rect(sway, GUIDE, scale);
     pointer.click(centre(on_screen(window, &found["box"])));
@@ -448,13 +456,16 @@ fn walk_the_demo(scale: i64) {
         );
         // The review of this stage, its button's box in window pixels on one line.
         let listed = format!("button \"{label}\" at ");
-        element(&sway, GUIDE, |l| {
+        element(&client_on(&sway), GUIDE, |l| {
             l.starts_with(&listed) && l.ends_with(" px")
         });
         press(&sway, &mut pointer, scale, CONSENT);
 
         let demo_at = window_rect(&sway, DEMO, scale);
-        let target = on_screen(demo_at, &element(&sway, DEMO, |l| l == *label)["box"]);
+        let target = on_screen(
+            demo_at,
+            &element(&client_on(&sway), DEMO, |l| l == *label)["box"],
+        );
         // The frame and one pixel around it, as the person sees it before the outline.
         let ring = grown(target, FRAME + 1);
         let before = settled(&sway, ring, scale);
@@ -503,7 +514,7 @@ fn walk_the_demo(scale: i64) {
                 .all(|(_, c)| c != CYAN)
         });
         gone.push(clicked.elapsed());
-        element(&sway, GUIDE, |l| l == TARGET_CHANGED);
+        element(&client_on(&sway), GUIDE, |l| l == TARGET_CHANGED);
         // The guidance window comes back to where the person put it.
         wait_until("the guidance window back", || {
             window_rect(&sway, GUIDE, scale) == home
@@ -519,4 +530,173 @@ fn walk_the_demo(scale: i64) {
     drop(demo);
     drop(api);
     drop(sway);
+}
+
+/// On KDE the person walks the demo's three steps with the guidance window over the demo's
+/// right half, every click real: the connector's, through the desktop portal, which KWin
+/// delivers to whatever surface takes input at that point. After Send the guidance window moves
+/// off the demo (KWin moves it, through its scripting), a click at the target's centre reaches
+/// the demo through the outline, and the guidance window comes back once the target changed.
+/// KWin's windows are read through the connector's window list (their client areas) and
+/// placed by a KWin script of the test's own. KDE takes no screenshot for a program without a
+/// dialog, so the outline's pixels are not checked here (sway's tests check them).
+#[tokio::test]
+async fn on_kwin_the_guidance_window_keeps_off_the_target_and_a_click_reaches_it() {
+    use e2e::platform::Platform;
+    use serde_json::json;
+    let kde = PortalDesktop::kde();
+    let platform = Platform::bind().await;
+    let _shim = super::connector::ShimIn::start(&kde.env(), &platform, "kde-walk", &[]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+    // The headless seat has a pointer once the portal's session makes one (a person's desktop
+    // always has one), and a client takes the seat's pointer as it starts: the session first.
+    kde.act(
+        &mut conn,
+        "m0",
+        json!({"action": "mouse_move", "coordinate": [1279, 799]}),
+    )
+    .await;
+    let api = Api::start(&temp_dir("desktop-kwin-walk"));
+    let demo = Running::start(kde.command(&binary("msguide-demo").to_string_lossy()));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    let gui = Running::start({
+        let mut command = kde.command(&binary("msguide-desktop").to_string_lossy());
+        command
+            .args([
+                "--verbose",
+                "gui",
+                "--window-title",
+                DEMO,
+                "--prompt",
+                PROMPT,
+            ])
+            .env("MSGUIDE_API_URL", api.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+        command
+    });
+    let client = || kde.command(&binary("msguide-desktop").to_string_lossy());
+    element(&client, GUIDE, |l| l == "Capture / review");
+    // KWin maximises new windows here: the demo goes to the left, the guidance window over its
+    // right half (the targets are on its left), with room beside the demo to move to.
+    let placed = kde.kwin_script(&format!(
+        r#"
+        var all = workspace.clientList();
+        var want = {{{DEMO:?}: [60, 140, 480, 340], {GUIDE:?}: [300, 10, 600, 780]}};
+        var done = 0;
+        for (var i = 0; i < all.length; i++) {{
+          var r = want[all[i].caption];
+          if (!r) continue;
+          all[i].setMaximize(false, false);
+          all[i].frameGeometry = {{x: r[0], y: r[1], width: r[2], height: r[3]}};
+          done++;
+        }}
+        report(done);
+        "#
+    ));
+    assert_eq!(placed, "2", "KWin placed {placed} of the two windows");
+    // The client areas follow once each client has drawn at its new size.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (demo, guide) = (
+            window_on_kwin(&mut conn, DEMO).await,
+            window_on_kwin(&mut conn, GUIDE).await,
+        );
+        if (demo.0, demo.2, guide.0, guide.2) == (60, 480, 300, 600) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "KWin did not place the windows: {demo:?}, {guide:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let home = window_on_kwin(&mut conn, GUIDE).await;
+    assert!(
+        overlap(home, window_on_kwin(&mut conn, DEMO).await),
+        "{home:?}"
+    );
+
+    for (stage, label) in STEPS.iter().enumerate() {
+        let button = if stage == 0 {
+            "Capture / review"
+        } else {
+            "Check next step"
+        };
+        press_on_kwin(&kde, &mut conn, &client, button).await;
+        let listed = format!("button \"{label}\" at ");
+        element(&client, GUIDE, |l| {
+            l.starts_with(&listed) && l.ends_with(" px")
+        });
+        press_on_kwin(&kde, &mut conn, &client, CONSENT).await;
+        let demo_at = window_on_kwin(&mut conn, DEMO).await;
+        let target = on_screen(demo_at, &element(&client, DEMO, |l| l == *label)["box"]);
+        press_on_kwin(&kde, &mut conn, &client, "Send").await;
+
+        // The guidance window moves off the demo window, and so off the target.
+        let deadline = Instant::now() + WAIT;
+        while overlap(window_on_kwin(&mut conn, GUIDE).await, demo_at) {
+            assert!(
+                Instant::now() < deadline,
+                "the guidance window stayed on the demo; it said: {:?}",
+                gui.stderr.try_iter().collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // A click at the target's centre: through the outline, the demo takes it.
+        let (x, y) = centre(target);
+        kde.act(
+            &mut conn,
+            &format!("c{stage}"),
+            json!({"action": "left_click", "coordinate": [x, y]}),
+        )
+        .await;
+        let next = format!("stage {}", stage + 1);
+        wait_for_line(&demo.stdout, &next, |l| l == next);
+        element(&client, GUIDE, |l| l == TARGET_CHANGED);
+        // The guidance window comes back to where the person put it.
+        let deadline = Instant::now() + WAIT;
+        while window_on_kwin(&mut conn, GUIDE).await != home {
+            assert!(
+                Instant::now() < deadline,
+                "the guidance window did not come back to {home:?}: {:?}; it said: {:?}",
+                window_on_kwin(&mut conn, GUIDE).await,
+                gui.stderr.try_iter().collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The client area of the window `title`, from the connector's window list on KWin.
+async fn window_on_kwin(conn: &mut e2e::platform::Conn, title: &str) -> Rect {
+    let list = conn
+        .call("WINDOW_LIST_REQUEST", "w", serde_json::json!({}))
+        .await;
+    let found = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["title"] == title)
+        .unwrap_or_else(|| panic!("{title} is not listed: {list}"))
+        .clone();
+    let b: Vec<i64> = serde_json::from_value(found["bounds"].clone()).unwrap();
+    (b[0], b[1], b[2] - b[0], b[3] - b[1])
+}
+
+/// Clicks the guidance window's element `label` through the connector, on KWin.
+async fn press_on_kwin(
+    kde: &PortalDesktop,
+    conn: &mut e2e::platform::Conn,
+    client: &dyn Fn() -> Command,
+    label: &str,
+) {
+    let found = element(client, GUIDE, |l| l == label);
+    assert_eq!(found["isEnabled"], true, "{label:?} is disabled");
+    let (x, y) = centre(on_screen(window_on_kwin(conn, GUIDE).await, &found["box"]));
+    kde.act(
+        conn,
+        "press",
+        serde_json::json!({"action": "left_click", "coordinate": [x, y]}),
+    )
+    .await;
 }

@@ -36,19 +36,25 @@ const REPLY_METHOD: &str = "Answer";
 /// How long a script may take to answer: KWin runs it on its main thread at once.
 const ANSWER_DEADLINE: Duration = Duration::from_secs(5);
 
-/// KWin 6 names the list and the active window differently from KWin 5; the script takes
-/// whichever this KWin has. Only normal windows are listed (not the desktop, panels or
-/// pop-ups), in KWin's stacking order, topmost first. A window's place is its client area,
+/// What every script starts with: KWin's windows (KWin 6 names the list differently from KWin
+/// 5; the script takes whichever this KWin has), and which of them are listed: normal windows
+/// that show in the task bar, not the desktop, panels, pop-ups or layer-shell surfaces (the
+/// guidance client's outline is one, of the same process as its window).
+const PRELUDE: &str = r"
+var all = workspace.windowList ? workspace.windowList() : workspace.clientList();
+function listed(w) { return w.normalWindow && !w.skipTaskbar; }
+";
+
+/// Every listed window, in KWin's stacking order, topmost first. A window's place is its client area,
 /// without KWin's title bar and borders, as on X11 and sway: KWin 6 names it `clientGeometry`;
 /// KWin 5 has only the surface's `bufferGeometry`, the same for a window KWin decorates (GTK 3
 /// and Qt ask it to), shadows included for one that draws its own frame.
 const LIST: &str = r"
-var all = workspace.windowList ? workspace.windowList() : workspace.clientList();
 var active = workspace.activeWindow !== undefined ? workspace.activeWindow : workspace.activeClient;
 var out = [];
 for (var i = all.length - 1; i >= 0; i--) {
   var w = all[i];
-  if (!w.normalWindow || w.skipTaskbar) continue;
+  if (!listed(w)) continue;
   var g = w.clientGeometry || w.bufferGeometry;
   out.push({id: String(w.internalId), pid: w.pid, app: String(w.resourceClass),
             title: String(w.caption), x: g.x, y: g.y, width: g.width, height: g.height,
@@ -59,17 +65,73 @@ answer(JSON.stringify(out));
 
 /// Activates the window whose id is `target`, answering whether it was there.
 const FOCUS: &str = r#"
-var all = workspace.windowList ? workspace.windowList() : workspace.clientList();
 var found = "";
 for (var i = 0; i < all.length; i++) {
   var w = all[i];
-  if (String(w.internalId) !== target) continue;
+  if (!listed(w) || String(w.internalId) !== target) continue;
   if (w.minimized) w.minimized = false;
   if (workspace.activeWindow !== undefined) workspace.activeWindow = w; else workspace.activeClient = w;
   found = "yes";
 }
 answer(found);
 "#;
+
+/// The frame (title bar and borders included) of the normal window of process `pid`, and the
+/// area of the output it is on; an empty answer when it has none.
+const FRAME: &str = r#"
+var found = "";
+for (var i = 0; i < all.length; i++) {
+  var w = all[i];
+  if (!listed(w) || String(w.pid) !== pid) continue;
+  var g = w.frameGeometry;
+  var a = workspace.clientArea(typeof KWin !== "undefined" ? KWin.FullScreenArea : 4, w);
+  found = JSON.stringify({frame: {x: g.x, y: g.y, width: g.width, height: g.height},
+                          output: {x: a.x, y: a.y, width: a.width, height: a.height}});
+}
+answer(found);
+"#;
+
+/// Moves the frame of the normal window of process `pid` to (`x`, `y`), keeping its size.
+const MOVE: &str = r#"
+var found = "";
+for (var i = 0; i < all.length; i++) {
+  var w = all[i];
+  if (!listed(w) || String(w.pid) !== pid) continue;
+  var g = w.frameGeometry;
+  w.frameGeometry = {x: Number(x), y: Number(y), width: g.width, height: g.height};
+  found = "yes";
+}
+answer(found);
+"#;
+
+/// A rectangle as the scripts describe one.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+struct Box4 {
+    x: f64,
+    y: f64,
+    width: f64,
+    height: f64,
+}
+
+impl From<Box4> for Rect {
+    fn from(b: Box4) -> Self {
+        // KWin's geometry is in whole logical pixels, sent as JSON numbers.
+        let whole = |v: f64| v.round() as i64;
+        Self {
+            x: whole(b.x),
+            y: whole(b.y),
+            width: u64::try_from(whole(b.width)).unwrap_or(0),
+            height: u64::try_from(whole(b.height)).unwrap_or(0),
+        }
+    }
+}
+
+/// What the frame script answers.
+#[derive(Debug, Deserialize)]
+struct Framed {
+    frame: Box4,
+    output: Box4,
+}
 
 /// One window as the list script describes it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -178,20 +240,47 @@ pub fn focus(number: u32) -> Result<(), DesktopError> {
     }
 }
 
+/// The frame of process `pid`'s window (KWin's title bar and borders included) and the area
+/// of its output, in KWin's layout; `None` when it has no normal window.
+///
+/// # Errors
+/// [`DesktopError::NotSupported`] without KWin on the session bus, and
+/// [`DesktopError::Failed`] when KWin does not answer.
+pub fn frame_of(pid: u32) -> Result<Option<(Rect, Rect)>, DesktopError> {
+    let answer = run_script(FRAME, &[("pid", &pid.to_string())], "window.move")?;
+    if answer.is_empty() {
+        return Ok(None);
+    }
+    let framed: Framed = serde_json::from_str(&answer)
+        .map_err(|e| DesktopError::Failed(format!("KWin's answer was not understood: {e}")))?;
+    Ok(Some((framed.frame.into(), framed.output.into())))
+}
+
+/// Moves the frame of process `pid`'s window to (`x`, `y`) in KWin's layout.
+///
+/// # Errors
+/// [`DesktopError::Failed`] when it has no window or KWin does not answer.
+pub fn move_frame(pid: u32, x: i64, y: i64) -> Result<(), DesktopError> {
+    let (pid, x, y) = (pid.to_string(), x.to_string(), y.to_string());
+    match run_script(MOVE, &[("pid", &pid), ("x", &x), ("y", &y)], "window.move")?.as_str() {
+        "yes" => Ok(()),
+        _ => Err(DesktopError::Failed("the window closed".to_owned())),
+    }
+}
+
 fn native(w: &Described, number: u32) -> NativeWindow {
-    // KWin's geometry is in whole logical pixels, sent as JSON numbers.
-    let whole = |v: f64| v.round() as i64;
     NativeWindow {
         id: number,
         pid: w.pid.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0),
         app_name: w.app.clone(),
         title: w.title.clone(),
-        bounds: Rect {
-            x: whole(w.x),
-            y: whole(w.y),
-            width: u64::try_from(whole(w.width)).unwrap_or(0),
-            height: u64::try_from(whole(w.height)).unwrap_or(0),
-        },
+        bounds: Box4 {
+            x: w.x,
+            y: w.y,
+            width: w.width,
+            height: w.height,
+        }
+        .into(),
         minimized: w.minimized,
         maximized: w.full_screen,
         focused: w.active,
@@ -212,6 +301,7 @@ fn script(body: &str, reply_to: &str, values: &[(&str, &str)]) -> String {
     for (name, value) in values {
         text.push_str(&format!("var {name} = {};\n", quoted(value)));
     }
+    text.push_str(PRELUDE);
     text.push_str(body);
     text
 }
@@ -389,7 +479,9 @@ mod tests {
         let text = script("answer(target);", ":1.42", &[("target", "{abc-1}")]);
         assert_eq!(
             text,
-            "function answer(text) { callDBus(\":1.42\", \"/org/autogpt/shim/KWinScript\", \"org.autogpt.shim.KWinScript\", \"Answer\", text); }\nvar target = \"{abc-1}\";\nanswer(target);"
+            format!(
+                "function answer(text) {{ callDBus(\":1.42\", \"/org/autogpt/shim/KWinScript\", \"org.autogpt.shim.KWinScript\", \"Answer\", text); }}\nvar target = \"{{abc-1}}\";\n{PRELUDE}answer(target);"
+            )
         );
     }
 
