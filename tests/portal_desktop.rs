@@ -380,63 +380,20 @@ impl PortalDesktop {
         &self.runtime_dir
     }
 
-    /// Runs `body` in KWin through its scripting interface (as `qdbus` would) and returns the
-    /// text it passes to `report(text)`, read back from KWin's log: the tests' own view of
-    /// KWin's windows, and their way to place them.
-    pub fn kwin_script(&self, body: &str) -> String {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static SCRIPTS: AtomicU32 = AtomicU32::new(0);
+    /// What runs scripts in this desktop's KWin, to be moved to another thread.
+    #[must_use]
+    pub fn kwin_scripts(&self) -> KwinScripts {
         assert_eq!(self.compositor, Compositor::KWin, "KWin scripts need KWin");
         require("gdbus", "libglib2.0-bin");
-        let mark = format!(
-            "test-script-{}-{}",
-            std::process::id(),
-            SCRIPTS.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = self.dir().join(format!("{mark}.js"));
-        std::fs::write(
-            &path,
-            format!("function report(text) {{ print(\"{mark} \" + text); }}\n{body}"),
-        )
-        .unwrap();
-        let call = |path: &str, method: &str, args: &[&str]| {
-            let out = self
-                .command("gdbus")
-                .args(["call", "--session", "--dest", "org.kde.KWin"])
-                .args(["--object-path", path, "--method", method])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{method}: {out:?}");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
-        let loaded = call(
-            "/Scripting",
-            "org.kde.kwin.Scripting.loadScript",
-            &[&path.display().to_string(), &mark],
-        );
-        let number: String = loaded.chars().filter(char::is_ascii_digit).collect();
-        call(&format!("/{number}"), "org.kde.kwin.Script.run", &[]);
-        let prefix = format!("js: {mark} ");
-        let deadline = Instant::now() + START_DEADLINE;
-        let reported = loop {
-            let log = self.log(COMPOSITOR_LOG);
-            if let Some(text) = log.lines().find_map(|l| l.strip_prefix(&prefix)) {
-                break text.to_owned();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "KWin's script reported nothing: {log}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        call(
-            "/Scripting",
-            "org.kde.kwin.Scripting.unloadScript",
-            &[&mark],
-        );
-        std::fs::remove_file(&path).unwrap();
-        reported
+        KwinScripts {
+            env: self.env(),
+            dir: self.runtime_dir.clone(),
+        }
+    }
+
+    /// [`KwinScripts::run`] in this desktop's KWin.
+    pub fn kwin_script(&self, body: &str) -> String {
+        self.kwin_scripts().run(body)
     }
 
     /// `program` with this desktop's environment and nothing else of the test's.
@@ -659,5 +616,67 @@ impl Drop for PortalDesktop {
         {
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// Runs scripts in a headless KWin through its scripting interface, as `qdbus` would: the
+/// tests' own view of KWin's windows, and their way to place them.
+#[derive(Debug, Clone)]
+pub struct KwinScripts {
+    env: Vec<(&'static str, String)>,
+    dir: PathBuf,
+}
+
+impl KwinScripts {
+    /// Runs `body` and returns the text it passes to `report(text)`, read back from KWin's log.
+    pub fn run(&self, body: &str) -> String {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static SCRIPTS: AtomicU32 = AtomicU32::new(0);
+        let mark = format!(
+            "test-script-{}-{}",
+            std::process::id(),
+            SCRIPTS.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = self.dir.join(format!("{mark}.js"));
+        std::fs::write(
+            &path,
+            format!("function report(text) {{ print(\"{mark} \" + text); }}\n{body}"),
+        )
+        .unwrap();
+        let call = |method: &str, args: &[&str]| {
+            let out = Command::new("gdbus")
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .envs(self.env.iter().map(|(k, v)| (k, v)))
+                .args(["call", "--session", "--dest", "org.kde.KWin"])
+                .args(["--object-path", "/Scripting", "--method"])
+                .arg(format!("org.kde.kwin.Scripting.{method}"))
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{method}: {out:?}");
+        };
+        call("loadScript", &[&path.display().to_string(), &mark]);
+        // Every loaded script not yet running: a script's own object path can name another's
+        // (see `core::desktop::portal::kwin`).
+        call("start", &[]);
+        let prefix = format!("js: {mark} ");
+        let log = self.dir.join(COMPOSITOR_LOG);
+        let deadline = Instant::now() + START_DEADLINE;
+        let reported = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(line) = text.lines().find_map(|l| l.strip_prefix(&prefix)) {
+                break line.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "KWin's script reported nothing: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        call("unloadScript", &[&mark]);
+        std::fs::remove_file(&path).unwrap();
+        reported
     }
 }

@@ -249,6 +249,27 @@ async fn kde_lists_and_focuses_windows_through_kwin_scripting() {
     assert!(!keys(first.drain(quiet)).contains(&"w".to_owned()));
     assert!(!keys(second.drain(quiet)).contains(&"q".to_owned()));
 
+    // Another program's KWin scripts loading and unloading meanwhile (kdotool, the guidance
+    // client) do not disturb the shim's: every listing still answers, with both windows.
+    let scripts = kde.kwin_scripts();
+    let churn = std::thread::spawn(move || {
+        for i in 0..20 {
+            assert_eq!(scripts.run(&format!("report({i});")), i.to_string());
+        }
+    });
+    for i in 0..20 {
+        let list = conn
+            .call("WINDOW_LIST_REQUEST", &format!("churn-{i}"), json!({}))
+            .await;
+        assert_eq!(list["type"], "WINDOW_LIST_RESPONSE", "{list}");
+        assert_eq!(
+            list["payload"]["windows"].as_array().map(Vec::len),
+            Some(2),
+            "{list}"
+        );
+    }
+    churn.join().unwrap();
+
     // A closed window's id is stale: one from the last listing, used once KWin has let the
     // window go (until then it works, on that window alone).
     let window_id = id_of(&mut conn, "Witness ✓ one").await;

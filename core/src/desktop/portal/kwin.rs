@@ -1,7 +1,7 @@
 //! The window list and focus on KDE Plasma through KWin's scripting interface on the session
 //! bus, since KWin offers other programs no window list protocol.
 //!
-//! Each call writes a short script, has KWin load and run it (`org.kde.kwin.Scripting`), and
+//! Each call writes a short script, has KWin load and start it (`org.kde.kwin.Scripting`), and
 //! waits for the script's answer: the script calls a method on this process's own bus
 //! connection (`callDBus`), which is read here from the connection's message stream. The
 //! script is unloaded and its file removed before the call returns. Scripts are written here
@@ -28,7 +28,6 @@ use crate::machine::own_files;
 pub const KWIN: &str = "org.kde.KWin";
 const SCRIPTING_PATH: &str = "/Scripting";
 const SCRIPTING: &str = "org.kde.kwin.Scripting";
-const SCRIPT: &str = "org.kde.kwin.Script";
 /// Where and under what name the scripts answer on this process's connection.
 const REPLY_PATH: &str = "/org/autogpt/shim/KWinScript";
 const REPLY_INTERFACE: &str = "org.autogpt.shim.KWinScript";
@@ -376,32 +375,28 @@ async fn run_on(
         &(path, plugin.as_str()),
     )
     .await;
-    let number = loaded
+    let answered = if loaded
         .and_then(|reply| reply.body().deserialize::<i32>().ok())
-        .filter(|n| *n >= 0)
-        .ok_or_else(|| DesktopError::Failed("KWin did not load the script".to_owned()));
-    let answered = match number {
-        Ok(number) => {
-            // KWin 5 puts a loaded script at /N, KWin 6 at /Scripting/ScriptN.
-            let mut ran = false;
-            for script_path in [format!("/{number}"), format!("/Scripting/Script{number}")] {
-                if call_bounded(bus, KWIN, &script_path, SCRIPT, "run", &())
-                    .await
-                    .is_some()
-                {
-                    ran = true;
-                    break;
-                }
-            }
-            if ran {
-                wait_answer(bus, &mut messages, &kwin).await
-            } else {
-                Err(DesktopError::Failed(
-                    "KWin did not run the script".to_owned(),
-                ))
-            }
+        .is_some_and(|number| number >= 0)
+    {
+        // `start` runs every loaded script not yet running. Running this one by its object
+        // path instead is not safe: KWin 5 numbers a script by how many are loaded, so with
+        // another program's scripts loading and unloading two can get one number, and the
+        // path then names the other.
+        if call_bounded(bus, KWIN, SCRIPTING_PATH, SCRIPTING, "start", &())
+            .await
+            .is_some()
+        {
+            wait_answer(bus, &mut messages, &kwin).await
+        } else {
+            Err(DesktopError::Failed(
+                "KWin did not run the script".to_owned(),
+            ))
         }
-        Err(err) => Err(err),
+    } else {
+        Err(DesktopError::Failed(
+            "KWin did not load the script".to_owned(),
+        ))
     };
     let _ = call_bounded(
         bus,
