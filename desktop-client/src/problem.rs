@@ -69,6 +69,9 @@ impl Problem {
             ObserveError::WindowList(_) => {
                 "The windows on this display cannot be listed: run msguide-desktop inside an X11 desktop session with a window manager running"
             }
+            ObserveError::WindowListFailed(_) => {
+                "The desktop did not answer when asked for its windows: try again in a moment"
+            }
             ObserveError::NoSuchWindow => {
                 return Self::new(
                     "No open window has exactly that title: check the title, or open the window first",

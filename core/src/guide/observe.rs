@@ -67,6 +67,9 @@ pub enum ObserveError {
     /// The window system cannot list windows.
     #[error("the window list is unavailable: {0}")]
     WindowList(String),
+    /// The window system can list windows, but this time it failed or did not answer.
+    #[error("the window list could not be read: {0}")]
+    WindowListFailed(String),
     /// No open window has the title asked for.
     #[error("no window titled like that is open")]
     NoSuchWindow,
@@ -96,6 +99,7 @@ impl ObserveError {
     pub const fn code(&self) -> &'static str {
         match self {
             Self::WindowList(_) => "window_list_unavailable",
+            Self::WindowListFailed(_) => "window_list_failed",
             Self::NoSuchWindow => "window_not_found",
             Self::Minimised => "window_minimised",
             Self::Untitled => "window_untitled",
@@ -111,10 +115,14 @@ impl ObserveError {
 ///
 /// # Errors
 /// [`ObserveError::WindowList`] when the window system cannot list windows (on X11 this
-/// needs an EWMH window manager).
+/// needs an EWMH window manager), [`ObserveError::WindowListFailed`] when it can but failed.
 pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
-    let all =
-        crate::desktop::windows::all().map_err(|e| ObserveError::WindowList(e.to_string()))?;
+    let all = crate::desktop::windows::all().map_err(|e| match e {
+        crate::desktop::DesktopError::NotSupported { .. } => {
+            ObserveError::WindowList(e.to_string())
+        }
+        _ => ObserveError::WindowListFailed(e.to_string()),
+    })?;
     Ok(all
         .into_iter()
         .filter_map(|w| {

@@ -208,3 +208,16 @@ fn a_worker_that_cannot_start_says_what_to_try() {
     let err = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
     assert_readable(&Problem::runtime(&err), "close some programs");
 }
+
+#[test]
+fn a_window_list_that_failed_once_is_not_called_unavailable() {
+    let err = ObserveError::WindowListFailed("KWin's script did not answer within 5 s".to_owned());
+    for display in [Display::Wayland, Display::X11] {
+        let problem = Problem::observe(&err, display);
+        assert_readable(&problem, "try again");
+        assert!(
+            !problem.message().contains("does not let programs list"),
+            "{problem:?}"
+        );
+    }
+}
