@@ -18,6 +18,7 @@ use e2e::witness::Witness;
 use serde_json::json;
 
 use super::connector::{ShimIn, doctor_in_env};
+use super::connector_wayland::listed_window;
 
 #[tokio::test]
 async fn kde_serves_input_through_the_desktop_portal() {
@@ -206,14 +207,7 @@ async fn kde_lists_and_focuses_windows_through_kwin_scripting() {
 
     // Ids come from the latest listing: each listing mints new ones.
     async fn id_of(conn: &mut e2e::platform::Conn, title: &str) -> serde_json::Value {
-        let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
-        list["payload"]["windows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["title"] == title)
-            .map(|w| w["window_id"].clone())
-            .unwrap_or_else(|| panic!("{title} not listed: {list}"))
+        listed_window(conn, "title", title).await["window_id"].clone()
     }
     for (id, title, key) in [("f1", "Witness ✓ one", "q"), ("f2", "Witness two", "w")] {
         let window_id = id_of(&mut conn, title).await;
@@ -316,26 +310,16 @@ async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
         |python| kde.command(python.to_str().expect("a UTF-8 path")),
         "Witness A",
     );
-    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
-    let listed = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["title"] == "Witness A")
-        .cloned()
-        .unwrap_or_else(|| panic!("the witness is not listed: {list}"));
+    let listed = listed_window(&mut conn, "title", "Witness A").await;
     let bounds: Vec<i64> = serde_json::from_value(listed["bounds"].clone()).unwrap();
 
     let (snapshot, _, b) =
         super::connector_computer::snapshot_button(&mut conn, "a", &listed["window_id"]).await;
-    let r: Vec<i64> = serde_json::from_value(witness.ready["button"].clone()).unwrap();
-    let expected = [
-        bounds[0] + r[0],
-        bounds[1] + r[1],
-        bounds[0] + r[0] + r[2],
-        bounds[1] + r[1] + r[3],
-    ];
-    assert_eq!(b, expected, "the button's box in {bounds:?}");
+    assert_eq!(
+        b,
+        super::connector_wayland::button_box(&witness, &bounds),
+        "the button's box in {bounds:?}"
+    );
     let centre = [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2];
     kde.act(
         &mut conn,
@@ -345,20 +329,5 @@ async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
     .await;
     witness.expect("clicked", |c| c["widget"] == "Press me");
 
-    let entry = snapshot["payload"]["elements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["label"] == "Your name")
-        .cloned()
-        .unwrap_or_else(|| panic!("no entry: {snapshot}"));
-    let typed = conn
-        .call(
-            "ELEMENT_ACTION",
-            "t",
-            json!({"element_id": entry["id"], "action": "type", "text": "hi"}),
-        )
-        .await;
-    assert_eq!(typed["type"], "ACK", "{typed}");
-    witness.expect("text", |t| t["text"] == "hi");
+    super::connector_wayland::types_into_the_entry(&mut conn, &snapshot, &mut witness).await;
 }

@@ -705,14 +705,7 @@ async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
         .as_array()
         .unwrap();
     assert!(fine.contains(&json!("a11y.snapshot")), "{fine:?}");
-    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
-    let listed = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["title"] == title.as_str())
-        .cloned()
-        .unwrap_or_else(|| panic!("the witness is not listed: {list}"));
+    let listed = listed_window(&mut conn, "title", &title).await;
     let physical = content.map(|v| v * scale);
     let bounds = [
         physical[0],
@@ -724,18 +717,12 @@ async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
 
     let (snapshot, _, b) =
         super::connector_computer::snapshot_button(&mut conn, "a", &listed["window_id"]).await;
-    let elements = snapshot["payload"]["elements"].as_array().unwrap();
-    // The witness reports its button from its window's corner, in physical pixels: the
-    // snapshot's box is that, moved to the window.
-    let r: Vec<i64> = serde_json::from_value(witness.ready["button"].clone()).unwrap();
     assert_eq!(witness.ready["scale"], scale, "{}", witness.ready);
-    let expected = [
-        bounds[0] + r[0],
-        bounds[1] + r[1],
-        bounds[0] + r[0] + r[2],
-        bounds[1] + r[1] + r[3],
-    ];
-    assert_eq!(b, expected, "the button's box in {bounds:?}");
+    assert_eq!(
+        b,
+        button_box(&witness, &bounds),
+        "the button's box in {bounds:?}"
+    );
     assert!(b[0] >= bounds[0] && b[1] >= bounds[1] && b[2] <= bounds[2] && b[3] <= bounds[3]);
 
     let centre = [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2];
@@ -756,19 +743,7 @@ async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
     witness.expect("clicked", |c| c["widget"] == "Press me");
 
     // An element id is found again (its box placed the same way) and acted on at its centre.
-    let entry = elements
-        .iter()
-        .find(|e| e["label"] == "Your name")
-        .unwrap_or_else(|| panic!("no entry: {snapshot}"));
-    let typed = conn
-        .call(
-            "ELEMENT_ACTION",
-            "t",
-            json!({"element_id": entry["id"], "action": "type", "text": "hi"}),
-        )
-        .await;
-    assert_eq!(typed["type"], "ACK", "{typed}");
-    witness.expect("text", |t| t["text"] == "hi");
+    types_into_the_entry(&mut conn, &snapshot, &mut witness).await;
 
     // doctor finds nothing missing: every protocol, the window geometry and the session bus.
     let (code, out) = doctor(&sway, &format!("wl-a11y{scale}-doctor"));
@@ -827,14 +802,7 @@ async fn on_a_scale_2_output_coordinates_are_the_screenshots_pixels() {
     assert_eq!(window_rect(&sway, "wev"), [0, 0, 640, 400]);
     // The window list gives wev's content in the same physical pixels: sway's layout rectangle
     // times 2.
-    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
-    let listed = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["app_name"] == "wev")
-        .cloned()
-        .unwrap_or_else(|| panic!("wev not listed: {list}"));
+    let listed = listed_window(&mut conn, "app_name", "wev").await;
     let (content, pid) = window_content(&sway, "wev");
     assert_eq!(listed["bounds"], json!(content.map(|v| v * 2)), "{listed}");
     assert_eq!(listed["pid"], pid);
@@ -878,14 +846,7 @@ async fn without_sways_ipc_window_bounds_are_the_outputs_and_window_screenshots_
     assert!(fine.contains(&json!("window.list")), "{fine:?}");
     assert!(fine.contains(&json!("screenshot.region")), "{fine:?}");
     assert!(!fine.contains(&json!("screenshot.window")), "{fine:?}");
-    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
-    let plain = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["app_name"] == "plain")
-        .cloned()
-        .unwrap_or_else(|| panic!("foot not listed: {list}"));
+    let plain = listed_window(&mut conn, "app_name", "plain").await;
     assert_eq!(plain["bounds"], json!([0, 0, 1280, 800]), "its output");
     assert_eq!(plain["pid"], Value::Null);
     let shot = conn
@@ -1081,4 +1042,57 @@ async fn a_gtk_entry_takes_the_shims_shortcuts() {
     witness.expect("text", |t| t["text"] == "X");
     paste_keeping_the_clipboard(&mut conn, |program| sway.command(program)).await;
     witness.expect("text", |t| t["text"] == format!("X{PASTED}"));
+}
+
+/// ELEMENT_ACTION `type` on the witness's entry, named by its id in `snapshot`: the witness
+/// sees the text arrive.
+pub(super) async fn types_into_the_entry(
+    conn: &mut e2e::platform::Conn,
+    snapshot: &serde_json::Value,
+    witness: &mut Witness,
+) {
+    let entry = snapshot["payload"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["label"] == "Your name")
+        .unwrap_or_else(|| panic!("no entry: {snapshot}"));
+    let typed = conn
+        .call(
+            "ELEMENT_ACTION",
+            "t",
+            json!({"element_id": entry["id"], "action": "type", "text": "hi"}),
+        )
+        .await;
+    assert_eq!(typed["type"], "ACK", "{typed}");
+    witness.expect("text", |t| t["text"] == "hi");
+}
+
+/// The window in a fresh WINDOW_LIST whose `key` (`title`, `app_name`) is `value`.
+pub(super) async fn listed_window(
+    conn: &mut e2e::platform::Conn,
+    key: &str,
+    value: &str,
+) -> serde_json::Value {
+    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+    list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w[key] == value)
+        .cloned()
+        .unwrap_or_else(|| panic!("no window with {key} {value:?} is listed: {list}"))
+}
+
+/// Where the witness's button is, display-global `[x1, y1, x2, y2]`, for a window whose listed
+/// `bounds` start at its content's corner: the witness reports the button from that corner, in
+/// physical pixels.
+pub(super) fn button_box(witness: &Witness, bounds: &[i64]) -> [i64; 4] {
+    let r: Vec<i64> = serde_json::from_value(witness.ready["button"].clone()).unwrap();
+    [
+        bounds[0] + r[0],
+        bounds[1] + r[1],
+        bounds[0] + r[0] + r[2],
+        bounds[1] + r[1] + r[3],
+    ]
 }

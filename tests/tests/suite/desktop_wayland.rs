@@ -669,16 +669,7 @@ async fn on_kwin_the_guidance_window_keeps_off_the_target_and_a_click_reaches_it
 
 /// The client area of the window `title`, from the connector's window list on KWin.
 async fn window_on_kwin(conn: &mut e2e::platform::Conn, title: &str) -> Rect {
-    let list = conn
-        .call("WINDOW_LIST_REQUEST", "w", serde_json::json!({}))
-        .await;
-    let found = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["title"] == title)
-        .unwrap_or_else(|| panic!("{title} is not listed: {list}"))
-        .clone();
+    let found = super::connector_wayland::listed_window(conn, "title", title).await;
     let b: Vec<i64> = serde_json::from_value(found["bounds"].clone()).unwrap();
     (b[0], b[1], b[2] - b[0], b[3] - b[1])
 }
