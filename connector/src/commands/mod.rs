@@ -354,6 +354,11 @@ fn unit(cli: &Cli, env: &impl Env, shim: &Path) -> Result<(service::Unit, PathBu
             .filter(|dir| Path::new(dir).is_absolute())
             .map(PathBuf::from)
             .or_else(|| home.as_ref().map(|home| home.join(".config"))),
+        data_home: env
+            .var("XDG_DATA_HOME")
+            .filter(|dir| Path::new(dir).is_absolute())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|home| home.join(".local/share"))),
         home,
         local_app_data: env.var("LOCALAPPDATA").map(PathBuf::from),
         windows_user: env.var("USERNAME").map(|user| match env.var("USERDOMAIN") {

@@ -17,7 +17,8 @@
 //! says what to do instead of printing a command that would fail (`place`).
 //!
 //! Layout: this file holds the entry's types and `install`, `uninstall` and `describe`;
-//! `formats` writes the systemd unit, launchd plist and Task Scheduler XML with their quoting;
+//! `formats` writes the systemd unit (and the desktop entry KDE needs for screenshots), launchd
+//! plist and Task Scheduler XML with their quoting;
 //! `config_plan` turns the flags into the config file the entry starts with; `place` puts the
 //! binary and tells whether a manager can start it (both re-exported here).
 
@@ -40,6 +41,9 @@ use formats::{launchd_agent, scheduled_task, systemd_unit};
 
 /// The systemd unit's file name.
 pub const SYSTEMD_UNIT_NAME: &str = "autogpt-shim.service";
+
+/// The desktop entry's file name (Linux).
+pub const DESKTOP_ENTRY_NAME: &str = "autogpt-shim.desktop";
 
 /// The launchd agent's label (and plist file stem).
 pub const LAUNCHD_LABEL: &str = "net.autogpt.shim";
@@ -87,6 +91,8 @@ impl Os {
 pub struct Locations {
     /// Linux: `$XDG_CONFIG_HOME`, or `~/.config`.
     pub config_home: Option<PathBuf>,
+    /// Linux: `$XDG_DATA_HOME`, or `~/.local/share`, where desktop entries go.
+    pub data_home: Option<PathBuf>,
     /// macOS: the home directory.
     pub home: Option<PathBuf>,
     /// Windows: `%LOCALAPPDATA%`.
@@ -121,6 +127,9 @@ pub struct Unit {
     /// What `uninstall` advises once the file is gone: how to stop what the service manager
     /// may still have loaded, with a command that needs no file.
     pub after_removal: String,
+    /// Linux: a desktop entry (its path and text) naming the binary the entry runs, through which
+    /// KDE's KWin lets that binary take screenshots; written and removed with the entry.
+    pub desktop_entry: Option<(PathBuf, String)>,
 }
 
 /// Why an autostart entry cannot be made, written or removed.
@@ -213,6 +222,19 @@ pub fn install(unit: &Unit, at_login: bool, out: &mut dyn Write) -> Result<(), S
         }
     })?;
     writeln!(out, "wrote {}", unit.path.display())?;
+    if let Some((path, contents)) = &unit.desktop_entry {
+        own_files::write_atomic(path, contents.as_bytes(), UNIT_MODE).map_err(|source| {
+            ServiceError::Io {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        writeln!(
+            out,
+            "wrote {}, with which KDE's KWin lets the installed binary take screenshots",
+            path.display()
+        )?;
+    }
     Ok(())
 }
 
@@ -251,6 +273,15 @@ pub fn uninstall(unit: &Unit, out: &mut dyn Write) -> Result<(), ServiceError> {
             "nothing to remove: {} does not exist",
             unit.path.display()
         )?;
+    }
+    if let Some((path, _)) = &unit.desktop_entry {
+        let removed = own_files::remove(path).map_err(|source| ServiceError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if removed {
+            writeln!(out, "removed {}", path.display())?;
+        }
     }
     writeln!(out, "{}", unit.after_removal)?;
     Ok(())

@@ -28,6 +28,7 @@ use futures_util::StreamExt as _;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 pub mod kwin;
+pub mod kwin_screenshot;
 pub mod screenshot;
 
 use super::action::{Action, Button, MAX_WAIT, ScrollDirection};
@@ -425,7 +426,8 @@ pub fn consented() -> Option<bool> {
 
 /// What the compositor offers ([`super::wayland::protocols`]), and where its protocols are
 /// missing, what the portal offers instead (asked on the session bus, with no dialog): its
-/// RemoteDesktop for input, its Screenshot for screenshots, KWin's scripting for the window list.
+/// RemoteDesktop for input, its Screenshot or KWin's ScreenShot2 for screenshots, KWin's
+/// scripting for the window list.
 ///
 /// # Errors
 /// [`DesktopError::Failed`] when the compositor cannot be reached.
@@ -436,17 +438,28 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
     if input || shots || windows {
         let asked = ask(|bus| async move {
             let portal = if input { offer(&bus).await } else { None };
-            let shots = if shots {
+            let portal_shots = if shots {
                 screenshot::offer(&bus).await
             } else {
                 None
             };
-            Some((portal, shots, windows && kwin::offered(&bus).await))
+            let kwin_shots = if shots {
+                kwin_screenshot::offered(&bus).await
+            } else {
+                None
+            };
+            Some((
+                portal,
+                portal_shots,
+                windows && kwin::offered(&bus).await,
+                kwin_shots,
+            ))
         });
-        if let Some((portal, shots, kwin)) = asked {
+        if let Some((portal, shots, kwin, kwin_shots)) = asked {
             protocols.portal = portal;
             protocols.portal_shots = shots;
             protocols.kwin_windows = kwin;
+            protocols.kwin_shots = kwin_shots;
         }
     }
     Ok(protocols)
@@ -457,6 +470,17 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
 #[must_use]
 pub fn offered() -> Option<Offer> {
     ask(|bus| async move { offer(&bus).await })
+}
+
+/// Runs `work` on a thread of its own: [`ask`] starts a runtime, which a thread that already
+/// drives one (the desktop client's) may not do.
+fn on_own_thread<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(work)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// Runs `asking` on a connection to this process's session bus, on a runtime of its own;

@@ -147,8 +147,9 @@ fn wayland_probe(clipboard: bool) -> Probe {
     let mut fine = Vec::new();
     // A window's place comes from sway's IPC or KWin's list: no protocol says where one is.
     let geometry = protocols.windows() && protocols.window_geometry().is_ok();
-    // Screencopy, or the desktop portal's Screenshot where it is missing (GNOME Shell).
-    if protocols.screenshots() || protocols.portal_screenshots() {
+    // Screencopy, or where it is missing the desktop portal's Screenshot (GNOME Shell) or
+    // KWin's ScreenShot2 (KDE).
+    if protocols.screenshots() || protocols.portal_screenshots() || protocols.kwin_screenshots() {
         coarse.push("screenshot");
         fine.extend(["screenshot.region", "screenshot.all_monitors"]);
         if geometry {
@@ -229,7 +230,15 @@ fn wayland_permission(name: &str) -> Permission {
     };
     let granted = match name {
         "screen_recording" if !protocols.screenshots() => {
-            // The portal's permission store says, or nobody was asked yet.
+            // KWin says whether it takes this program's screenshots, else the portal's
+            // permission store says, or nobody was asked yet.
+            if let Some(allowed) = super::portal::kwin_screenshot::allowed() {
+                return if allowed {
+                    Permission::Granted
+                } else {
+                    Permission::Denied
+                };
+            }
             return match super::portal::screenshot::offered() {
                 Some(offer) if offer.service => match offer.allowed {
                     Some(true) => Permission::Granted,

@@ -14,7 +14,8 @@ pub fn displays() -> Result<Vec<Display>, DesktopError> {
     Ok(monitors()?.0)
 }
 
-/// Where pixels come from: the X server itself on X11, the compositor's screencopy on Wayland,
+/// Where pixels come from: the X server itself on X11, the compositor's screencopy on Wayland
+/// (KWin's ScreenShot2 or the desktop portal where it has none),
 /// xcap on Windows and macOS (Linux builds do not link xcap: it brought libgbm, libdrm and
 /// libwayland-server into the binary, loaded at every start, for captures done here anyway).
 enum Grabber {
@@ -31,6 +32,9 @@ enum Grabber {
     /// displays' rectangles it covers.
     #[cfg(target_os = "linux")]
     Portal(std::cell::RefCell<Option<RgbaImage>>, Rect),
+    /// KWin's ScreenShot2 (KDE), one area at a time.
+    #[cfg(target_os = "linux")]
+    Kwin,
 }
 
 impl Grabber {
@@ -74,6 +78,8 @@ impl Grabber {
                 *taken = Some(image);
                 Ok(part)
             }
+            #[cfg(target_os = "linux")]
+            Self::Kwin => super::portal::kwin_screenshot::area(rect),
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
                 let monitor = monitors
@@ -93,14 +99,22 @@ impl Grabber {
     }
 
     /// One window's pixels and their top-left, display-global (on Wayland: the outputs'
-    /// capture cropped to the window's content rectangle, which sway's IPC gives).
+    /// capture cropped to the window's content rectangle, which sway's IPC or KWin gives).
     fn window(&self, id: u32, displays: &[Display]) -> Result<(RgbaImage, [i64; 2]), DesktopError> {
         match self {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab_window(id),
             #[cfg(target_os = "linux")]
-            Self::Wayland => {
-                let bounds = super::wayland::windows::geometry(id)?;
+            Self::Wayland | Self::Kwin => {
+                let bounds = if matches!(self, Self::Kwin) {
+                    super::portal::kwin::all()?
+                        .into_iter()
+                        .find(|w| w.id == id)
+                        .map(|w| w.bounds)
+                        .ok_or_else(|| DesktopError::Failed("the window closed".to_owned()))?
+                } else {
+                    super::wayland::windows::geometry(id)?
+                };
                 let wanted = displays
                     .iter()
                     .filter_map(|d| d.rect.intersect(&bounds))
@@ -185,6 +199,9 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             let displays = order(protocols.displays.clone());
             if protocols.screenshots() {
                 return Ok((displays, Grabber::Wayland));
+            }
+            if super::portal::kwin_screenshot::allowed() == Some(true) {
+                return Ok((displays, Grabber::Kwin));
             }
             // No screencopy: the desktop portal's Screenshot, which the probe has checked.
             let desktop = displays

@@ -118,6 +118,10 @@ pub struct Protocols {
     /// Whether KWin lists windows through its scripting interface on the session bus (asked
     /// only where the window list protocol is missing).
     pub kwin_windows: bool,
+    /// Whether KWin's ScreenShot2 interface takes this program's screenshots (asked only where
+    /// screencopy is missing): `None` without it, `Some(false)` when KWin refuses this program
+    /// for want of a desktop entry that allows it.
+    pub kwin_shots: Option<bool>,
 }
 
 impl Protocols {
@@ -147,6 +151,13 @@ impl Protocols {
             && self
                 .portal_shots
                 .is_some_and(|s| s.service && s.allowed != Some(false))
+    }
+
+    /// Screenshots through KWin's ScreenShot2 instead (KDE): no screencopy, and KWin lets this
+    /// program take them.
+    #[must_use]
+    pub fn kwin_screenshots(&self) -> bool {
+        !self.screenshots() && self.kwin_shots == Some(true)
     }
 
     /// The pointer: a virtual pointer bound to an output (version 2) on a seat.
@@ -203,6 +214,17 @@ impl Protocols {
     fn shots_instead(&self) -> String {
         let wlroots = "sway, Hyprland, river and labwc offer it";
         match self.portal_shots {
+            _ if self.kwin_screenshots() => {
+                "screenshots go through KWin's own ScreenShot2 interface instead, which KWin opens to this program because its desktop entry allows it".to_owned()
+            }
+            _ if self.kwin_shots == Some(false) => {
+                let this = std::env::current_exe()
+                    .map(|exe| format!(" ({})", exe.display()))
+                    .unwrap_or_default();
+                format!(
+                    "screenshots are unavailable: KWin gives them only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program{this}; `autogpt-shim install` writes one for the copy it installs, which then takes them"
+                )
+            }
             _ if self.portal_screenshots() => {
                 let ask = if self.portal_shots.is_some_and(|s| s.allowed == Some(true)) {
                     "the person has allowed them"
@@ -520,6 +542,7 @@ impl Wl {
             portal: None,
             portal_shots: None,
             kwin_windows: false,
+            kwin_shots: None,
         }
     }
 
@@ -1010,6 +1033,7 @@ mod tests {
             portal: None,
             portal_shots: None,
             kwin_windows: false,
+            kwin_shots: None,
         };
         let missing = weston.missing();
         assert_eq!(missing.len(), 6, "{missing:?}");
@@ -1033,6 +1057,7 @@ mod tests {
             portal: None,
             portal_shots: None,
             kwin_windows: false,
+            kwin_shots: None,
         };
         // A bare mutter: no wlr protocol, input through the portal's RemoteDesktop version 1,
         // and a Screenshot portal with no compositor service to call.
@@ -1053,6 +1078,7 @@ mod tests {
                 allowed: None,
             }),
             kwin_windows: false,
+            kwin_shots: None,
         };
         assert!(gnome.portal_input() && !gnome.input());
         assert!(!gnome.portal_screenshots());
@@ -1095,6 +1121,17 @@ mod tests {
         });
         assert!(kde.portal_input() && !kde.portal_screenshots());
         assert!(kde.missing()[0].ends_with("screenshots are unavailable: KDE's desktop portal asks the person in a dialog for every screenshot, so none can be taken for an agent; sway, Hyprland, river and labwc offer it"), "{:?}", kde.missing());
+        // KWin's own ScreenShot2, which refuses a program without a desktop entry allowing it.
+        kde.kwin_shots = Some(false);
+        assert!(!kde.kwin_screenshots());
+        assert!(kde.missing()[0].contains("KWin gives them only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program ("), "{:?}", kde.missing());
+        assert!(kde.missing()[0].ends_with(
+            "`autogpt-shim install` writes one for the copy it installs, which then takes them"
+        ));
+        kde.kwin_shots = Some(true);
+        assert!(kde.kwin_screenshots() && !kde.portal_screenshots());
+        assert!(kde.missing()[0].ends_with("screenshots go through KWin's own ScreenShot2 interface instead, which KWin opens to this program because its desktop entry allows it"));
+        kde.kwin_shots = None;
         // KWin lists windows through its scripting: the window list is not missing there.
         assert!(!kde.windows());
         assert!(

@@ -5,7 +5,8 @@
 //! its session without a dialog, so no person answers here.
 //! The witnesses the compositor does not own are weston-terminal running `cat` (typed text and
 //! keys) and wev (pointer motion and buttons), each filling the output.
-//! Screenshots are not offered: KDE's backend asks in a dialog for every one. The clipboard
+//! Screenshots come from KWin's own ScreenShot2 interface, only for the copy `install` wrote a
+//! desktop entry for (KDE's portal would ask in a dialog for every one). The clipboard
 //! goes through KWin's wlr-data-control, checked by wl-clipboard. Windows are listed and
 //! focused through KWin's scripting; the GTK witness that then gets the typed keys shows which
 //! window has the focus, and the one a click at an accessibility box's centre presses shows
@@ -105,7 +106,11 @@ fn doctor_says_why_kde_offers_no_screenshots() {
     assert_eq!(
         wayland.first().copied(),
         Some(
-            "[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: KDE's desktop portal asks the person in a dialog for every screenshot, so none can be taken for an agent; sway, Hyprland, river and labwc offer it"
+            format!(
+                "[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: KWin gives them only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program ({}); `autogpt-shim install` writes one for the copy it installs, which then takes them",
+                e2e::platform::binary("autogpt-shim").display()
+            )
+            .as_str()
         ),
         "{out}"
     );
@@ -330,4 +335,150 @@ async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
     witness.expect("clicked", |c| c["widget"] == "Press me");
 
     super::connector_wayland::types_into_the_entry(&mut conn, &snapshot, &mut witness).await;
+}
+
+/// Screenshots on KDE through KWin's own ScreenShot2 interface, which KWin opens only to a
+/// program an installed desktop entry names: `install`, run in KWin's home as a person would,
+/// writes that entry for the copy it installs, and the copy, started as the entry and the
+/// service start it, advertises screenshots. Its captures show the GTK witness's red area
+/// where the witness and KWin's window list place it, a region is the same pixels as the
+/// whole screen there, and a window's capture is its client area. `uninstall` removes the
+/// entry again.
+#[tokio::test]
+async fn kde_takes_screenshots_through_kwin_once_installed() {
+    use super::connector_computer::decode_png;
+    use e2e::platform::{SESSION, Shim, TOKEN};
+    let kde = PortalDesktop::kde();
+    let home = kde.dir().to_path_buf();
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let token = home.join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let platform = Platform::bind().await;
+    let url = platform.url();
+    let (root_arg, token_arg) = (root.to_string_lossy(), token.to_string_lossy());
+    let (code, out, err) = e2e::platform::run_shim(
+        &home,
+        &[
+            "--platform-url",
+            &url,
+            "--session-id",
+            SESSION,
+            "--allowed-root",
+            &root_arg,
+            "--token-file",
+            &token_arg,
+            "install",
+            "--enable-computer-use",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let entry = home.join(".local/share/applications/autogpt-shim.desktop");
+    assert!(
+        out.contains(&format!(
+            "wrote {}, with which KDE's KWin lets the installed binary take screenshots",
+            entry.display()
+        )),
+        "{out}"
+    );
+    let copy = home.join(".local/bin/autogpt-shim");
+    let config = home.join(".config/autogpt-local-executor/config.toml");
+    let config_arg = config.to_string_lossy();
+    let env: Vec<(&str, String)> = kde.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let _shim = Shim::spawn_binary(&copy, &home, &["--config", &config_arg, "start"], &env);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["screenshot", "input", "windows", "apps", "permissions"]),
+        "{hello}"
+    );
+    let fine = payload["computer_use_features"].to_string();
+    for feature in [
+        "screenshot.region",
+        "screenshot.all_monitors",
+        "screenshot.window",
+    ] {
+        assert!(
+            fine.contains(&format!("\"{feature}\"")),
+            "{feature}: {hello}"
+        );
+    }
+    let permission = conn.call("PERMISSIONS_CHECK_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        permission["payload"]["permissions"]["screen_recording"], "granted",
+        "{permission}"
+    );
+
+    let witness = Witness::start_with(
+        |python| kde.command(python.to_str().expect("a UTF-8 path")),
+        "Witness S",
+    );
+    let listed = listed_window(&mut conn, "title", "Witness S").await;
+    let bounds: Vec<i64> = serde_json::from_value(listed["bounds"].clone()).unwrap();
+    // The red area's centre, where KWin placed the window's client area.
+    let [ax, ay, aw, ah] = witness.area;
+    let red = [bounds[0] + ax + aw / 2, bounds[1] + ay + ah / 2];
+    let pixel = |(w, _, px): &(u32, u32, Vec<u8>), [x, y]: [i64; 2]| {
+        let at = usize::try_from((y * i64::from(*w) + x) * 4).unwrap();
+        <[u8; 4]>::try_from(&px[at..at + 4]).unwrap()
+    };
+    let full = conn
+        .call("SCREENSHOT_REQUEST", "s-full", json!({"format": "png"}))
+        .await;
+    let full = decode_png(&full);
+    assert_eq!((full.0, full.1), (1280, 800));
+    assert_eq!(
+        pixel(&full, red),
+        [255, 0, 0, 255],
+        "the red area at {red:?}"
+    );
+    // KWin's title bar above the client area is not red.
+    assert_ne!(
+        pixel(&full, [bounds[0] + 20, bounds[1] - 10]),
+        [255, 0, 0, 255]
+    );
+
+    // A region around that point: the same pixels as the whole screen there.
+    let region = [red[0] - 40, red[1] - 30, red[0] + 40, red[1] + 30];
+    let part = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s-region",
+            json!({"format": "png", "region": region}),
+        )
+        .await;
+    let part = decode_png(&part);
+    assert_eq!((part.0, part.1), (80, 60));
+    for (x, y) in [(0, 0), (79, 0), (40, 30), (0, 59), (79, 59)] {
+        assert_eq!(
+            pixel(&part, [x, y]),
+            pixel(&full, [region[0] + x, region[1] + y]),
+            "({x}, {y}) of the region"
+        );
+    }
+
+    // The window: its client area, clipped to the output.
+    let window = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s-window",
+            json!({"format": "png", "window_id": listed["window_id"]}),
+        )
+        .await;
+    let window = decode_png(&window);
+    let visible = [
+        u32::try_from(bounds[2].min(1280 - bounds[0])).unwrap(),
+        u32::try_from(bounds[3].min(800 - bounds[1])).unwrap(),
+    ];
+    assert_eq!([window.0, window.1], visible, "{bounds:?}");
+    assert_eq!(pixel(&window, [ax + aw / 2, ay + ah / 2]), [255, 0, 0, 255]);
+    drop(witness);
+
+    // `uninstall` takes the entry away with the unit.
+    let (code, out, err) = e2e::platform::run_shim(&home, &["uninstall"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!entry.exists(), "{out}");
 }

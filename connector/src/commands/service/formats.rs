@@ -7,7 +7,8 @@ use std::path::Path;
 use local_core::malloc_tunables;
 
 use super::{
-    APP_DIR, LAUNCHD_LABEL, Locations, Os, SYSTEMD_UNIT_NAME, ServiceError, Unit, WINDOWS_TASK_NAME,
+    APP_DIR, DESKTOP_ENTRY_NAME, LAUNCHD_LABEL, Locations, Os, SYSTEMD_UNIT_NAME, ServiceError,
+    Unit, WINDOWS_TASK_NAME,
 };
 use crate::cli::{EXIT_AUTH, EXIT_PREFLIGHT};
 
@@ -85,7 +86,52 @@ pub(super) fn systemd_unit(
             "if it is still running, stop it with: systemctl --user stop {SYSTEMD_UNIT_NAME}; \
              systemctl --user daemon-reload"
         ),
+        desktop_entry: match &locations.data_home {
+            Some(data) => Some((
+                data.join("applications").join(DESKTOP_ENTRY_NAME),
+                desktop_entry(
+                    text(shim, "a desktop entry")?,
+                    text(config, "a desktop entry")?,
+                ),
+            )),
+            None => None,
+        },
     })
+}
+
+/// A hidden desktop entry for `shim`, started as the service starts it. KWin lets a program take screenshots through its
+/// ScreenShot2 interface only when an installed entry whose `Exec` names that program's file
+/// lists the interface under `X-KDE-DBUS-Restricted-Interfaces` (as Spectacle's does); without
+/// one, a KDE session has no screenshots for an agent, since its portal asks in a dialog for
+/// each. `NoDisplay` keeps it out of the application menus.
+pub(super) fn desktop_entry(shim: &str, config: &str) -> String {
+    format!(
+        "[Desktop Entry]\n\
+         Type=Application\n\
+         Name=AutoGPT local executor\n\
+         Comment=Lets KDE give the AutoGPT connector screenshots (written by autogpt-shim install)\n\
+         Exec={} --config {} start\n\
+         NoDisplay=true\n\
+         Terminal=false\n\
+         X-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2\n",
+        desktop_exec_quote(shim),
+        desktop_exec_quote(config)
+    )
+}
+
+/// One `Exec=` word as the desktop entry specification reads it back: double-quoted with `"`,
+/// `` ` ``, `$` and `\` escaped by a backslash, then every backslash doubled again as the value
+/// is a string, and `%` doubled against field codes.
+pub(super) fn desktop_exec_quote(word: &str) -> String {
+    let mut quoted = String::from("\"");
+    for c in word.chars() {
+        if matches!(c, '"' | '`' | '$' | '\\') {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    quoted.push('"');
+    quoted.replace('\\', "\\\\").replace('%', "%%")
 }
 
 pub(super) fn launchd_agent(
@@ -159,6 +205,7 @@ pub(super) fn launchd_agent(
         after_removal: format!(
             "if it is still loaded, stop it with: launchctl bootout gui/$(id -u)/{LAUNCHD_LABEL}"
         ),
+        desktop_entry: None,
     })
 }
 
@@ -244,6 +291,7 @@ pub(super) fn scheduled_task(
             "if the task is still registered, stop and delete it with: schtasks /End /TN \
              \"{WINDOWS_TASK_NAME}\" and schtasks /Delete /TN \"{WINDOWS_TASK_NAME}\" /F"
         ),
+        desktop_entry: None,
     })
 }
 

@@ -2,7 +2,7 @@
 //! uninstall in a temporary home, and the configuration file `install` writes.
 
 use super::super::audit::test_dir::TempDir;
-use super::formats::{systemd_quote, windows_arg, xml_escape};
+use super::formats::{desktop_exec_quote, systemd_quote, windows_arg, xml_escape};
 use super::*;
 use crate::config;
 
@@ -13,6 +13,7 @@ const LOGS: &str = "/home/me/.local/state/autogpt-local-executor";
 fn locations(base: &Path) -> Locations {
     Locations {
         config_home: Some(base.join("config")),
+        data_home: Some(base.join("share")),
         home: Some(base.join("home")),
         local_app_data: Some(base.join("AppData/Local")),
         windows_user: Some(r"CORP\me & you".to_owned()),
@@ -28,6 +29,37 @@ fn unit(os: Os, base: &Path) -> Unit {
         Path::new(LOGS),
     )
     .unwrap()
+}
+
+/// The desktop entry KWin reads names the binary the unit runs, quoted as the desktop entry
+/// specification says, and lets it use KWin's screenshot interface alone.
+#[test]
+fn the_linux_entry_brings_a_desktop_entry_kwin_lets_take_screenshots() {
+    let linux = unit(Os::Linux, Path::new("/x"));
+    let (path, text) = linux.desktop_entry.expect("a desktop entry on Linux");
+    assert_eq!(
+        path,
+        Path::new("/x/share/applications/autogpt-shim.desktop")
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "[Desktop Entry]");
+    for line in [
+        "Type=Application",
+        "NoDisplay=true",
+        "X-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2",
+        r#"Exec="/opt/Auto GPT & co/bin/autogpt-shim" --config "/home/me/My Config's & 100%%/config.toml" start"#,
+    ] {
+        assert!(lines.contains(&line), "{line} in {text}");
+    }
+    // `"`, `` ` ``, `$` and `\` are escaped inside the quotes, and the backslashes doubled
+    // again for the string value.
+    assert_eq!(
+        desktop_exec_quote(r#"/a "b" $c `d` \e"#),
+        r#""/a \\"b\\" \\$c \\`d\\` \\\\e""#
+    );
+    for os in [Os::Macos, Os::Windows] {
+        assert_eq!(unit(os, Path::new("/x")).desktop_entry, None);
+    }
 }
 
 #[test]
@@ -236,6 +268,19 @@ fn install_then_uninstall_twice() {
         text.contains(&format!("wrote {}\n", unit.path.display())),
         "{text}"
     );
+    // The desktop entry KWin reads, beside it.
+    let (entry, entry_text) = unit.desktop_entry.clone().unwrap();
+    assert_eq!(
+        own_files::read_capped(&entry, UNIT_CAP).unwrap().unwrap(),
+        entry_text.as_bytes()
+    );
+    assert!(
+        text.contains(&format!(
+            "wrote {}, with which KDE's KWin lets the installed binary take screenshots\n",
+            entry.display()
+        )),
+        "{text}"
+    );
     print_activation(&unit, &Manager::Reachable, "shim start", None, &mut out).unwrap();
     let text = String::from_utf8(std::mem::take(&mut out)).unwrap();
     assert!(
@@ -285,6 +330,13 @@ fn install_then_uninstall_twice() {
         "{text}"
     );
     assert!(text.contains("nothing to remove: "), "{text}");
+    assert_eq!(
+        text.matches(&format!("removed {}\n", entry.display()))
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(own_files::read_capped(&entry, UNIT_CAP).unwrap().is_none());
     assert_eq!(
         text.matches(
             "if it is still running, stop it with: systemctl --user stop \

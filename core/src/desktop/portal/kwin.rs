@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use serde::Deserialize;
 
-use super::{ask, call_bounded};
+use super::{ask, call_bounded, on_own_thread};
 use crate::desktop::{DesktopError, NativeWindow, Rect};
 use crate::machine::own_files;
 
@@ -192,17 +192,6 @@ pub async fn offered(bus: &zbus::Connection) -> bool {
 #[must_use]
 pub fn present() -> bool {
     on_own_thread(|| ask(|bus| async move { Some(offered(&bus).await) }).unwrap_or(false))
-}
-
-/// Runs `work` on a thread of its own: [`ask`] starts a runtime, which a thread that already
-/// drives one (the desktop client's) may not do.
-fn on_own_thread<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(work)
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
 }
 
 /// Every normal window KWin has, topmost first.
