@@ -108,6 +108,9 @@ impl Problem {
             ObserveError::Pixels(_) => {
                 "The window's pixels could not be captured: capture again without sharing pixels, or check that the window is still open"
             }
+            ObserveError::PixelsNotAllowed(_) => {
+                "This desktop does not let msguide-desktop capture a window's pixels: capture again without sharing pixels (on KDE Plasma, a desktop entry lets it, as the desktop client's guide shows)"
+            }
             ObserveError::Image(_) => {
                 "The window's image is too large to share even when shrunk: capture again without sharing pixels"
             }

@@ -35,6 +35,10 @@ enum Grabber {
     /// KWin's ScreenShot2 (KDE), one area at a time.
     #[cfg(target_os = "linux")]
     Kwin,
+    /// Nothing: the compositor refuses this program's screenshots, for this reason (the
+    /// displays are still known).
+    #[cfg(target_os = "linux")]
+    Refused(&'static str),
 }
 
 impl Grabber {
@@ -80,6 +84,8 @@ impl Grabber {
             }
             #[cfg(target_os = "linux")]
             Self::Kwin => super::portal::kwin_screenshot::area(rect),
+            #[cfg(target_os = "linux")]
+            Self::Refused(reason) => Err(DesktopError::unsupported("screenshot", *reason)),
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
                 let monitor = monitors
@@ -127,6 +133,8 @@ impl Grabber {
                     })?;
                 Ok((stitch(displays, self, wanted)?, [wanted.x, wanted.y]))
             }
+            #[cfg(target_os = "linux")]
+            Self::Refused(reason) => Err(DesktopError::unsupported("screenshot.window", *reason)),
             #[cfg(target_os = "linux")]
             Self::Portal(..) => Err(DesktopError::unsupported(
                 "screenshot.window",
@@ -200,8 +208,13 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             if protocols.screenshots() {
                 return Ok((displays, Grabber::Wayland));
             }
-            if super::portal::kwin_screenshot::allowed() == Some(true) {
-                return Ok((displays, Grabber::Kwin));
+            match super::portal::kwin_screenshot::allowed() {
+                Some(true) => return Ok((displays, Grabber::Kwin)),
+                Some(false) => {
+                    let refused = super::portal::kwin_screenshot::REFUSED;
+                    return Ok((displays, Grabber::Refused(refused)));
+                }
+                None => {}
             }
             // No screencopy: the desktop portal's Screenshot, which the probe has checked.
             let desktop = displays

@@ -100,6 +100,9 @@ pub struct PortalShots {
     pub allowed: Option<bool>,
 }
 
+/// Why KWin takes no screenshot for this program.
+pub const KWIN_SHOTS_REFUSED: &str = "KWin gives screenshots only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program";
+
 /// What this compositor offers computer use, from its registry.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Protocols {
@@ -222,7 +225,7 @@ impl Protocols {
                     .map(|exe| format!(" ({})", exe.display()))
                     .unwrap_or_default();
                 format!(
-                    "screenshots are unavailable: KWin gives them only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program{this}; `autogpt-shim install` writes one for the copy it installs, which then takes them"
+                    "screenshots are unavailable: {KWIN_SHOTS_REFUSED}{this}; `autogpt-shim install` writes one for the copy it installs, which then takes them"
                 )
             }
             _ if self.portal_screenshots() => {
@@ -1124,7 +1127,7 @@ mod tests {
         // KWin's own ScreenShot2, which refuses a program without a desktop entry allowing it.
         kde.kwin_shots = Some(false);
         assert!(!kde.kwin_screenshots());
-        assert!(kde.missing()[0].contains("KWin gives them only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program ("), "{:?}", kde.missing());
+        assert!(kde.missing()[0].contains("KWin gives screenshots only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program ("), "{:?}", kde.missing());
         assert!(kde.missing()[0].ends_with(
             "`autogpt-shim install` writes one for the copy it installs, which then takes them"
         ));

@@ -88,6 +88,9 @@ pub enum ObserveError {
     /// The window's pixels could not be captured or encoded.
     #[error("the window's pixels could not be captured: {0}")]
     Pixels(String),
+    /// The desktop lets no program (or not this one) capture a window's pixels.
+    #[error("the desktop does not let this program capture the window's pixels: {0}")]
+    PixelsNotAllowed(String),
     /// The window's pixels break the API's image rules even when shrunk.
     #[error("the window's image cannot be shared: {0}")]
     Image(#[from] PngError),
@@ -106,6 +109,7 @@ impl ObserveError {
             Self::BadSize => "window_bad_size",
             Self::Accessibility(e) => e.code(),
             Self::Pixels(_) => "pixels_unavailable",
+            Self::PixelsNotAllowed(_) => "pixels_not_allowed",
             Self::Image(_) => "image_unshareable",
         }
     }
@@ -299,8 +303,10 @@ fn ocr_text(elements: &[Element]) -> String {
 /// The window's pixels as a sanitised PNG: longest side at most [`MAX_SIDE`], at most
 /// [`MAX_PNG_BYTES`], shrunk by [`SHRINK_STEP`] until it fits.
 fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
-    let capture =
-        screen::capture(Source::Window(id)).map_err(|e| ObserveError::Pixels(e.to_string()))?;
+    let capture = screen::capture(Source::Window(id)).map_err(|e| match e {
+        DesktopError::NotSupported { .. } => ObserveError::PixelsNotAllowed(e.to_string()),
+        _ => ObserveError::Pixels(e.to_string()),
+    })?;
     fit_png(&capture.image)
 }
 

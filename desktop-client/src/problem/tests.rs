@@ -135,6 +135,10 @@ fn window_classes_name_what_to_do() {
             ObserveError::Pixels("Window(Xcb(ConnectionError { .. }))".to_owned()),
             "without sharing pixels",
         ),
+        (
+            ObserveError::PixelsNotAllowed("KWin refuses this program".to_owned()),
+            "without sharing pixels (on KDE Plasma, a desktop entry lets it",
+        ),
     ] {
         assert_readable(&Problem::observe(&err, Display::X11), remedy);
     }

@@ -107,7 +107,7 @@ fn doctor_says_why_kde_offers_no_screenshots() {
         wayland.first().copied(),
         Some(
             format!(
-                "[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: KWin gives them only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program ({}); `autogpt-shim install` writes one for the copy it installs, which then takes them",
+                "[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: KWin gives screenshots only to programs whose desktop entry lists org.kde.KWin.ScreenShot2 under X-KDE-DBUS-Restricted-Interfaces, and no entry names this program ({}); `autogpt-shim install` writes one for the copy it installs, which then takes them",
                 e2e::platform::binary("autogpt-shim").display()
             )
             .as_str()
@@ -338,9 +338,10 @@ async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
 }
 
 /// Screenshots on KDE through KWin's own ScreenShot2 interface, which KWin opens only to a
-/// program an installed desktop entry names: `install`, run in KWin's home as a person would,
-/// writes that entry for the copy it installs, and the copy, started as the entry and the
-/// service start it, advertises screenshots. Its captures show the GTK witness's red area
+/// program an installed desktop entry names: the binary as built is refused (its doctor says
+/// so), then `install`, run in KWin's home as a person would, writes that entry for the copy it
+/// installs; KWin notices it without a restart (the copy's doctor says screenshots go through
+/// KWin), and the copy, started as the entry and the service start it, advertises screenshots. Its captures show the GTK witness's red area
 /// where the witness and KWin's window list place it, a region is the same pixels as the
 /// whole screen there, and a window's capture is its client area. `uninstall` removes the
 /// entry again.
@@ -355,6 +356,25 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
     let token = home.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let env: Vec<(&str, String)> = kde.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let doctor = |program: &std::path::Path, args: &[&str]| {
+        let mut args = args.to_vec();
+        args.extend(["--allowed-root", root.to_str().unwrap(), "doctor"]);
+        let out = e2e::platform::shim_command_with(program, &home, &args, &env)
+            .env("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "1")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let built = doctor(
+        &e2e::platform::binary("autogpt-shim"),
+        &["--session-id", SESSION],
+    );
+    assert!(
+        built.contains("and no entry names this program ("),
+        "{built}"
+    );
     let platform = Platform::bind().await;
     let url = platform.url();
     let (root_arg, token_arg) = (root.to_string_lossy(), token.to_string_lossy());
@@ -385,8 +405,18 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
     let copy = home.join(".local/bin/autogpt-shim");
     let config = home.join(".config/autogpt-local-executor/config.toml");
     let config_arg = config.to_string_lossy();
-    let env: Vec<(&str, String)> = kde.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let deadline = std::time::Instant::now() + e2e::platform::WAIT;
+    loop {
+        let said = doctor(&copy, &["--config", &config_arg]);
+        if said.contains("screenshots go through KWin's own ScreenShot2 interface instead") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "KWin never let the installed copy take screenshots: {said}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
     let _shim = Shim::spawn_binary(&copy, &home, &["--config", &config_arg, "start"], &env);
     let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
     let payload = &hello["payload"];

@@ -67,6 +67,8 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
 /// On KWin (KDE), which lists no windows to other programs through a protocol, `observe`
 /// finds the window through KWin's scripting, and its elements (AT-SPI) are where the witness
 /// says they are, relative to the window's client area that KWin gives.
+/// Its pixels are refused in a sentence until a desktop entry names the client, as the guide
+/// shows; then they are the window's client area, with the witness's red area where it is.
 #[test]
 fn on_kwin_observe_finds_the_window_through_kwins_scripting() {
     let kde = PortalDesktop::kde();
@@ -111,6 +113,55 @@ fn on_kwin_observe_finds_the_window_through_kwins_scripting() {
             "observed {observed_px:?}, the witness says {expected}"
         );
     }
+
+    // Pixels: refused in words, then shared once a desktop entry names the client.
+    let client = binary("msguide-desktop");
+    let observe_pixels = || {
+        kde.command(&client.to_string_lossy())
+            .args(["observe", "--window-title", "Witness K", "--share-pixels"])
+            .output()
+            .unwrap()
+    };
+    let refused = observe_pixels();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("This desktop does not let msguide-desktop capture a window's pixels: capture again without sharing pixels (on KDE Plasma, a desktop entry lets it"),
+        "{said}"
+    );
+    let applications = kde.dir().join(".local/share/applications");
+    std::fs::create_dir_all(&applications).unwrap();
+    std::fs::write(
+        applications.join("msguide-desktop.desktop"),
+        format!(
+            "[Desktop Entry]\nType=Application\nName=MSGuide desktop client\nExec={} gui\nNoDisplay=true\nX-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2\n",
+            client.display()
+        ),
+    )
+    .unwrap();
+    // KWin notices a new entry within seconds (about two here), without a restart.
+    let deadline = Instant::now() + WAIT;
+    let shared = loop {
+        let out = observe_pixels();
+        if out.status.success() || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(shared.status.success(), "{shared:?}");
+    let observed: Value = serde_json::from_slice(&shared.stdout).unwrap();
+    let png = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        observed["imageBase64"]
+            .as_str()
+            .expect("the window's pixels"),
+    )
+    .unwrap();
+    let (w, h, pixels) = super::connector_wayland::decode_png(&png);
+    assert_eq!((f64::from(w), f64::from(h)), (width, height));
+    let [ax, ay, aw, ah] = witness.area;
+    let at = usize::try_from(((ay + ah / 2) * i64::from(w) + ax + aw / 2) * 4).unwrap();
+    assert_eq!(pixels[at..at + 4], [255, 0, 0, 255]);
 }
 
 /// A window's app id, size and position, in sway's logical pixels.

@@ -28,6 +28,7 @@ const NOT_AUTHORIZED: &str = "org.kde.KWin.ScreenShot2.Error.NoAuthorized";
 /// KWin's answer to an empty area, checked after the permission: asking for one tells whether
 /// this program may take screenshots without taking one.
 const INVALID_AREA: &str = "org.kde.KWin.ScreenShot2.Error.InvalidArea";
+pub use crate::desktop::wayland::KWIN_SHOTS_REFUSED as REFUSED;
 /// How long KWin may take to render the area and write its pixels.
 const CAPTURE_DEADLINE: Duration = Duration::from_secs(10);
 /// The most pixel bytes accepted: a 16384×16384 picture at four bytes a pixel.
