@@ -319,6 +319,23 @@ impl PortalDesktop {
         assert!(out.is_some(), "the permission store took no answer");
     }
 
+    /// Forgets the answer about screenshots in the desktop portal's permission store, so the
+    /// next one asks again.
+    pub fn screenshots_unanswered(&self) {
+        let out = self.gdbus(&[
+            "--dest",
+            "org.freedesktop.impl.portal.PermissionStore",
+            "--object-path",
+            "/org/freedesktop/impl/portal/PermissionStore",
+            "--method",
+            "org.freedesktop.impl.portal.PermissionStore.DeletePermission",
+            "screenshot",
+            "screenshot",
+            "",
+        ]);
+        assert!(out.is_some(), "the permission store kept its answer");
+    }
+
     /// Leaves the overview GNOME Shell opens with, so windows show as they are.
     pub fn leave_overview(&self) {
         let out = self.gdbus(&[

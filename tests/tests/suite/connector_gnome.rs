@@ -288,3 +288,114 @@ async fn gnome_shell_serves_screenshots_through_the_desktop_portal() {
         .collect();
     assert!(left.is_empty(), "screenshot files left behind: {left:?}");
 }
+
+/// GNOME Shell before anyone was asked about screenshots: HELLO offers them, PERMISSIONS_CHECK
+/// says `screen_recording` is unknown, and the first screenshot waits for the shell's own
+/// dialog ("Allow Applications to Take Screenshots?"). The person answers with the keyboard,
+/// which the shell's dialog takes and its buttons' AT-SPI does not; the headless shell's only
+/// keyboard is the portal's, so a second connector, whose remote-desktop session the person
+/// shared first, is their hands.
+/// Escape denies: the screenshot is `PERMISSION_PENDING` naming `screen_recording`, the
+/// permission store keeps the answer (PERMISSIONS_CHECK: denied; the next screenshot is
+/// refused the same way without a dialog; the next run advertises none). With the answer
+/// forgotten, Tab and Return allow: the picture comes, PERMISSIONS_CHECK says granted, and the
+/// next screenshot comes without a dialog.
+#[tokio::test]
+async fn gnome_shell_asks_the_person_at_the_first_screenshot() {
+    let gnome = PortalDesktop::gnome_shell();
+    let hands_platform = Platform::bind().await;
+    let _hands_shim = shim_on(&gnome, &hands_platform, "gnome-hands");
+    let (mut hands, _) = hands_platform.session(&["computer_use"], |_| {}).await;
+    let person = gnome.person("share");
+    gnome
+        .act(&mut hands, "k0", json!({"action": "key", "key": "shift"}))
+        .await;
+    answered(person);
+    let recording = |permissions: &serde_json::Value| {
+        permissions["payload"]["permissions"]["screen_recording"].clone()
+    };
+    // One screenshot on `conn`, the person pressing `keys` once the shell's dialog shows.
+    async fn answering(
+        gnome: &PortalDesktop,
+        conn: &mut e2e::platform::Conn,
+        hands: &mut e2e::platform::Conn,
+        id: &str,
+        keys: &[&str],
+    ) -> serde_json::Value {
+        let sees = gnome.person("screenshot-dialog");
+        let (shot, seen) = tokio::join!(
+            conn.call("SCREENSHOT_REQUEST", id, json!({"format": "png"})),
+            async {
+                let seen = tokio::task::spawn_blocking(move || answered(sees))
+                    .await
+                    .unwrap();
+                for key in keys {
+                    gnome
+                        .act(
+                            hands,
+                            &format!("{id}-{key}"),
+                            json!({"action": "key", "key": key}),
+                        )
+                        .await;
+                }
+                seen
+            }
+        );
+        assert!(
+            seen.contains("Allow Applications to Take Screenshots?"),
+            "{seen}"
+        );
+        shot
+    }
+
+    let platform = Platform::bind().await;
+    let shim = shim_on(&gnome, &platform, "gnome-shot-ask");
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    assert_eq!(
+        hello["payload"]["computer_use_features_coarse"][0], "screenshot",
+        "{hello}"
+    );
+    let before = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm0", json!({}))
+        .await;
+    assert_eq!(recording(&before), "unknown", "{before}");
+    let denied = answering(&gnome, &mut conn, &mut hands, "s-deny", &["Escape"]).await;
+    assert_eq!(error_code(&denied), "PERMISSION_PENDING", "{denied}");
+    assert_eq!(
+        denied["payload"]["details"]["permission"],
+        "screen_recording"
+    );
+    let after = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm1", json!({}))
+        .await;
+    assert_eq!(recording(&after), "denied", "{after}");
+    let again = conn
+        .call("SCREENSHOT_REQUEST", "s-again", json!({"format": "png"}))
+        .await;
+    assert_eq!(error_code(&again), "PERMISSION_PENDING", "{again}");
+    drop(conn);
+    drop(shim);
+
+    let platform = Platform::bind().await;
+    let shim = shim_on(&gnome, &platform, "gnome-shot-denied");
+    let (_, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let coarse = hello["payload"]["computer_use_features_coarse"].to_string();
+    assert!(!coarse.contains("screenshot"), "{hello}");
+    drop(shim);
+
+    gnome.screenshots_unanswered();
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&gnome, &platform, "gnome-shot-allow");
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+    let allowed = answering(&gnome, &mut conn, &mut hands, "s-allow", &["Tab", "Return"]).await;
+    let (w, h, _) = super::connector_wayland::shot_pixels(&allowed);
+    assert_eq!((w, h), (1280, 800));
+    let after = conn
+        .call("PERMISSIONS_CHECK_REQUEST", "perm2", json!({}))
+        .await;
+    assert_eq!(recording(&after), "granted", "{after}");
+    let next = conn
+        .call("SCREENSHOT_REQUEST", "s-next", json!({"format": "png"}))
+        .await;
+    assert_eq!(next["type"], "SCREENSHOT_RESPONSE", "{next}");
+}

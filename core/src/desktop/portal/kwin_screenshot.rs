@@ -46,6 +46,10 @@ const FORMAT_RGBA8888_PREMULTIPLIED: u32 = 18;
 /// Whether KWin's ScreenShot2 gives this program screenshots: `None` when KWin or the interface
 /// is not on the session bus, `Some(false)` when KWin refuses this program.
 pub async fn offered(bus: &zbus::Connection) -> Option<bool> {
+    // Asked only of a running KWin: a call to a name nobody owns may start a service for it.
+    if !super::screenshot::has_owner(bus, KWIN).await {
+        return None;
+    }
     let (_reader, writer) = rustix::pipe::pipe().ok()?;
     let empty: HashMap<&str, Value<'_>> = HashMap::new();
     let body = (0_i32, 0_i32, 0_u32, 0_u32, empty, Fd::from(&writer));

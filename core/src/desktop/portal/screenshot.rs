@@ -103,7 +103,7 @@ fn verdict(permissions: &HashMap<String, Vec<String>>) -> Option<bool> {
 ///
 /// # Errors
 /// [`DesktopError::PermissionPending`] (`screen_recording`) when the person declines or does not
-/// answer the portal's dialog; [`DesktopError::Failed`] when the portal fails or its file
+/// answer the portal's dialog, or refused screenshots before; [`DesktopError::Failed`] when the portal fails or its file
 /// cannot be read.
 pub fn take() -> Result<RgbaImage, DesktopError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -133,13 +133,22 @@ pub fn take() -> Result<RgbaImage, DesktopError> {
             bus: &bus,
             permission: PERMISSION,
         };
-        let answer = portal
+        let answered = portal
             .request(SCREENSHOT, "Screenshot", deadline, |mut options| {
                 options.insert("interactive", Value::from(false));
                 options.insert("modal", Value::from(false));
                 Body::Parent(options)
             })
-            .await?;
+            .await;
+        let answer = match answered {
+            // The portal ends a refused screenshot "in some other way" (response 2), not as
+            // cancelled, whether the person refused in its dialog now or before; the
+            // permission store then says no.
+            Err(DesktopError::Failed(_)) if allowed(&bus).await == Some(false) => {
+                return Err(super::declined(PERMISSION));
+            }
+            other => other?,
+        };
         let uri = answer
             .get("uri")
             .and_then(|value| String::try_from(value.try_clone().ok()?).ok())
