@@ -303,37 +303,37 @@ impl PortalDesktop {
     /// would, whether programs outside a sandbox may take screenshots (`yes` or `no`).
     pub fn screenshots_allowed(&self, answer: &str) {
         let permissions = format!("['{answer}']");
-        let out = self.gdbus(&[
-            "--dest",
-            "org.freedesktop.impl.portal.PermissionStore",
-            "--object-path",
-            "/org/freedesktop/impl/portal/PermissionStore",
-            "--method",
-            "org.freedesktop.impl.portal.PermissionStore.SetPermission",
-            "screenshot",
-            "true",
-            "screenshot",
-            "",
-            &permissions,
-        ]);
-        assert!(out.is_some(), "the permission store took no answer");
+        let args = ["true", "screenshot", "", &permissions];
+        assert!(
+            self.permission_store("SetPermission", &args).is_some(),
+            "the permission store took no answer"
+        );
     }
 
     /// Forgets the answer about screenshots in the desktop portal's permission store, so the
     /// next one asks again.
     pub fn screenshots_unanswered(&self) {
-        let out = self.gdbus(&[
+        assert!(
+            self.permission_store("DeletePermission", &["screenshot", ""])
+                .is_some(),
+            "the permission store kept its answer"
+        );
+    }
+
+    /// `method` of the permission store on its `screenshot` table, with `args` after the table.
+    fn permission_store(&self, method: &str, args: &[&str]) -> Option<String> {
+        let method = format!("org.freedesktop.impl.portal.PermissionStore.{method}");
+        let mut all = vec![
             "--dest",
             "org.freedesktop.impl.portal.PermissionStore",
             "--object-path",
             "/org/freedesktop/impl/portal/PermissionStore",
             "--method",
-            "org.freedesktop.impl.portal.PermissionStore.DeletePermission",
+            &method,
             "screenshot",
-            "screenshot",
-            "",
-        ]);
-        assert!(out.is_some(), "the permission store kept its answer");
+        ];
+        all.extend_from_slice(args);
+        self.gdbus(&all)
     }
 
     /// Leaves the overview GNOME Shell opens with, so windows show as they are.

@@ -101,7 +101,7 @@ impl Drop for Started {
 }
 
 /// A token file only its owner can read.
-fn token_file(home: &Path) -> PathBuf {
+pub(super) fn token_file(home: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = home.join("token");
     std::fs::write(&path, format!("{TOKEN}\n")).unwrap();
@@ -109,28 +109,42 @@ fn token_file(home: &Path) -> PathBuf {
     path
 }
 
+/// `install` in `home` with a token file there, for `platform`'s session in `root`, with the
+/// `switches` for the service; its output, once it succeeded.
+pub(super) fn install_for(
+    home: &Path,
+    platform: &Platform,
+    root: &Path,
+    switches: &[&str],
+) -> String {
+    let token = token_file(home);
+    let (url, root, token) = (
+        platform.url(),
+        root.to_string_lossy(),
+        token.to_string_lossy(),
+    );
+    let mut args = vec![
+        "--platform-url",
+        &url,
+        "--session-id",
+        SESSION,
+        "--allowed-root",
+        &root,
+        "--token-file",
+        &token,
+        "install",
+    ];
+    args.extend_from_slice(switches);
+    let (code, out, err) = run_shim(home, &args);
+    assert_eq!(code, Some(0), "{out}{err}");
+    out
+}
+
 #[tokio::test]
 async fn install_writes_a_unit_whose_exec_start_connects_to_the_platform() {
     let (home, root) = home_and_root("shim-first-install");
-    let token = token_file(&home);
     let platform = Platform::bind().await;
-    let url = platform.url();
-    let (code, out, err) = run_shim(
-        &home,
-        &[
-            "--platform-url",
-            &url,
-            "--session-id",
-            SESSION,
-            "--allowed-root",
-            &root.to_string_lossy(),
-            "--token-file",
-            &token.to_string_lossy(),
-            "install",
-            "--enable-shell",
-        ],
-    );
-    assert_eq!(code, Some(0), "{out}{err}");
+    let out = install_for(&home, &platform, &root, &["--enable-shell"]);
     let config = home.join(".config/autogpt-local-executor/config.toml");
     assert!(
         out.contains(&format!(

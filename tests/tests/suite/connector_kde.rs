@@ -348,14 +348,11 @@ async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
 #[tokio::test]
 async fn kde_takes_screenshots_through_kwin_once_installed() {
     use super::connector_computer::decode_png;
-    use e2e::platform::{SESSION, Shim, TOKEN};
+    use e2e::platform::{SESSION, Shim};
     let kde = PortalDesktop::kde();
     let home = kde.dir().to_path_buf();
     let root = home.join("root");
     std::fs::create_dir_all(&root).unwrap();
-    let token = home.join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let env: Vec<(&str, String)> = kde.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let doctor = |program: &std::path::Path, args: &[&str]| {
@@ -376,24 +373,12 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
         "{built}"
     );
     let platform = Platform::bind().await;
-    let url = platform.url();
-    let (root_arg, token_arg) = (root.to_string_lossy(), token.to_string_lossy());
-    let (code, out, err) = e2e::platform::run_shim(
+    let out = super::connector_first_hour::install_for(
         &home,
-        &[
-            "--platform-url",
-            &url,
-            "--session-id",
-            SESSION,
-            "--allowed-root",
-            &root_arg,
-            "--token-file",
-            &token_arg,
-            "install",
-            "--enable-computer-use",
-        ],
+        &platform,
+        &root,
+        &["--enable-computer-use"],
     );
-    assert_eq!(code, Some(0), "{out}{err}");
     let entry = home.join(".local/share/applications/autogpt-shim.desktop");
     assert!(
         out.contains(&format!(
