@@ -484,9 +484,10 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
         )
         .await;
     let window = decode_png(&window);
+    // `bounds` are the client area's corners.
     let visible = [
-        u32::try_from(bounds[2].min(1280 - bounds[0])).unwrap(),
-        u32::try_from(bounds[3].min(800 - bounds[1])).unwrap(),
+        u32::try_from(bounds[2].min(1280) - bounds[0]).unwrap(),
+        u32::try_from(bounds[3].min(800) - bounds[1]).unwrap(),
     ];
     assert_eq!([window.0, window.1], visible, "{bounds:?}");
     assert_eq!(pixel(&window, [ax + aw / 2, ay + ah / 2]), [255, 0, 0, 255]);
@@ -496,4 +497,32 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
     let (code, out, err) = e2e::platform::run_shim(&home, &["uninstall"]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(!entry.exists(), "{out}");
+}
+
+/// Lets the shim as built take screenshots on `kde`'s KWin, as `install` does for its copy: a
+/// desktop entry naming it in KWin's home, waited for until the shim's doctor says KWin takes
+/// them (KWin notices a new entry within seconds).
+pub(super) fn let_kwin_take_the_built_shims_screenshots(kde: &PortalDesktop) {
+    let applications = kde.dir().join(".local/share/applications");
+    std::fs::create_dir_all(&applications).unwrap();
+    std::fs::write(
+        applications.join("autogpt-shim.desktop"),
+        format!(
+            "[Desktop Entry]\nType=Application\nName=AutoGPT local executor\nExec={} start\nNoDisplay=true\nX-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2\n",
+            e2e::platform::binary("autogpt-shim").display()
+        ),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + e2e::platform::WAIT;
+    loop {
+        let (_, said) = doctor_in_env(kde.env(), "kde-shot-doctor");
+        if said.contains("screenshots go through KWin's own ScreenShot2 interface instead") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "KWin never let the shim take screenshots: {said}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }

@@ -589,13 +589,15 @@ fn walk_the_demo(scale: i64) {
 /// off the demo (KWin moves it, through its scripting), a click at the target's centre reaches
 /// the demo through the outline, and the guidance window comes back once the target changed.
 /// KWin's windows are read through the connector's window list (their client areas) and
-/// placed by a KWin script of the test's own. KDE takes no screenshot for a program without a
-/// dialog, so the outline's pixels are not checked here (sway's tests check them).
+/// placed by a KWin script of the test's own. The connector's screenshots (KWin's own capture,
+/// allowed by a desktop entry) show the outline's cyan frame just outside the target's box,
+/// nothing cyan a pixel further out, and the target's pixels inside exactly as they were.
 #[tokio::test]
 async fn on_kwin_the_guidance_window_keeps_off_the_target_and_a_click_reaches_it() {
     use e2e::platform::Platform;
     use serde_json::json;
     let kde = PortalDesktop::kde();
+    super::connector_kde::let_kwin_take_the_built_shims_screenshots(&kde);
     let platform = Platform::bind().await;
     let _shim = super::connector::ShimIn::start(&kde.env(), &platform, "kde-walk", &[]);
     let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
@@ -681,7 +683,37 @@ async fn on_kwin_the_guidance_window_keeps_off_the_target_and_a_click_reaches_it
         press_on_kwin(&kde, &mut conn, &client, CONSENT).await;
         let demo_at = window_on_kwin(&mut conn, DEMO).await;
         let target = on_screen(demo_at, &element(&client, DEMO, |l| l == *label)["box"]);
+        // The frame and one pixel around it, as the person sees it before the outline.
+        let ring = grown(target, FRAME + 1);
+        let before = shot_on_kwin(&mut conn, ring).await;
         press_on_kwin(&kde, &mut conn, &client, "Send").await;
+
+        // KWin's capture: the frame in cyan on its whole border, nothing cyan a pixel further
+        // out, and through it the target exactly as it was.
+        let inset = u32::try_from(FRAME + 1).unwrap();
+        let was = before.inside(inset);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let after = shot_on_kwin(&mut conn, ring).await;
+            let framed = after.inside(1).border(3).all(|(_, c)| c == CYAN);
+            let outside = after.border(1).filter(|(_, c)| *c == CYAN).count();
+            let is = after.inside(inset);
+            let changed = was.rgb.iter().zip(&is.rgb).filter(|(a, b)| a != b).count();
+            if framed && outside == 0 && changed == 0 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "after Send on {label:?} at {target:?}: frame all cyan {framed}, {outside} cyan \
+                 pixels outside it, {changed} of the target's {} pixels changed",
+                was.rgb.len()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert!(
+            was.rgb.iter().any(|p| *p != was.rgb[0]),
+            "the target showed nothing to compare"
+        );
 
         // The guidance window moves off the demo window, and so off the target.
         let deadline = Instant::now() + WAIT;
@@ -715,6 +747,33 @@ async fn on_kwin_the_guidance_window_keeps_off_the_target_and_a_click_reaches_it
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+/// The screen in `(x, y, w, h)` through the connector's screenshot on KWin, waiting out the
+/// shim's ten screenshots a minute.
+async fn shot_on_kwin(conn: &mut e2e::platform::Conn, (x, y, w, h): Rect) -> Pixels {
+    loop {
+        let shot = conn
+            .call(
+                "SCREENSHOT_REQUEST",
+                "ring",
+                serde_json::json!({"format": "png", "region": [x, y, x + w, y + h]}),
+            )
+            .await;
+        if shot["type"] == "ERROR" && shot["payload"]["code"] == "SHIM_OVERLOADED" {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            continue;
+        }
+        let (width, height, rgba) = super::connector_computer::decode_png(&shot);
+        assert_eq!(
+            (i64::from(width), i64::from(height)),
+            (w, h),
+            "{}",
+            shot["payload"]["meta"]
+        );
+        let rgb = rgba.chunks(4).map(|p| [p[0], p[1], p[2]]).collect();
+        return Pixels { width, height, rgb };
     }
 }
 
