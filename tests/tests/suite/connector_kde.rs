@@ -99,7 +99,7 @@ async fn kde_serves_input_through_the_desktop_portal() {
 }
 
 #[test]
-fn doctor_says_why_kde_offers_no_screenshots() {
+fn doctor_says_why_kwin_takes_no_screenshots_for_a_binary_no_entry_names() {
     let kde = PortalDesktop::kde();
     let (_, out) = doctor_in_env(kde.env(), "kde-doctor");
     let wayland: Vec<&str> = out.lines().filter(|l| l.contains("] Wayland  ")).collect();
