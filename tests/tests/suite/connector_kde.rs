@@ -343,8 +343,9 @@ async fn kde_places_accessibility_boxes_where_a_click_reaches_them() {
 /// installs; KWin notices it without a restart (the copy's doctor says screenshots go through
 /// KWin), and the copy, started as the entry and the service start it, advertises screenshots. Its captures show the GTK witness's red area
 /// where the witness and KWin's window list place it, a region is the same pixels as the
-/// whole screen there, and a window's capture is its client area. `uninstall` removes the
-/// entry again.
+/// whole screen there, and a window's capture is its client area; the same copy's MCP face
+/// (`mcp`, raw JSON-RPC on stdio) gives the region's pixels too. `uninstall` removes the entry
+/// again.
 #[tokio::test]
 async fn kde_takes_screenshots_through_kwin_once_installed() {
     use super::connector_computer::decode_png;
@@ -491,6 +492,28 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
     ];
     assert_eq!([window.0, window.1], visible, "{bounds:?}");
     assert_eq!(pixel(&window, [ax + aw / 2, ay + ah / 2]), [255, 0, 0, 255]);
+
+    // The MCP face of the same installed copy, through KWin too: the region's pixels again.
+    let mcp_args = ["--config", &config_arg, "mcp", "--enable-computer-use"];
+    let mut mcp = super::mcp::Raw::start(
+        e2e::platform::shim_command_with(&copy, &home, &mcp_args, &env),
+        home.join("mcp.stderr"),
+    );
+    mcp.initialize();
+    let result = mcp.call(7, "screenshot", json!({"format": "png", "region": region}));
+    assert_ne!(result["isError"], true, "{result}");
+    let png = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        result["content"][0]["data"].as_str().expect("an image"),
+    )
+    .unwrap();
+    let through_mcp = super::connector_wayland::decode_png(&png);
+    assert_eq!((through_mcp.0, through_mcp.1), (80, 60));
+    assert_eq!(
+        pixel(&through_mcp, [40, 30]),
+        pixel(&full, [region[0] + 40, region[1] + 30])
+    );
+    mcp.close();
     drop(witness);
 
     // `uninstall` takes the entry away with the unit.

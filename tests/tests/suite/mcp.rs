@@ -693,7 +693,7 @@ async fn mcp_and_start_write_one_chain_at_the_same_time() {
 
 /// `autogpt-shim mcp` driven with raw lines, for what no SDK client sends: the test writes its
 /// stdin and reads every stdout line, each of which must be one JSON-RPC frame.
-struct Raw {
+pub(super) struct Raw {
     child: Child,
     stdin: Option<ChildStdin>,
     /// stdout's lines, from a reader thread, so a missing answer fails after `WAIT` instead of
@@ -714,7 +714,13 @@ impl Raw {
         ];
         args.extend_from_slice(switches);
         let stderr = place.dir.join("raw-mcp.stderr");
-        let mut child = shim_command(&place.home(), &args, env)
+        Self::start(shim_command(&place.home(), &args, env), stderr)
+    }
+
+    /// `command` (an `autogpt-shim ... mcp` of the caller's making) as a raw server, its
+    /// stderr in the file `stderr`.
+    pub(super) fn start(mut command: Command, stderr: PathBuf) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             // A file, not a pipe: a pipe nobody reads would fill and stall the server.
@@ -766,7 +772,7 @@ impl Raw {
         serde_json::from_slice(&line).expect("stdout carries only JSON-RPC frames")
     }
 
-    fn initialize(&mut self) {
+    pub(super) fn initialize(&mut self) {
         self.send(
             &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -784,7 +790,7 @@ impl Raw {
     }
 
     /// One tool call answered before anything else: its `result`.
-    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+    pub(super) fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         self.request_call(id, tool, arguments);
         let answer = self.next();
         assert_eq!(answer["id"], id, "{answer}");
@@ -792,7 +798,7 @@ impl Raw {
     }
 
     /// Closes stdin: the server must exit 0 by itself. Returns its stderr.
-    fn close(mut self) -> String {
+    pub(super) fn close(mut self) -> String {
         drop(self.stdin.take());
         let deadline = Instant::now() + WAIT;
         let status = loop {
