@@ -447,6 +447,30 @@ fn grown((x, y, w, h): Rect, by: i64) -> Rect {
     (x - by, y - by, w + 2 * by, h + 2 * by)
 }
 
+/// Whether the ring of the frame and one pixel around it shows the outline, `before` and
+/// `after` Send: the frame cyan on its whole border, nothing cyan a pixel further out, and
+/// through it the target exactly as it was (which shows something to compare); else what is
+/// seen instead, in words.
+fn outline_shown(before: &Pixels, after: &Pixels) -> Result<(), String> {
+    let inset = u32::try_from(FRAME + 1).unwrap();
+    let was = before.inside(inset);
+    assert!(
+        was.rgb.iter().any(|p| *p != was.rgb[0]),
+        "the target showed nothing to compare"
+    );
+    let framed = after.inside(1).border(3).all(|(_, c)| c == CYAN);
+    let outside = after.border(1).filter(|(_, c)| *c == CYAN).count();
+    let is = after.inside(inset);
+    let changed = was.rgb.iter().zip(&is.rgb).filter(|(a, b)| a != b).count();
+    if framed && outside == 0 && changed == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "frame all cyan {framed}, {outside} cyan pixels outside it, {changed} of the target's {} pixels changed",
+        was.rgb.len()
+    ))
+}
+
 #[test]
 fn on_sway_the_outline_frames_the_target_and_a_click_reaches_it_through_the_overlay() {
     walk_the_demo(1);
@@ -522,32 +546,15 @@ fn walk_the_demo(scale: i64) {
         let before = settled(&sway, ring, scale);
         press(&sway, &mut pointer, scale, "Send");
 
-        // grim: the frame in cyan on its whole border, nothing cyan a pixel further out, and
-        // through it the target exactly as it was; polled until it shows or the time is up.
-        let inset = u32::try_from(FRAME + 1).unwrap();
-        let was = before.inside(inset);
+        // grim: the outline as `outline_shown` says; polled until it shows or the time is up.
         let deadline = Instant::now() + WAIT;
-        loop {
-            let after = grab(&sway, ring, scale);
-            let framed = after.inside(1).border(3).all(|(_, c)| c == CYAN);
-            let outside = after.border(1).filter(|(_, c)| *c == CYAN).count();
-            let is = after.inside(inset);
-            let changed = was.rgb.iter().zip(&is.rgb).filter(|(a, b)| a != b).count();
-            if framed && outside == 0 && changed == 0 {
-                break;
-            }
+        while let Err(seen) = outline_shown(&before, &grab(&sway, ring, scale)) {
             assert!(
                 Instant::now() < deadline,
-                "after Send on {label:?} at {target:?}: frame all cyan {framed}, {outside} cyan \
-                 pixels outside it, {changed} of the target's {} pixels changed",
-                was.rgb.len()
+                "after Send on {label:?} at {target:?}: {seen}"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            was.rgb.iter().any(|p| *p != was.rgb[0]),
-            "the target showed nothing to compare"
-        );
         // The guidance window moves off the demo window, and so off the target.
         wait_until("the guidance window off the demo window", || {
             !overlap(window_rect(&sway, GUIDE, scale), demo_at)
@@ -688,32 +695,15 @@ async fn on_kwin_the_guidance_window_keeps_off_the_target_and_a_click_reaches_it
         let before = shot_on_kwin(&mut conn, ring).await;
         press_on_kwin(&kde, &mut conn, &client, "Send").await;
 
-        // KWin's capture: the frame in cyan on its whole border, nothing cyan a pixel further
-        // out, and through it the target exactly as it was.
-        let inset = u32::try_from(FRAME + 1).unwrap();
-        let was = before.inside(inset);
+        // KWin's capture: the outline as `outline_shown` says.
         let deadline = Instant::now() + WAIT;
-        loop {
-            let after = shot_on_kwin(&mut conn, ring).await;
-            let framed = after.inside(1).border(3).all(|(_, c)| c == CYAN);
-            let outside = after.border(1).filter(|(_, c)| *c == CYAN).count();
-            let is = after.inside(inset);
-            let changed = was.rgb.iter().zip(&is.rgb).filter(|(a, b)| a != b).count();
-            if framed && outside == 0 && changed == 0 {
-                break;
-            }
+        while let Err(seen) = outline_shown(&before, &shot_on_kwin(&mut conn, ring).await) {
             assert!(
                 Instant::now() < deadline,
-                "after Send on {label:?} at {target:?}: frame all cyan {framed}, {outside} cyan \
-                 pixels outside it, {changed} of the target's {} pixels changed",
-                was.rgb.len()
+                "after Send on {label:?} at {target:?}: {seen}"
             );
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        assert!(
-            was.rgb.iter().any(|p| *p != was.rgb[0]),
-            "the target showed nothing to compare"
-        );
 
         // The guidance window moves off the demo window, and so off the target.
         let deadline = Instant::now() + WAIT;
