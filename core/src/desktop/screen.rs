@@ -39,6 +39,11 @@ enum Grabber {
     /// displays are still known).
     #[cfg(target_os = "linux")]
     Refused(&'static str),
+    /// No screencopy: KWin's ScreenShot2, or the portal's Screenshot over the union of the
+    /// displays, chosen at the first grab, so that listing the displays (every input action
+    /// does) asks KWin nothing.
+    #[cfg(target_os = "linux")]
+    Unchosen(std::cell::OnceCell<Box<Self>>, Rect),
 }
 
 impl Grabber {
@@ -86,6 +91,10 @@ impl Grabber {
             Self::Kwin => super::portal::kwin_screenshot::area(rect),
             #[cfg(target_os = "linux")]
             Self::Refused(reason) => Err(DesktopError::unsupported("screenshot", *reason)),
+            #[cfg(target_os = "linux")]
+            Self::Unchosen(chosen, desktop) => chosen
+                .get_or_init(|| Box::new(without_screencopy(*desktop)))
+                .grab(display, rect),
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
                 let monitor = monitors
@@ -136,6 +145,10 @@ impl Grabber {
             #[cfg(target_os = "linux")]
             Self::Refused(reason) => Err(DesktopError::unsupported("screenshot.window", *reason)),
             #[cfg(target_os = "linux")]
+            Self::Unchosen(chosen, desktop) => chosen
+                .get_or_init(|| Box::new(without_screencopy(*desktop)))
+                .window(id, displays),
+            #[cfg(target_os = "linux")]
             Self::Portal(..) => Err(DesktopError::unsupported(
                 "screenshot.window",
                 "GNOME Shell tells no client where a window is",
@@ -154,6 +167,18 @@ impl Grabber {
                 Ok((screen_pixels(window.capture_image()?), origin))
             }
         }
+    }
+}
+
+/// Where pixels come from without screencopy: KWin's ScreenShot2 where KWin lets this program,
+/// nothing where it does not, else the desktop portal's Screenshot (which the probe has checked)
+/// of `desktop`, the union of the displays.
+#[cfg(target_os = "linux")]
+fn without_screencopy(desktop: Rect) -> Grabber {
+    match super::portal::kwin_screenshot::allowed() {
+        Some(true) => Grabber::Kwin,
+        Some(false) => Grabber::Refused(super::portal::kwin_screenshot::REFUSED),
+        None => Grabber::Portal(std::cell::RefCell::new(None), desktop),
     }
 }
 
@@ -208,15 +233,6 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             if protocols.screenshots() {
                 return Ok((displays, Grabber::Wayland));
             }
-            match super::portal::kwin_screenshot::allowed() {
-                Some(true) => return Ok((displays, Grabber::Kwin)),
-                Some(false) => {
-                    let refused = super::portal::kwin_screenshot::REFUSED;
-                    return Ok((displays, Grabber::Refused(refused)));
-                }
-                None => {}
-            }
-            // No screencopy: the desktop portal's Screenshot, which the probe has checked.
             let desktop = displays
                 .iter()
                 .map(|d| d.rect)
@@ -229,7 +245,7 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
                 });
             return Ok((
                 displays,
-                Grabber::Portal(std::cell::RefCell::new(None), desktop),
+                Grabber::Unchosen(std::cell::OnceCell::new(), desktop),
             ));
         }
         Err(DesktopError::unsupported("screenshot", session.reason()))
