@@ -443,17 +443,14 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
             } else {
                 None
             };
-            let kwin_shots = if shots {
-                kwin_screenshot::offered(&bus).await
+            // KWin lists windows and takes screenshots where the protocols are missing.
+            let kwin = kwin::offered(&bus).await;
+            let kwin_shots = if shots && kwin {
+                kwin_screenshot::offered_by_running_kwin(&bus).await
             } else {
                 None
             };
-            Some((
-                portal,
-                portal_shots,
-                windows && kwin::offered(&bus).await,
-                kwin_shots,
-            ))
+            Some((portal, portal_shots, windows && kwin, kwin_shots))
         });
         if let Some((portal, shots, kwin, kwin_shots)) = asked {
             protocols.portal = portal;

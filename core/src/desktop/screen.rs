@@ -92,9 +92,9 @@ impl Grabber {
             #[cfg(target_os = "linux")]
             Self::Refused(reason) => Err(DesktopError::unsupported("screenshot", *reason)),
             #[cfg(target_os = "linux")]
-            Self::Unchosen(chosen, desktop) => chosen
-                .get_or_init(|| Box::new(without_screencopy(*desktop)))
-                .grab(display, rect),
+            Self::Unchosen(chosen, desktop) => {
+                without_screencopy(chosen, *desktop).grab(display, rect)
+            }
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
                 let monitor = monitors
@@ -145,9 +145,9 @@ impl Grabber {
             #[cfg(target_os = "linux")]
             Self::Refused(reason) => Err(DesktopError::unsupported("screenshot.window", *reason)),
             #[cfg(target_os = "linux")]
-            Self::Unchosen(chosen, desktop) => chosen
-                .get_or_init(|| Box::new(without_screencopy(*desktop)))
-                .window(id, displays),
+            Self::Unchosen(chosen, desktop) => {
+                without_screencopy(chosen, *desktop).window(id, displays)
+            }
             #[cfg(target_os = "linux")]
             Self::Portal(..) => Err(DesktopError::unsupported(
                 "screenshot.window",
@@ -170,16 +170,18 @@ impl Grabber {
     }
 }
 
-/// Where pixels come from without screencopy: KWin's ScreenShot2 where KWin lets this program,
-/// nothing where it does not, else the desktop portal's Screenshot (which the probe has checked)
-/// of `desktop`, the union of the displays.
+/// Where pixels come from without screencopy, chosen once into `chosen`: KWin's ScreenShot2
+/// where KWin lets this program, nothing where it does not, else the desktop portal's
+/// Screenshot (which the probe has checked) of `desktop`, the union of the displays.
 #[cfg(target_os = "linux")]
-fn without_screencopy(desktop: Rect) -> Grabber {
-    match super::portal::kwin_screenshot::allowed() {
-        Some(true) => Grabber::Kwin,
-        Some(false) => Grabber::Refused(super::portal::kwin_screenshot::REFUSED),
-        None => Grabber::Portal(std::cell::RefCell::new(None), desktop),
-    }
+fn without_screencopy(chosen: &std::cell::OnceCell<Box<Grabber>>, desktop: Rect) -> &Grabber {
+    chosen.get_or_init(|| {
+        Box::new(match super::portal::kwin_screenshot::allowed() {
+            Some(true) => Grabber::Kwin,
+            Some(false) => Grabber::Refused(super::wayland::KWIN_SHOTS_REFUSED),
+            None => Grabber::Portal(std::cell::RefCell::new(None), desktop),
+        })
+    })
 }
 
 /// The whole desktop through the desktop portal's Screenshot, checked to cover `desktop` (the

@@ -28,7 +28,6 @@ const NOT_AUTHORIZED: &str = "org.kde.KWin.ScreenShot2.Error.NoAuthorized";
 /// KWin's answer to an empty area, checked after the permission: asking for one tells whether
 /// this program may take screenshots without taking one.
 const INVALID_AREA: &str = "org.kde.KWin.ScreenShot2.Error.InvalidArea";
-pub use crate::desktop::wayland::KWIN_SHOTS_REFUSED as REFUSED;
 /// How long KWin may take to render the area and write its pixels.
 const CAPTURE_DEADLINE: Duration = Duration::from_secs(10);
 /// The most pixel bytes accepted: a 16384×16384 picture at four bytes a pixel.
@@ -43,17 +42,11 @@ const FORMAT_RGBX8888: u32 = 16;
 const FORMAT_RGBA8888: u32 = 17;
 const FORMAT_RGBA8888_PREMULTIPLIED: u32 = 18;
 
-/// Whether KWin's ScreenShot2 gives this program screenshots: `None` when KWin or the interface
-/// is not on the session bus, `Some(false)` when KWin refuses this program.
-pub async fn offered(bus: &zbus::Connection) -> Option<bool> {
-    // Asked only of a running KWin: a call to a name nobody owns may start a service for it.
-    if !super::screenshot::has_owner(bus, KWIN).await {
-        return None;
-    }
+/// Whether KWin's ScreenShot2 gives this program screenshots, asked of a KWin known to run:
+/// `None` when it has no such interface, `Some(false)` when it refuses this program.
+pub async fn offered_by_running_kwin(bus: &zbus::Connection) -> Option<bool> {
     let (_reader, writer) = rustix::pipe::pipe().ok()?;
-    let empty: HashMap<&str, Value<'_>> = HashMap::new();
-    let body = (0_i32, 0_i32, 0_u32, 0_u32, empty, Fd::from(&writer));
-    let called = bus.call_method(Some(KWIN), PATH, Some(INTERFACE), "CaptureArea", &body);
+    let called = capture_area(bus, (0, 0, 0, 0), HashMap::new(), &writer);
     match tokio::time::timeout(super::CALL_DEADLINE, called)
         .await
         .ok()?
@@ -69,10 +62,31 @@ pub async fn offered(bus: &zbus::Connection) -> Option<bool> {
     }
 }
 
-/// [`offered`] on this process's session bus; `None` also without a session bus.
+/// [`offered_by_running_kwin`] on this process's session bus; `None` also without a session
+/// bus or KWin on it (a call to a name nobody owns may start a service for it).
 #[must_use]
 pub fn allowed() -> Option<bool> {
-    on_own_thread(|| ask(|bus| async move { offered(&bus).await }))
+    on_own_thread(|| {
+        ask(|bus| async move {
+            if super::kwin::offered(&bus).await {
+                offered_by_running_kwin(&bus).await
+            } else {
+                None
+            }
+        })
+    })
+}
+
+/// KWin's `CaptureArea` of `(x, y, width, height)` with `options`, its pixels to `pipe`.
+async fn capture_area(
+    bus: &zbus::Connection,
+    (x, y, width, height): (i32, i32, u32, u32),
+    options: HashMap<&str, Value<'_>>,
+    pipe: &std::os::fd::OwnedFd,
+) -> zbus::Result<zbus::Message> {
+    let body = (x, y, width, height, options, Fd::from(pipe));
+    bus.call_method(Some(KWIN), PATH, Some(INTERFACE), "CaptureArea", &body)
+        .await
 }
 
 /// The pixels of `area` in KWin's layout, at the outputs' own resolution.
@@ -108,8 +122,7 @@ async fn capture(bus: &zbus::Connection, area: Rect) -> Result<RgbaImage, Deskto
         u32::try_from(area.width).map_err(|_| failed("the area is too large"))?,
         u32::try_from(area.height).map_err(|_| failed("the area is too large"))?,
     );
-    let body = (x, y, width, height, options, Fd::from(&writer));
-    let called = bus.call_method(Some(KWIN), PATH, Some(INTERFACE), "CaptureArea", &body);
+    let called = capture_area(bus, (x, y, width, height), options, &writer);
     let reply = tokio::time::timeout(CAPTURE_DEADLINE, called)
         .await
         .map_err(|_| failed("KWin did not answer"))?
@@ -120,14 +133,13 @@ async fn capture(bus: &zbus::Connection, area: Rect) -> Result<RgbaImage, Deskto
             other => failed(&other.to_string()),
         })?;
     // KWin writes from its own copy of the pipe; this one would keep it open past the pixels.
-    drop(body);
     drop(writer);
     let answer: HashMap<String, OwnedValue> = reply
         .body()
         .deserialize()
         .map_err(|e| failed(&format!("its answer was not understood ({e})")))?;
     let picture = Picture::from_answer(&answer).map_err(|what| failed(&what))?;
-    let mut bytes = vec![0; picture.len()?];
+    let mut bytes = vec![0; picture.len().map_err(|what| failed(&what))?];
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader)
         .map_err(|e| failed(&format!("its pipe could not be read ({e})")))?;
     tokio::time::timeout(CAPTURE_DEADLINE, pipe.read_exact(&mut bytes))
@@ -172,15 +184,17 @@ impl Picture {
     }
 
     /// How many bytes the pixels take, checked against the width and the cap.
-    fn len(&self) -> Result<usize, DesktopError> {
+    fn len(&self) -> Result<usize, String> {
         let bytes = u64::from(self.stride) * u64::from(self.height);
-        if u64::from(self.stride) < u64::from(self.width) * 4 || bytes > MAX_BYTES {
-            return Err(DesktopError::Failed(format!(
-                "KWin's screenshot failed: it announced {}×{} pixels in rows of {} bytes, which no screen's picture has",
+        let bytes = usize::try_from(bytes)
+            .ok()
+            .filter(|_| u64::from(self.stride) >= u64::from(self.width) * 4 && bytes <= MAX_BYTES);
+        bytes.ok_or_else(|| {
+            format!(
+                "it announced {}×{} pixels in rows of {} bytes, which no screen's picture has",
                 self.width, self.height, self.stride
-            )));
-        }
-        usize::try_from(bytes).map_err(|_| DesktopError::Failed("too large".to_owned()))
+            )
+        })
     }
 
     /// The pixels as RGBA, every one opaque: a screen has no transparency, and KWin's
