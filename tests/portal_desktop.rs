@@ -226,6 +226,24 @@ impl PortalDesktop {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Listening is not yet ready: a client that connects before the compositor has its
+        // (virtual) monitor finds no output and no display. weston-info lists the globals.
+        require("weston-info", "weston");
+        loop {
+            let globals = gnome
+                .command("weston-info")
+                .output()
+                .expect("run weston-info");
+            if String::from_utf8_lossy(&globals.stdout).contains("interface: 'wl_output'") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the compositor showed no output within {START_DEADLINE:?}: {}",
+                gnome.log(COMPOSITOR_LOG)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         for (program, name) in [
             ("pipewire", "pipewire.log"),
             ("wireplumber", "wireplumber.log"),
