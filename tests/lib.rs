@@ -1,12 +1,14 @@
 //! End-to-end tests of the workspace; the suite lives in `tests/all.rs` and its `suite/` modules,
 //! [`platform`] is the WebSocket test platform the suite and the benchmarks share,
-//! [`display`] a private X desktop (Xvfb, openbox, a session bus), [`wayland`] a private Wayland compositor (headless sway or weston), [`witness`] a GTK window reporting the input it receives, [`fake_llm`] a fake local LLM backend (Ollama or OpenAI-compatible), [`fake_oauth`] a fake OAuth server for the connector's login, [`portal_desktop`] a private headless GNOME or KDE with the desktop portal, [`memory`] a process's private memory as the benches report it, and [`real_model`] a real
+//! [`display`] a private X desktop (Xvfb, openbox, a session bus), [`wayland`] a private Wayland compositor (headless sway or weston), [`accessibility`] a window's controls read and pressed through AT-SPI, [`witness`] a GTK window reporting the input it receives, [`fake_llm`] a fake local LLM backend (Ollama or OpenAI-compatible), [`fake_oauth`] a fake OAuth server for the connector's login, [`portal_desktop`] a private headless GNOME or KDE with the desktop portal, [`memory`] a process's private memory as the benches report it, and [`real_model`] a real
 //! one (llama.cpp's server with SmolLM2-135M) for the real-model tests and the LLM benchmark.
 
 // Test support: a failed unwrap is a failed test or bench, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // An X server and a session bus exist only on Unix; the tests that need them are Unix-only too.
+#[cfg(target_os = "linux")]
+pub mod accessibility;
 #[cfg(unix)]
 pub mod display;
 pub mod fake_llm;

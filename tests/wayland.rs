@@ -105,11 +105,23 @@ impl Compositor {
 
     /// A headless weston (pixman, 1280×800): no wlr protocols, no seat.
     pub fn weston() -> Self {
+        Self::weston_with(&[])
+    }
+
+    /// A headless weston that lets any client take screenshots ([`Compositor::screenshot`]):
+    /// `--debug` opens weston's own screenshooter to every client, as a debugging user would.
+    pub fn weston_allowing_screenshots() -> Self {
+        require("weston-screenshooter", "weston");
+        Self::weston_with(&["--debug"])
+    }
+
+    fn weston_with(extra: &[&str]) -> Self {
         require("weston", "weston");
         let runtime_dir = private_dir("weston-runtime");
         let log = runtime_dir.join("weston.log");
         let mut command = Command::new("weston");
         command
+            .args(extra)
             .args([
                 "--backend=headless-backend.so",
                 "--use-pixman",
@@ -139,6 +151,41 @@ impl Compositor {
         compositor
     }
 
+    /// The whole screen as weston itself captures it (`weston-screenshooter`, which a
+    /// [`Compositor::weston_allowing_screenshots`] allows).
+    pub fn screenshot(&self) -> crate::display::Pixels {
+        let dir = private_dir("weston-shot");
+        let status = self
+            .command("weston-screenshooter")
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run weston-screenshooter");
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| path.extension().is_some_and(|e| e == "png"));
+        let bytes = file.map(std::fs::read);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(status.success(), "weston-screenshooter failed: {status}");
+        let bytes = bytes.expect("weston-screenshooter wrote no PNG").unwrap();
+        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let step = info.color_type.samples();
+        crate::display::Pixels {
+            width: info.width,
+            height: info.height,
+            rgb: buf[..info.buffer_size()]
+                .chunks_exact(step)
+                .map(|p| [p[0], p[1], p[2]])
+                .collect(),
+        }
+    }
+
     /// Starts a session bus for this compositor's clients (its socket in the runtime
     /// directory), stopped before the compositor: the bus starts AT-SPI's accessibility bus on
     /// demand, which ends with it.
@@ -166,6 +213,14 @@ impl Compositor {
         self.children.push(bus);
         assert!(!line.trim().is_empty(), "dbus-daemon gave no address");
         self.bus_address = Some(line.trim().to_owned());
+    }
+
+    /// The address of the session bus [`Compositor::start_session_bus`] started.
+    #[must_use]
+    pub fn session_bus(&self) -> &str {
+        self.bus_address
+            .as_deref()
+            .expect("start_session_bus first")
     }
 
     fn sockets(&self) -> (Option<String>, Option<PathBuf>) {

@@ -297,6 +297,39 @@ impl A11yError {
     }
 }
 
+/// A top-level window as an application lists it on the accessibility bus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessibleWindow {
+    /// What names it on the bus (its application's bus name and its object path): stable for
+    /// as long as the window is open.
+    pub key: String,
+    /// The process that owns it, when the bus says.
+    pub pid: Option<u32>,
+    /// Its application's name.
+    pub app_name: String,
+    /// Its title (empty where the toolkit gives its frame no name).
+    pub title: String,
+    /// Its box as the toolkit reports it: on Wayland at the surface's corner, not where the
+    /// compositor put it.
+    pub bounds: ScreenRect,
+}
+
+/// Every showing top-level window the applications on the accessibility bus list.
+///
+/// # Errors
+/// [`A11yError::Unavailable`] when the bus cannot be reached; [`A11yError::Unsupported`] off
+/// Linux (the window system lists windows there).
+pub async fn windows() -> Result<Vec<AccessibleWindow>, A11yError> {
+    #[cfg(target_os = "linux")]
+    {
+        atspi::windows().await
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(A11yError::Unsupported)
+    }
+}
+
 /// Walks `target`'s accessibility tree within `budget`.
 ///
 /// # Errors

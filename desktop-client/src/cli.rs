@@ -234,6 +234,11 @@ fn report_outline(
         now_window.as_ref(),
         OffsetDateTime::now_utc(),
     ) {
+        // A window the compositor does not place is at its own corner, so the box is in it.
+        Ok(rect) if !capture.window.placed => eprintln!(
+            "outline at x={} y={} width={} height={} in the window (the compositor does not say where it is)",
+            rect.x, rect.y, rect.width, rect.height
+        ),
         Ok(rect) => eprintln!(
             "outline at x={} y={} width={} height={}",
             rect.x, rect.y, rect.width, rect.height

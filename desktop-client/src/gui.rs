@@ -69,6 +69,13 @@ pub const STEP_TAKEN: &str =
 /// What the window says once the outlined element changed or went away, where the outline
 /// cannot see clicks (Wayland).
 pub const TARGET_CHANGED: &str = "The outlined element changed, most likely because you used it: press Check next step to see what comes next.";
+/// What the window says above the capture it frames the target on, where no frame can be shown
+/// on screen.
+pub const ON_CAPTURE: &str =
+    "This desktop cannot show a frame on screen, so the target is framed here, on the capture:";
+/// The largest the capture is drawn in this window, in points; a smaller window is drawn at its
+/// own size, so its boxes keep their pixels.
+const PICTURE: Vec2 = vec2(600.0, 360.0);
 
 enum Job {
     ListWindows,
@@ -198,8 +205,11 @@ struct Client {
     error: Option<Problem>,
     /// Print each problem's technical detail to stderr.
     verbose: bool,
-    /// The target's box while its outline is on screen.
+    /// The target's box while its outline is on screen (or on the capture, with `on_capture`).
     outline: Option<ScreenRect>,
+    /// Whether the outline is drawn on the capture in this window, not on screen: the
+    /// compositor has no layer shell, or does not say where the window is.
+    on_capture: bool,
     /// The window system's outline, or why there is none.
     outliner: Result<Box<dyn Outline>, Problem>,
     /// When the drawn outline was last checked.
@@ -255,6 +265,7 @@ impl Client {
             error: None,
             verbose,
             outline: None,
+            on_capture: false,
             outliner: outline::open(ctx),
             checked_at: Instant::now(),
             recheck_now: false,
@@ -339,6 +350,22 @@ impl Client {
 
     /// Draws the outline around `rect`, on `window`, and moves this window out of its way.
     fn draw_outline(&mut self, ctx: &egui::Context, rect: ScreenRect, window: &WindowInfo) {
+        if !window.placed || self.outliner.is_err() {
+            // Nothing can be drawn where the target is: the capture in this window shows it.
+            let at = ScreenRect {
+                x: rect.x - window.bounds.x,
+                y: rect.y - window.bounds.y,
+                ..rect
+            };
+            eprintln!(
+                "outline on the capture in this window at x={} y={} width={} height={} of its {}x{}",
+                at.x, at.y, at.width, at.height, window.bounds.width, window.bounds.height
+            );
+            self.outline = Some(rect);
+            self.on_capture = true;
+            self.checked_at = Instant::now();
+            return;
+        }
         let shown = match self.outliner.as_mut() {
             Ok(outliner) => outliner.show(rect, window.id),
             Err(problem) => Err(problem.clone()),
@@ -382,7 +409,9 @@ impl Client {
     fn remove_outline(&mut self) {
         // Dropping the watch stops its thread.
         self.watch = None;
+        let on_capture = std::mem::take(&mut self.on_capture);
         if self.outline.take().is_some()
+            && !on_capture
             && let Ok(outliner) = self.outliner.as_mut()
         {
             outliner.hide();
@@ -463,10 +492,11 @@ impl Client {
             (Err(refusal), _) => self.refuse(refusal.to_string()),
         }
         if self.outline.is_some()
-            && self
-                .outliner
-                .as_ref()
-                .is_ok_and(|outliner| !outliner.sees_clicks())
+            && (self.on_capture
+                || self
+                    .outliner
+                    .as_ref()
+                    .is_ok_and(|outliner| !outliner.sees_clicks()))
         {
             self.watch = Some(Watch::start(ctx, &capture, &drawn));
         }
@@ -609,6 +639,7 @@ impl Client {
         if let Some(note) = self.step_note {
             ui.strong(note);
         }
+        self.framed_capture(ui);
         let title = self.capture.as_ref().map(|c| c.window.title.clone());
         if let Some(title) = title
             && ui
@@ -617,6 +648,60 @@ impl Client {
         {
             self.capture_for_review(ui.ctx(), title);
         }
+    }
+
+    /// The capture with the target framed, where the frame cannot be shown on screen: the
+    /// window's pixels when they were shared, else its controls' boxes and names.
+    fn framed_capture(&self, ui: &mut egui::Ui) {
+        let (true, Some(target), Some(capture)) = (self.on_capture, self.outline, &self.capture)
+        else {
+            return;
+        };
+        ui.label(ON_CAPTURE);
+        let window = capture.window.bounds;
+        let points = ui.ctx().pixels_per_point();
+        let scale = picture_scale(
+            window,
+            points,
+            PICTURE.min(vec2(ui.available_width(), PICTURE.y)),
+        );
+        let size = vec2(window.width as f32, window.height as f32) * scale;
+        let (response, painter) = ui.allocate_painter(size, egui::Sense::hover());
+        let picture = egui::emath::GuiRounding::round_to_pixels(response.rect, points);
+        let place = |r: ScreenRect| {
+            egui::emath::GuiRounding::round_to_pixels(
+                on_picture(r, window, picture.min, scale),
+                points,
+            )
+        };
+        match &self.preview {
+            Some(texture) => {
+                let whole = Rect::from_min_max(pos2(0.0, 0.0), pos2(1.0, 1.0));
+                painter.image(texture.id(), picture, whole, Color32::WHITE);
+            }
+            None => {
+                painter.rect_filled(picture, 0.0, Color32::from_gray(32));
+                let font = egui::FontId::proportional(11.0);
+                for element in &capture.observation.elements {
+                    let at = place(observe::on_screen(element.bounds, window));
+                    painter.rect_stroke(
+                        at,
+                        0.0,
+                        Stroke::new(1.0, Color32::GRAY),
+                        egui::StrokeKind::Inside,
+                    );
+                    painter.text(
+                        at.left_center() + vec2(2.0, 0.0),
+                        egui::Align2::LEFT_CENTER,
+                        &element.label,
+                        font.clone(),
+                        Color32::LIGHT_GRAY,
+                    );
+                }
+            }
+        }
+        let frame = Stroke::new(outline::FRAME as f32 / points, OUTLINE.color);
+        painter.rect_stroke(place(target), 0.0, frame, egui::StrokeKind::Outside);
     }
 
     /// What the outline saw: a click inside it (or, where it cannot see clicks, a change of the
@@ -681,9 +766,17 @@ impl Client {
     }
 }
 
+/// Names the window's accessible frame after its title, as GTK and Qt do: egui leaves it
+/// unnamed, and a screen reader, or a Wayland desktop whose only window list is the
+/// accessibility bus (weston, GNOME), would have nothing else to call the window by.
+pub fn name_window(ctx: &egui::Context, title: &str) {
+    ctx.accesskit_node_builder(egui::accesskit_root_id(), |root| root.set_label(title));
+}
+
 impl eframe::App for Client {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         let ctx = ui.ctx().clone();
+        name_window(&ctx, WINDOW_TITLE);
         self.place_at_start(&ctx);
         self.receive(&ctx);
         self.follow_outline(&ctx);
@@ -752,6 +845,25 @@ impl eframe::App for Client {
         });
         self.recheck(&ctx);
     }
+}
+
+/// Points per window pixel for a capture of `window` drawn in at most `room` points: its own
+/// size when it fits (one window pixel a screen pixel), else as large as fits.
+fn picture_scale(window: ScreenRect, points_per_pixel: f32, room: Vec2) -> f32 {
+    let own = 1.0 / points_per_pixel;
+    let fit = (room.x / window.width.max(1) as f32).min(room.y / window.height.max(1) as f32);
+    own.min(fit).max(0.0)
+}
+
+/// Where `r` (screen pixels) lies on a picture of `window` drawn from `origin` at `scale`
+/// points per window pixel.
+fn on_picture(r: ScreenRect, window: ScreenRect, origin: Pos2, scale: f32) -> Rect {
+    let x = (i64::from(r.x) - i64::from(window.x)) as f32 * scale;
+    let y = (i64::from(r.y) - i64::from(window.y)) as f32 * scale;
+    Rect::from_min_size(
+        origin + vec2(x, y),
+        vec2(r.width as f32 * scale, r.height as f32 * scale),
+    )
 }
 
 /// The target window's controls read again every [`RECHECK`] on a thread of their own, while
@@ -850,5 +962,57 @@ pub fn run(selected: Option<String>, prompt: String, verbose: bool, offset: UtcO
             eprintln!("{}", Problem::window(&e, display_set()).report(verbose));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WINDOW: ScreenRect = ScreenRect {
+        x: 0,
+        y: 0,
+        width: 480,
+        height: 240,
+    };
+
+    #[test]
+    fn a_capture_that_fits_is_drawn_at_its_own_pixels() {
+        assert!((picture_scale(WINDOW, 1.0, PICTURE) - 1.0).abs() < f32::EPSILON);
+        // At two pixels a point, a window pixel is half a point.
+        assert!((picture_scale(WINDOW, 2.0, PICTURE) - 0.5).abs() < f32::EPSILON);
+    }
+
+    #[test]
+    fn a_capture_too_large_is_shrunk_to_fit_both_ways() {
+        let wide = ScreenRect {
+            width: 1200,
+            height: 300,
+            ..WINDOW
+        };
+        assert!((picture_scale(wide, 1.0, PICTURE) - 0.5).abs() < f32::EPSILON);
+        let tall = ScreenRect {
+            width: 300,
+            height: 720,
+            ..WINDOW
+        };
+        assert!((picture_scale(tall, 1.0, PICTURE) - 0.5).abs() < f32::EPSILON);
+    }
+
+    #[test]
+    fn the_target_lands_where_it_is_in_the_window() {
+        let window = ScreenRect {
+            x: 100,
+            y: 50,
+            ..WINDOW
+        };
+        let target = ScreenRect {
+            x: 108,
+            y: 106,
+            width: 71,
+            height: 20,
+        };
+        let at = on_picture(target, window, pos2(10.0, 20.0), 0.5);
+        assert_eq!(at, Rect::from_min_size(pos2(14.0, 48.0), vec2(35.5, 10.0)));
     }
 }

@@ -63,9 +63,6 @@ impl Problem {
             ObserveError::WindowList(_) if display == Display::None => {
                 "No display: DISPLAY is not set, so no window can be listed; run msguide-desktop inside your desktop session"
             }
-            ObserveError::WindowList(_) if display == Display::Wayland => {
-                "This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use KDE Plasma, sway, Hyprland, river or labwc, or log in to an X11 session instead"
-            }
             ObserveError::WindowList(_) => {
                 "The windows on this display cannot be listed: run msguide-desktop inside an X11 desktop session with a window manager running"
             }

@@ -16,8 +16,8 @@ use atspi::{
 };
 
 use super::{
-    A11yError, Budget, Collector, Element, ElementStates, Placement, ScreenRect, Snapshot, Visit,
-    WindowTarget, clean_label,
+    A11yError, AccessibleWindow, Budget, Collector, Element, ElementStates, Placement, ScreenRect,
+    Snapshot, Visit, WindowTarget, clean_label,
 };
 
 /// How often the registry is asked again while a toolkit has not registered its window yet.
@@ -204,6 +204,69 @@ async fn find_frame(
     // Best first: titled, then at the window's position; stable, so ties keep tree order.
     candidates.sort_by_key(|(titled, at_bounds, _)| (!titled, !at_bounds));
     Ok(candidates.into_iter().next().map(|(_, _, window)| window))
+}
+
+/// Every showing top-level window the applications on the accessibility bus list, in
+/// their order: for a Wayland compositor that lists its windows to no other program (weston,
+/// GNOME), this is the only list there is. Its boxes are the toolkits' own, so on Wayland a
+/// window's position is its surface's corner, not where it is on screen.
+pub(super) async fn windows() -> Result<Vec<AccessibleWindow>, A11yError> {
+    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
+    atspi::connection::set_session_accessibility(true)
+        .await
+        .map_err(unavailable)?;
+    let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
+    let bus = connection.connection();
+    let desktop = connection
+        .root_accessible_on_registry()
+        .await
+        .map_err(unavailable)?;
+    let applications = desktop
+        .get_children()
+        .await
+        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
+    let mut found = Vec::new();
+    for application in applications {
+        // An application that vanished or hangs lists no windows.
+        let Ok(app) = application.as_accessible_proxy(bus).await else {
+            continue;
+        };
+        let Ok(children) = app.get_children().await else {
+            continue;
+        };
+        let app_name = app.name().await.unwrap_or_default();
+        let pid = match application.name_as_str() {
+            Some(name) => process_of(bus, name).await,
+            None => None,
+        };
+        for window in children {
+            let Ok(proxy) = window.as_accessible_proxy(bus).await else {
+                continue;
+            };
+            let (Ok(role), Ok(states)) = (proxy.get_role().await, proxy.get_state().await) else {
+                continue;
+            };
+            if !matches!(role, Role::Frame | Role::Window | Role::Dialog) || !showing(states) {
+                continue;
+            }
+            let Some(bounds) = extents(&proxy).await else {
+                continue;
+            };
+            let title = proxy.name().await.unwrap_or_default();
+            found.push(AccessibleWindow {
+                key: format!(
+                    "{}{}",
+                    window.name_as_str().unwrap_or_default(),
+                    window.path_as_str()
+                ),
+                pid,
+                app_name: app_name.clone(),
+                title,
+                bounds,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// The process that owns `bus_name` on the accessibility bus.

@@ -42,6 +42,11 @@ pub struct WindowInfo {
     pub bounds: ScreenRect,
     /// Whether it is minimised.
     pub minimized: bool,
+    /// Whether `bounds` is where the window is on screen. A window only the accessibility
+    /// bus lists (on a Wayland compositor that lists its windows to no other program) is at
+    /// its own corner, `(0, 0)`: its controls can be read, but nothing can be drawn or
+    /// captured where it is.
+    pub placed: bool,
 }
 
 impl WindowInfo {
@@ -121,12 +126,18 @@ impl ObserveError {
 /// [`ObserveError::WindowList`] when the window system cannot list windows (on X11 this
 /// needs an EWMH window manager), [`ObserveError::WindowListFailed`] when it can but failed.
 pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
-    let all = crate::desktop::windows::all().map_err(|e| match e {
-        crate::desktop::DesktopError::NotSupported { .. } => {
-            ObserveError::WindowList(e.to_string())
+    let all = match crate::desktop::windows::all() {
+        Ok(all) => all,
+        Err(e @ DesktopError::NotSupported { .. }) => {
+            if crate::desktop::session::Session::detect()
+                == crate::desktop::session::Session::Wayland
+            {
+                return accessible_windows();
+            }
+            return Err(ObserveError::WindowList(e.to_string()));
         }
-        _ => ObserveError::WindowListFailed(e.to_string()),
-    })?;
+        Err(e) => return Err(ObserveError::WindowListFailed(e.to_string())),
+    };
     Ok(all
         .into_iter()
         .filter_map(|w| {
@@ -145,9 +156,71 @@ pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
                     side(w.bounds.height)?,
                 )?,
                 minimized: w.minimized,
+                placed: true,
             })
         })
         .collect())
+}
+
+/// The windows the applications on the accessibility bus list, where the compositor lists
+/// none (weston, GNOME): titled by their frame's name, or their application's where the
+/// toolkit leaves it empty, and never [`WindowInfo::placed`].
+///
+/// The bus is asynchronous, and this list is asked for from the guidance window's thread and
+/// from inside a runtime alike, so it is read on a thread and runtime of its own.
+fn accessible_windows() -> Result<Vec<WindowInfo>, ObserveError> {
+    let listed = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| ObserveError::WindowListFailed(e.to_string()))?;
+                runtime
+                    .block_on(a11y::windows())
+                    .map_err(ObserveError::from)
+            })
+            .join()
+    })
+    .map_err(|_| {
+        ObserveError::WindowListFailed("the accessibility bus reader stopped".to_owned())
+    })??;
+    Ok(listed
+        .into_iter()
+        .filter_map(|w| {
+            let title = [w.title.trim(), w.app_name.trim()]
+                .into_iter()
+                .find(|t| !t.is_empty())?
+                .to_owned();
+            Some(WindowInfo {
+                id: accessible_id(&w.key),
+                pid: w.pid,
+                title,
+                bounds: ScreenRect {
+                    x: 0,
+                    y: 0,
+                    ..w.bounds
+                },
+                minimized: false,
+                placed: false,
+            })
+        })
+        .collect())
+}
+
+/// A window id for a window the accessibility bus names by `key`: the same for as long as the
+/// window is open, as a window system's id is.
+fn accessible_id(key: &str) -> u32 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::hash::DefaultHasher::new();
+    key.hash(&mut hasher);
+    // Half the hash's bits are plenty to tell a desktop's windows apart.
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "a 32-bit id from a 64-bit hash"
+    )]
+    let id = hasher.finish() as u32;
+    id
 }
 
 /// The open window titled exactly `title` (the first in stacking order among several).
@@ -211,7 +284,11 @@ pub async fn observe(
         .collect();
     elements.truncate(MAX_ELEMENTS);
     let ocr_text = ocr_text(&elements);
-    let image = if share_pixels {
+    let image = if share_pixels && !window.placed {
+        return Err(ObserveError::PixelsNotAllowed(
+            "the compositor does not say where the window is".to_owned(),
+        ));
+    } else if share_pixels {
         Some(window_pixels(window.id)?)
     } else {
         None

@@ -39,6 +39,7 @@ struct Demo {
 
 impl eframe::App for Demo {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        msguide_desktop::gui::name_window(ui.ctx(), DEMO_APPLICATION);
         egui::CentralPanel::default().show(ui, |ui| {
             let (text, button) = STAGES[self.stage];
             ui.heading(text);

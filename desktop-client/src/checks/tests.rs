@@ -35,6 +35,7 @@ fn window() -> WindowInfo {
         title: "MSGuide Demo".to_owned(),
         bounds: WINDOW,
         minimized: false,
+        placed: true,
     }
 }
 

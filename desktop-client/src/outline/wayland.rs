@@ -37,7 +37,7 @@ pub const LAYER_SHELL: &str = "zwlr_layer_shell_v1";
 const CONFIGURE_TRIES: usize = 5;
 
 /// The sentence shown when the compositor cannot draw above other windows.
-pub const NO_LAYER_SHELL: &str = "This Wayland compositor cannot show a frame above other windows (it has no layer shell): follow the instruction by hand, or use sway, Hyprland, river or labwc to see the outline";
+pub const NO_LAYER_SHELL: &str = "This Wayland compositor cannot show a frame above other windows (it has no layer shell), so the target will be framed on the capture in this window instead; sway, Hyprland, river, labwc and KDE Plasma show it on screen";
 
 /// What the compositor said about the surface shown.
 #[derive(Debug, Default)]

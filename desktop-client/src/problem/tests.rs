@@ -97,26 +97,6 @@ fn no_display_says_to_run_inside_the_desktop_session() {
 }
 
 #[test]
-fn a_wayland_compositor_that_lists_no_windows_is_not_told_to_run_inside_x11() {
-    let err = ObserveError::WindowList(
-        "this Wayland compositor has no foreign-toplevel protocol".to_owned(),
-    );
-    let problem = Problem::observe(&err, Display::Wayland);
-    assert_readable(&problem, "use KDE Plasma, sway, Hyprland, river or labwc");
-    assert!(
-        problem
-            .message()
-            .starts_with("This Wayland compositor does not let programs list its windows"),
-        "{problem:?}"
-    );
-    assert!(
-        !problem
-            .message()
-            .contains("run msguide-desktop inside an X11")
-    );
-}
-
-#[test]
 fn window_classes_name_what_to_do() {
     for (err, remedy) in [
         (ObserveError::NoSuchWindow, "check the title"),

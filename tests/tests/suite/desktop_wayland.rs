@@ -1,7 +1,10 @@
 //! The guidance window (`msguide-desktop gui`) on a Wayland compositor started by the test: on a
 //! headless weston, which has no layer shell, it opens and says at once, in one sentence, that
-//! the outline cannot be shown above other windows there, then, in another, that weston lists
-//! no windows to other programs (never to run inside an X11 session); on a headless KWin,
+//! the target will be framed on the capture in its own window instead; without a session bus it
+//! then says how to get one (the accessibility bus lists the windows weston lists to no other
+//! program), never to run inside an X11 session. With a session bus the person walks the demo's
+//! three steps on weston, every button pressed through AT-SPI, and weston's own screenshots show
+//! each target framed on the capture inside the guidance window. On a headless KWin,
 //! `observe` finds a window through KWin's scripting; on a headless sway at
 //! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
 //! sway put it.
@@ -36,31 +39,138 @@ use super::connector_wayland::{grim_region, window_content};
 use super::desktop_client::{Api, CONSENT, DEMO, PROMPT, Running, wait_for_line};
 use super::support::{stdout_lines, temp_dir};
 
-/// What the window says where the compositor lists no windows to other programs.
-const NO_WINDOW_LIST: &str = "msguide-desktop: This Wayland compositor does not let programs list its windows (it has no wlr foreign-toplevel protocol), so no window can be picked: use KDE Plasma, sway, Hyprland, river or labwc, or log in to an X11 session instead";
+/// What the window says at once where the compositor has no layer shell.
+const NO_LAYER_SHELL: &str = "msguide-desktop: This Wayland compositor cannot show a frame above other windows (it has no layer shell), so the target will be framed on the capture in this window instead; sway, Hyprland, river, labwc and KDE Plasma show it on screen";
 
-/// What the window says where the compositor has no layer shell.
-const NO_LAYER_SHELL: &str = "msguide-desktop: This Wayland compositor cannot show a frame above other windows (it has no layer shell): follow the instruction by hand, or use sway, Hyprland, river or labwc to see the outline";
+/// What the window says where the only window list, the accessibility bus, has no session bus
+/// to start from.
+const NO_SESSION_BUS: &str = "msguide-desktop: No session bus is running, so the window's controls cannot be read: start MSGuide with `msguide start`, which starts one (install it first with `sudo apt install dbus at-spi2-core` if it says dbus-daemon is missing)";
 
 #[test]
 fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
     let weston = Compositor::weston();
     let gui = Running::start({
         let mut command = weston.command(binary("msguide-desktop"));
-        command.arg("gui");
+        command.arg("gui").env_remove("DBUS_SESSION_BUS_ADDRESS");
         command
     });
     let line = wait_for_line(&gui.stderr, "the sentence about the layer shell", |l| {
         l.contains("layer shell")
     });
     assert_eq!(line, NO_LAYER_SHELL);
-    // Weston lists no windows to other programs either: the window says that, and does not send
-    // the person to an X11 session they may already be able to leave for a compositor that works.
-    let line = wait_for_line(&gui.stderr, "the sentence about the window list", |l| {
-        l.contains("list")
+    // Weston lists no windows to other programs; the accessibility bus, which lists them
+    // instead, needs a session bus, and the window says how to get one, never to run inside an
+    // X11 session.
+    let line = wait_for_line(&gui.stderr, "the sentence about the session bus", |l| {
+        l.contains("session bus")
     });
-    assert_eq!(line, NO_WINDOW_LIST);
+    assert_eq!(line, NO_SESSION_BUS);
     drop(gui);
+    drop(weston);
+}
+
+/// On weston, which has no layer shell and lists its windows to no other program, the person
+/// walks the demo's three steps with the windows listed by the accessibility bus, and each
+/// target is framed on the capture inside the guidance window. Weston's own screenshots show
+/// nothing cyan before Send, then one cyan frame, hollow, as large as the target's box plus the
+/// frame on each side, and nothing cyan once the demo's button was used, when the window says
+/// so. Weston's headless backend has no seat, so every button, the guidance window's and the
+/// demo's, is pressed through its accessibility action, as a screen reader presses it.
+#[test]
+fn on_weston_the_target_is_framed_on_the_capture_in_the_guidance_window() {
+    let mut weston = Compositor::weston_allowing_screenshots();
+    weston.start_session_bus();
+    let bus = weston.session_bus().to_owned();
+    let api = Api::start(&temp_dir("desktop-weston-walk"));
+    let demo = Running::start(weston.command(binary("msguide-demo")));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    let gui = Running::start({
+        let mut command = weston.command(binary("msguide-desktop"));
+        command
+            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+            .env("MSGUIDE_API_URL", api.url())
+            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+        command
+    });
+    let line = wait_for_line(&gui.stderr, "the sentence about the layer shell", |l| {
+        l.contains("layer shell")
+    });
+    assert_eq!(line, NO_LAYER_SHELL);
+    let cyan = |shot: &Pixels| -> Vec<(u32, u32)> {
+        (0..shot.height)
+            .flat_map(|y| (0..shot.width).map(move |x| (x, y)))
+            .filter(|&(x, y)| shot.at(x, y) == CYAN)
+            .collect()
+    };
+    for (stage, label) in STEPS.iter().enumerate() {
+        let press = |label: &str| e2e::accessibility::press(&bus, GUIDE, label);
+        press(if stage == 0 {
+            "Capture / review"
+        } else {
+            "Check next step"
+        });
+        press(CONSENT);
+        assert!(cyan(&weston.screenshot()).is_empty(), "cyan before Send");
+        press("Send");
+        let line = wait_for_line(&gui.stderr, "where the frame is drawn", |l| {
+            l.starts_with("outline on the capture in this window at ")
+        });
+        // Where the demo's button is in its window, as the client reads it.
+        let (x, y, w, h) = on_screen(
+            (0, 0, 480, 240),
+            &element(&client_on(&weston), DEMO, |l| l == *label)["box"],
+        );
+        assert_eq!(
+            line,
+            format!(
+                "outline on the capture in this window at x={x} y={y} width={w} height={h} of its 480x240"
+            )
+        );
+        // Weston's screenshot: one hollow cyan frame, the target's size plus the frame.
+        let mut seen = Vec::new();
+        wait_until("the frame on the capture", || {
+            seen = cyan(&weston.screenshot());
+            !seen.is_empty()
+        });
+        let left = seen.iter().map(|p| p.0).min().unwrap();
+        let right = seen.iter().map(|p| p.0).max().unwrap();
+        let top = seen.iter().map(|p| p.1).min().unwrap();
+        let bottom = seen.iter().map(|p| p.1).max().unwrap();
+        let (outer_w, outer_h) = (i64::from(right - left + 1), i64::from(bottom - top + 1));
+        assert_eq!(
+            (outer_w, outer_h),
+            (w + 2 * FRAME, h + 2 * FRAME),
+            "the cyan pixels' extent for {label:?}"
+        );
+        let frame = u32::try_from(FRAME).unwrap();
+        let on_border = |&(x, y): &(u32, u32)| {
+            x < left + frame || x > right - frame || y < top + frame || y > bottom - frame
+        };
+        assert!(seen.iter().all(on_border), "cyan inside the frame");
+        let ring = 2 * (outer_w + outer_h) * FRAME - 4 * FRAME * FRAME;
+        assert_eq!(
+            i64::try_from(seen.len()).unwrap(),
+            ring,
+            "the frame is not whole"
+        );
+
+        // The person uses the target: the frame goes, and the window says why.
+        e2e::accessibility::press(&bus, DEMO, label);
+        let next = format!("stage {}", stage + 1);
+        wait_for_line(&demo.stdout, &next, |l| l == next);
+        wait_until("the window saying the target changed", || {
+            e2e::accessibility::names(&bus, GUIDE)
+                .iter()
+                .any(|name| name == TARGET_CHANGED)
+        });
+        assert!(
+            cyan(&weston.screenshot()).is_empty(),
+            "cyan after the click"
+        );
+    }
+    drop(gui);
+    drop(demo);
+    drop(api);
     drop(weston);
 }
 
