@@ -4,7 +4,8 @@
 //! then says how to get one (the accessibility bus lists the windows weston lists to no other
 //! program), never to run inside an X11 session. With a session bus the person walks the demo's
 //! three steps on weston, every button pressed through AT-SPI, and weston's own screenshots show
-//! each target framed on the capture inside the guidance window. On a headless KWin,
+//! each target framed on the capture inside the guidance window; on a headless GNOME Shell, one
+//! step, with the connector's portal screenshots as witness. On a headless KWin,
 //! `observe` finds a window through KWin's scripting; on a headless sway at
 //! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
 //! sway put it.
@@ -84,24 +85,7 @@ fn on_weston_the_target_is_framed_on_the_capture_in_the_guidance_window() {
     let api = Api::start(&temp_dir("desktop-weston-walk"));
     let demo = Running::start(weston.command(binary("msguide-demo")));
     wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
-    let gui = Running::start({
-        let mut command = weston.command(binary("msguide-desktop"));
-        command
-            .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
-            .env("MSGUIDE_API_URL", api.url())
-            .env("MSGUIDE_LOCAL_TOKEN", &api.token);
-        command
-    });
-    let line = wait_for_line(&gui.stderr, "the sentence about the layer shell", |l| {
-        l.contains("layer shell")
-    });
-    assert_eq!(line, NO_LAYER_SHELL);
-    let cyan = |shot: &Pixels| -> Vec<(u32, u32)> {
-        (0..shot.height)
-            .flat_map(|y| (0..shot.width).map(move |x| (x, y)))
-            .filter(|&(x, y)| shot.at(x, y) == CYAN)
-            .collect()
-    };
+    let gui = guide_without_layer_shell(weston.command(binary("msguide-desktop")), &api);
     for (stage, label) in STEPS.iter().enumerate() {
         let press = |label: &str| e2e::accessibility::press(&bus, GUIDE, label);
         press(if stage == 0 {
@@ -112,47 +96,14 @@ fn on_weston_the_target_is_framed_on_the_capture_in_the_guidance_window() {
         press(CONSENT);
         assert!(cyan(&weston.screenshot()).is_empty(), "cyan before Send");
         press("Send");
-        let line = wait_for_line(&gui.stderr, "where the frame is drawn", |l| {
-            l.starts_with("outline on the capture in this window at ")
-        });
-        // Where the demo's button is in its window, as the client reads it.
-        let (x, y, w, h) = on_screen(
-            (0, 0, 480, 240),
-            &element(&client_on(&weston), DEMO, |l| l == *label)["box"],
-        );
-        assert_eq!(
-            line,
-            format!(
-                "outline on the capture in this window at x={x} y={y} width={w} height={h} of its 480x240"
-            )
-        );
+        let target = framed_on_capture(&gui, &client_on(&weston), label);
         // Weston's screenshot: one hollow cyan frame, the target's size plus the frame.
         let mut seen = Vec::new();
         wait_until("the frame on the capture", || {
             seen = cyan(&weston.screenshot());
             !seen.is_empty()
         });
-        let left = seen.iter().map(|p| p.0).min().unwrap();
-        let right = seen.iter().map(|p| p.0).max().unwrap();
-        let top = seen.iter().map(|p| p.1).min().unwrap();
-        let bottom = seen.iter().map(|p| p.1).max().unwrap();
-        let (outer_w, outer_h) = (i64::from(right - left + 1), i64::from(bottom - top + 1));
-        assert_eq!(
-            (outer_w, outer_h),
-            (w + 2 * FRAME, h + 2 * FRAME),
-            "the cyan pixels' extent for {label:?}"
-        );
-        let frame = u32::try_from(FRAME).unwrap();
-        let on_border = |&(x, y): &(u32, u32)| {
-            x < left + frame || x > right - frame || y < top + frame || y > bottom - frame
-        };
-        assert!(seen.iter().all(on_border), "cyan inside the frame");
-        let ring = 2 * (outer_w + outer_h) * FRAME - 4 * FRAME * FRAME;
-        assert_eq!(
-            i64::try_from(seen.len()).unwrap(),
-            ring,
-            "the frame is not whole"
-        );
+        one_frame_around(&seen, target, label);
 
         // The person uses the target: the frame goes, and the window says why.
         e2e::accessibility::press(&bus, DEMO, label);
@@ -172,6 +123,167 @@ fn on_weston_the_target_is_framed_on_the_capture_in_the_guidance_window() {
     drop(demo);
     drop(api);
     drop(weston);
+}
+
+/// The guidance window for the demo (`command` is `msguide-desktop` on the compositor), once it
+/// said that the compositor has no layer shell.
+fn guide_without_layer_shell(mut command: Command, api: &Api) -> Running {
+    command
+        .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+        .env("MSGUIDE_API_URL", api.url())
+        .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+    let gui = Running::start(command);
+    let line = wait_for_line(&gui.stderr, "the sentence about the layer shell", |l| {
+        l.contains("layer shell")
+    });
+    assert_eq!(line, NO_LAYER_SHELL);
+    gui
+}
+
+/// The target's size in the line the guidance window prints once it framed `label` on the
+/// capture, checked against where the demo's button is in its window as the client reads it.
+fn framed_on_capture(gui: &Running, client: &dyn Fn() -> Command, label: &str) -> (i64, i64) {
+    let line = wait_for_line(&gui.stderr, "where the frame is drawn", |l| {
+        l.starts_with("outline on the capture in this window at ")
+    });
+    let (x, y, w, h) = on_screen(
+        (0, 0, 480, 240),
+        &element(client, DEMO, |l| l == label)["box"],
+    );
+    assert_eq!(
+        line,
+        format!(
+            "outline on the capture in this window at x={x} y={y} width={w} height={h} of its 480x240"
+        )
+    );
+    (w, h)
+}
+
+/// Where `shot` is exactly the outline's cyan.
+fn cyan(shot: &Pixels) -> Vec<(u32, u32)> {
+    (0..shot.height)
+        .flat_map(|y| (0..shot.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| shot.at(x, y) == CYAN)
+        .collect()
+}
+
+/// That the cyan pixels `seen` are one whole, hollow frame around a target of `(w, h)`: their
+/// extent the target's plus the frame on each side, every one on the frame's border, and as
+/// many as the border has.
+fn one_frame_around(seen: &[(u32, u32)], (w, h): (i64, i64), label: &str) {
+    let left = seen.iter().map(|p| p.0).min().unwrap();
+    let right = seen.iter().map(|p| p.0).max().unwrap();
+    let top = seen.iter().map(|p| p.1).min().unwrap();
+    let bottom = seen.iter().map(|p| p.1).max().unwrap();
+    let (outer_w, outer_h) = (i64::from(right - left + 1), i64::from(bottom - top + 1));
+    assert_eq!(
+        (outer_w, outer_h),
+        (w + 2 * FRAME, h + 2 * FRAME),
+        "the cyan pixels' extent for {label:?}"
+    );
+    let frame = u32::try_from(FRAME).unwrap();
+    let on_border = |&(x, y): &(u32, u32)| {
+        x < left + frame || x > right - frame || y < top + frame || y > bottom - frame
+    };
+    assert!(seen.iter().all(on_border), "cyan inside the frame");
+    let ring = 2 * (outer_w + outer_h) * FRAME - 4 * FRAME * FRAME;
+    assert_eq!(
+        i64::try_from(seen.len()).unwrap(),
+        ring,
+        "the frame is not whole"
+    );
+}
+
+/// On GNOME Shell, which has no layer shell either and lists its windows to no other program,
+/// the windows come from the accessibility bus too and the target is framed on the capture in
+/// the guidance window. The connector's screenshots (GNOME's portal, allowed in its permission
+/// store) show nothing cyan before Send, one hollow cyan frame the target's size plus the frame
+/// after it, and nothing cyan once the demo's button was used, when the window says so. The
+/// buttons are pressed through AT-SPI; one step, as the shell gives ten screenshots a minute.
+#[tokio::test]
+async fn on_gnome_shell_the_target_is_framed_on_the_capture_in_the_guidance_window() {
+    use e2e::platform::Platform;
+    use serde_json::json;
+    let gnome = PortalDesktop::gnome_shell();
+    gnome.screenshots_allowed("yes");
+    let platform = Platform::bind().await;
+    let _shim = super::connector::ShimIn::start(&gnome.env(), &platform, "gnome-walk", &[]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+    let api = Api::start(&temp_dir("desktop-gnome-walk"));
+    let gui = guide_without_layer_shell(
+        gnome.command(&binary("msguide-desktop").to_string_lossy()),
+        &api,
+    );
+    // The demo after the guidance window, so it is on top where the person would click it: the
+    // shell lets a window that shows nothing stop painting, and the demo with it.
+    let demo = Running::start(gnome.command(&binary("msguide-demo").to_string_lossy()));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    // The shell opens its overview once started, which shows windows shrunk.
+    gnome.leave_overview();
+    let bus = gnome.bus_address().to_owned();
+    // The presses run a bus connection of their own, off this test's runtime.
+    let press = |window: &'static str, label: &'static str| {
+        let bus = bus.clone();
+        tokio::task::spawn_blocking(move || e2e::accessibility::press(&bus, window, label))
+    };
+    let mut shots = 0;
+    let mut screen = async |conn: &mut e2e::platform::Conn| {
+        shots += 1;
+        let reply = conn
+            .call(
+                "SCREENSHOT_REQUEST",
+                &format!("s{shots}"),
+                json!({"format": "png"}),
+            )
+            .await;
+        let (width, height, rgba) = super::connector_wayland::shot_pixels(&reply);
+
+        let rgb = rgba.chunks_exact(4).map(|p| [p[0], p[1], p[2]]).collect();
+        cyan(&Pixels { width, height, rgb })
+    };
+    let label = STEPS[0];
+    press(GUIDE, "Capture / review").await.unwrap();
+    press(GUIDE, CONSENT).await.unwrap();
+    assert!(screen(&mut conn).await.is_empty(), "cyan before Send");
+    press(GUIDE, "Send").await.unwrap();
+    let client = || gnome.command(&binary("msguide-desktop").to_string_lossy());
+    let target = framed_on_capture(&gui, &client, label);
+    // The window paints a moment after it printed; the shell's screenshots are seconds apart.
+    let deadline = Instant::now() + WAIT;
+    let seen = loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let seen = screen(&mut conn).await;
+        if !seen.is_empty() {
+            break seen;
+        }
+        assert!(Instant::now() < deadline, "no frame on the capture");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    one_frame_around(&seen, target, label);
+
+    press(DEMO, label).await.unwrap();
+    wait_for_line(&demo.stdout, "the demo's next stage", |l| l == "stage 1");
+    let names = {
+        let bus = bus.clone();
+        move || e2e::accessibility::names(&bus, GUIDE)
+    };
+    let deadline = Instant::now() + WAIT;
+    while !tokio::task::spawn_blocking(names.clone())
+        .await
+        .unwrap()
+        .iter()
+        .any(|name| name == TARGET_CHANGED)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the window did not say the target changed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(screen(&mut conn).await.is_empty(), "cyan after the click");
+    drop(gui);
+    drop(demo);
+    drop(api);
 }
 
 /// On KWin (KDE), which lists no windows to other programs through a protocol, `observe`
