@@ -17,6 +17,7 @@
 //!   - [`signals`]: the signals that ask a program to stop.
 //!   - [`llm`]: the local model backends.
 //!   - [`lifetime`]: the launcher's children end with it, even when it is killed.
+//!   - [`desktop_entry`]: the hidden desktop entries that let KDE's KWin give a program screenshots.
 //!   - `a11y`, `desktop` (feature `desktop`): budgeted accessibility capture of one window,
 //!     and computer use (screenshots, synthetic input, windows, apps, the clipboard and the
 //!     session probe).
@@ -32,6 +33,7 @@ pub mod a11y;
 pub mod clock;
 #[cfg(feature = "desktop")]
 pub mod desktop;
+pub mod desktop_entry;
 pub mod env_names;
 pub mod guide;
 pub mod io_words;

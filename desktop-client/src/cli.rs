@@ -71,6 +71,20 @@ fn finish(result: Result<(), Problem>, verbose: bool) -> ExitCode {
     }
 }
 
+/// `allow-pixels`: writes the desktop entry KDE Plasma's KWin asks for, and says what it did.
+pub fn allow_pixels(verbose: bool) -> ExitCode {
+    let result = crate::pixels::allow().map(|allowed| match allowed {
+        crate::pixels::Allowed::Already => {
+            println!("KDE Plasma already lets msguide-desktop capture a window's pixels");
+        }
+        crate::pixels::Allowed::Written(path) => println!(
+            "KDE Plasma now lets msguide-desktop capture a window's pixels (desktop entry: {})",
+            path.display()
+        ),
+    });
+    finish(result, verbose)
+}
+
 /// `observe`: prints the observation JSON exactly as `guide` would send it.
 pub fn observe(title: &str, share_pixels: bool, verbose: bool) -> ExitCode {
     let result = runtime().and_then(|rt| {

@@ -43,7 +43,7 @@ use crate::{
     checks::{check_before_drawing, target_still_there},
     outline::{self, Outline, Seen},
     place,
-    problem::{Problem, display_set},
+    problem::{Problem, Remedy, display_set},
     task::{Task, with_plan_target},
     wire::{GuidanceIn, ObservationOut, PlanIn, TaskProgressOut},
     words,
@@ -83,6 +83,10 @@ enum Job {
         title: String,
         share_pixels: bool,
     },
+    /// Writes the desktop entry KDE Plasma asks for, then captures `title` with its pixels.
+    AllowPixels {
+        title: String,
+    },
     Send {
         capture: Box<WindowObservation>,
         prompt: String,
@@ -105,6 +109,14 @@ enum Done {
     Answered(Result<Box<(GuidanceIn, Option<WindowInfo>)>, Unanswered>),
 }
 
+/// A capture of the window titled `title`, for review.
+async fn capture(title: &str, share_pixels: bool) -> Result<Box<WindowObservation>, Problem> {
+    let window = observe::find_window(title)?;
+    Ok(Box::new(
+        observe::observe(&window, share_pixels, Budget::default()).await?,
+    ))
+}
+
 /// Runs jobs in order until the window closes (the sender drops).
 fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -124,12 +136,10 @@ fn worker(jobs: &Receiver<Job>, done: &Sender<Done>, ctx: &egui::Context) {
             Job::Capture {
                 title,
                 share_pixels,
-            } => Done::Captured(runtime.block_on(async {
-                let window = observe::find_window(&title)?;
-                Ok(Box::new(
-                    observe::observe(&window, share_pixels, Budget::default()).await?,
-                ))
-            })),
+            } => Done::Captured(runtime.block_on(capture(&title, share_pixels))),
+            Job::AllowPixels { title } => Done::Captured(
+                crate::pixels::allow().and_then(|_| runtime.block_on(capture(&title, true))),
+            ),
             Job::Send {
                 capture,
                 prompt,
@@ -312,6 +322,19 @@ impl Client {
     /// A fresh capture for review: the previous one, its answer and its outline are dropped,
     /// and this window comes back to where it was.
     fn capture_for_review(&mut self, ctx: &egui::Context, title: String) {
+        let share_pixels = self.share_pixels;
+        self.review_afresh(
+            ctx,
+            Job::Capture {
+                title,
+                share_pixels,
+            },
+        );
+    }
+
+    /// Drops the capture under review, its answer and its outline, brings this window back
+    /// to where it was, and starts `job`, which captures afresh.
+    fn review_afresh(&mut self, ctx: &egui::Context, job: Job) {
         self.capture = None;
         self.preview = None;
         self.consent = false;
@@ -321,10 +344,7 @@ impl Client {
         self.step_note = None;
         self.remove_outline();
         self.come_back(ctx);
-        self.start(Job::Capture {
-            title,
-            share_pixels: self.share_pixels,
-        });
+        self.start(job);
     }
 
     /// Puts the window at the monitor's top right corner (the demo window opens at the top
@@ -782,12 +802,25 @@ impl eframe::App for Client {
         self.follow_outline(&ctx);
         // Errors in one place, below everything else, whatever is shown above.
         if let Some(problem) = &self.error {
-            let message = problem.message().to_owned();
+            let (message, remedy) = (problem.message().to_owned(), problem.remedy());
+            let mut asked = None;
             egui::Panel::bottom("problem").show(ui, |ui| {
                 ui.add_space(4.0);
                 ui.colored_label(Color32::RED, message);
+                if let Some(remedy) = remedy
+                    && ui
+                        .add_enabled(!self.busy, egui::Button::new(remedy.label()))
+                        .clicked()
+                {
+                    asked = Some(remedy);
+                }
                 ui.add_space(4.0);
             });
+            if let (Some(Remedy::AllowPixels), Some(title)) = (asked, self.selected.clone()) {
+                // The person asked for pixels: the next captures share them too.
+                self.share_pixels = true;
+                self.review_afresh(&ctx, Job::AllowPixels { title });
+            }
         }
         egui::CentralPanel::default().show(ui, |ui| {
             ui.horizontal(|ui| {

@@ -12,6 +12,7 @@
 //! - [`place`]: where the guidance window goes, at start and while an outline is shown.
 //! - [`words`]: the status, time, boxes and plan boundaries in the words a person reads.
 //! - [`problem`]: the one sentence a person reads when something fails, and its detail.
+//! - [`pixels`]: the desktop entry that lets KDE Plasma give the client a window's pixels.
 //!
 //! Capture itself (`local_core::guide::observe`, `local_core::a11y`) lives in `core`, so the
 //! connector can reuse it.
@@ -21,6 +22,7 @@ pub mod checks;
 pub mod cli;
 pub mod gui;
 pub mod outline;
+pub mod pixels;
 pub mod place;
 pub mod problem;
 pub mod task;

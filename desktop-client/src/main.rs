@@ -1,6 +1,6 @@
 //! `msguide-desktop`: the desktop guidance client. Without a command it opens the window
 //! (pick a window, review, consent, send, outline); `observe` and `guide` do one capture or
-//! one round trip from a script.
+//! one round trip from a script; `allow-pixels` lets KDE Plasma share windows' pixels with it.
 
 use std::{path::PathBuf, process::ExitCode};
 
@@ -70,6 +70,10 @@ enum Command {
         #[arg(long, value_name = "TEXT", requires = "task")]
         input: Option<String>,
     },
+    /// On KDE Plasma, let this client capture a window's pixels: writes its hidden desktop
+    /// entry (~/.local/share/applications/msguide-desktop.desktop), which KWin asks for, and
+    /// waits until KWin takes it.
+    AllowPixels,
 }
 
 fn main() -> ExitCode {
@@ -123,5 +127,6 @@ fn main() -> ExitCode {
             },
             args.verbose,
         ),
+        Command::AllowPixels => cli::allow_pixels(args.verbose),
     }
 }

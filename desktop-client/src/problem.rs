@@ -18,6 +18,26 @@ pub struct Problem {
     message: String,
     /// The technical cause, for `--verbose`.
     detail: Option<String>,
+    /// What the client can do about it when the person asks (a button beside the sentence).
+    remedy: Option<Remedy>,
+}
+
+/// Something the client can do about a problem, once the person asks it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remedy {
+    /// Write the desktop entry that lets KDE Plasma give the client a window's pixels
+    /// ([`crate::pixels::allow`]), then capture again.
+    AllowPixels,
+}
+
+impl Remedy {
+    /// The button's label.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::AllowPixels => "Allow pixels",
+        }
+    }
 }
 
 impl Problem {
@@ -27,7 +47,14 @@ impl Problem {
         Self {
             message: message.into(),
             detail,
+            remedy: None,
         }
+    }
+
+    /// What the client can do about this problem, when the person asks.
+    #[must_use]
+    pub const fn remedy(&self) -> Option<Remedy> {
+        self.remedy
     }
 
     /// The sentence shown to the person.
@@ -105,8 +132,17 @@ impl Problem {
             ObserveError::Pixels(_) => {
                 "The window's pixels could not be captured: capture again without sharing pixels, or check that the window is still open"
             }
+            ObserveError::PixelsNeedDesktopEntry => {
+                return Self {
+                    remedy: Some(Remedy::AllowPixels),
+                    ..Self::new(
+                        "KDE Plasma lets msguide-desktop capture a window's pixels only once you allow it: press Allow pixels (or run `msguide-desktop allow-pixels`), or capture again without sharing pixels",
+                        detail,
+                    )
+                };
+            }
             ObserveError::PixelsNotAllowed(_) => {
-                "This desktop does not let msguide-desktop capture a window's pixels: capture again without sharing pixels (on KDE Plasma, a desktop entry lets it, as the desktop client's guide shows)"
+                "This desktop does not let msguide-desktop capture a window's pixels: capture again without sharing pixels"
             }
             ObserveError::Image(_) => {
                 "The window's image is too large to share even when shrunk: capture again without sharing pixels"

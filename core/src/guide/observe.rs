@@ -96,6 +96,12 @@ pub enum ObserveError {
     /// The desktop lets no program (or not this one) capture a window's pixels.
     #[error("the desktop does not let this program capture the window's pixels: {0}")]
     PixelsNotAllowed(String),
+    /// KDE Plasma's KWin refuses this program screenshots until a desktop entry allows it
+    /// (`crate::desktop_entry`).
+    #[error(
+        "KWin gives screenshots only to programs a desktop entry allows, and none names this one"
+    )]
+    PixelsNeedDesktopEntry,
     /// The window's pixels break the API's image rules even when shrunk.
     #[error("the window's image cannot be shared: {0}")]
     Image(#[from] PngError),
@@ -115,6 +121,7 @@ impl ObserveError {
             Self::Accessibility(e) => e.code(),
             Self::Pixels(_) => "pixels_unavailable",
             Self::PixelsNotAllowed(_) => "pixels_not_allowed",
+            Self::PixelsNeedDesktopEntry => "pixels_need_desktop_entry",
             Self::Image(_) => "image_unshareable",
         }
     }
@@ -381,10 +388,25 @@ fn ocr_text(elements: &[Element]) -> String {
 /// [`MAX_PNG_BYTES`], shrunk by [`SHRINK_STEP`] until it fits.
 fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
     let capture = screen::capture(Source::Window(id)).map_err(|e| match e {
+        DesktopError::NotSupported { .. } if kwin_refuses_this_program() => {
+            ObserveError::PixelsNeedDesktopEntry
+        }
         DesktopError::NotSupported { .. } => ObserveError::PixelsNotAllowed(e.to_string()),
         _ => ObserveError::Pixels(e.to_string()),
     })?;
     fit_png(&capture.image)
+}
+
+/// Whether KDE Plasma's KWin runs and refuses this program its screenshots.
+fn kwin_refuses_this_program() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        crate::desktop::portal::kwin_screenshot::allowed() == Some(false)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }
 
 /// Scales and encodes `image` until it fits the API's image limits: the screenshot's own

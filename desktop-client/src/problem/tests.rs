@@ -116,12 +116,21 @@ fn window_classes_name_what_to_do() {
             "without sharing pixels",
         ),
         (
-            ObserveError::PixelsNotAllowed("KWin refuses this program".to_owned()),
-            "without sharing pixels (on KDE Plasma, a desktop entry lets it",
+            ObserveError::PixelsNotAllowed("the compositor does not say where it is".to_owned()),
+            "without sharing pixels",
+        ),
+        (
+            ObserveError::PixelsNeedDesktopEntry,
+            "press Allow pixels (or run `msguide-desktop allow-pixels`)",
         ),
     ] {
         assert_readable(&Problem::observe(&err, Display::X11), remedy);
     }
+    // Only KWin's refusal offers the button that writes the entry.
+    let kde = Problem::observe(&ObserveError::PixelsNeedDesktopEntry, Display::Wayland);
+    assert_eq!(kde.remedy(), Some(Remedy::AllowPixels));
+    let other = ObserveError::PixelsNotAllowed("GNOME".to_owned());
+    assert_eq!(Problem::observe(&other, Display::Wayland).remedy(), None);
     let Err(png) = local_core::guide::png_sanitise::sanitise_png(b"not a png") else {
         panic!("garbage sanitised");
     };

@@ -40,6 +40,9 @@ use super::connector_wayland::{grim_region, window_content};
 use super::desktop_client::{Api, CONSENT, DEMO, PROMPT, Running, wait_for_line};
 use super::support::{stdout_lines, temp_dir};
 
+/// What the client says on KDE Plasma while no desktop entry lets KWin give it pixels.
+const ALLOW_PIXELS: &str = "KDE Plasma lets msguide-desktop capture a window's pixels only once you allow it: press Allow pixels (or run `msguide-desktop allow-pixels`), or capture again without sharing pixels";
+
 /// What the window says at once where the compositor has no layer shell.
 const NO_LAYER_SHELL: &str = "msguide-desktop: This Wayland compositor cannot show a frame above other windows (it has no layer shell), so the target will be framed on the capture in this window instead; sway, Hyprland, river, labwc and KDE Plasma show it on screen";
 
@@ -67,6 +70,21 @@ fn on_weston_the_window_says_in_one_sentence_that_it_cannot_outline() {
     });
     assert_eq!(line, NO_SESSION_BUS);
     drop(gui);
+    // Only KWin needs the desktop entry: elsewhere `allow-pixels` writes nothing and says why.
+    let home = temp_dir("weston-allow-pixels");
+    let out = weston
+        .command(binary("msguide-desktop"))
+        .arg("allow-pixels")
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "msguide-desktop: This desktop is not KDE Plasma, whose KWin is the one that needs a desktop entry to share a window's pixels: nothing was written\n"
+    );
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
+    std::fs::remove_dir(&home).unwrap();
     drop(weston);
 }
 
@@ -289,8 +307,10 @@ async fn on_gnome_shell_the_target_is_framed_on_the_capture_in_the_guidance_wind
 /// On KWin (KDE), which lists no windows to other programs through a protocol, `observe`
 /// finds the window through KWin's scripting, and its elements (AT-SPI) are where the witness
 /// says they are, relative to the window's client area that KWin gives.
-/// Its pixels are refused in a sentence until a desktop entry names the client, as the guide
-/// shows; then they are the window's client area, with the witness's red area where it is.
+/// Its pixels are refused in a sentence until a desktop entry names the client; the guidance
+/// window's `Allow pixels` (pressed through AT-SPI) writes that entry and captures again with
+/// the pixels, `allow-pixels` then finds it there, and the pixels are the window's client area,
+/// with the witness's red area where it is.
 #[test]
 fn on_kwin_observe_finds_the_window_through_kwins_scripting() {
     let kde = PortalDesktop::kde();
@@ -336,7 +356,7 @@ fn on_kwin_observe_finds_the_window_through_kwins_scripting() {
         );
     }
 
-    // Pixels: refused in words, then shared once a desktop entry names the client.
+    // Pixels: refused in words, with a button that writes the desktop entry KWin asks for.
     let client = binary("msguide-desktop");
     let observe_pixels = || {
         kde.command(&client.to_string_lossy())
@@ -346,30 +366,52 @@ fn on_kwin_observe_finds_the_window_through_kwins_scripting() {
     };
     let refused = observe_pixels();
     assert!(!refused.status.success());
-    let said = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        said.contains("This desktop does not let msguide-desktop capture a window's pixels: capture again without sharing pixels (on KDE Plasma, a desktop entry lets it"),
-        "{said}"
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim_end(),
+        format!("msguide-desktop: {ALLOW_PIXELS}")
     );
-    let applications = kde.dir().join(".local/share/applications");
-    std::fs::create_dir_all(&applications).unwrap();
-    std::fs::write(
-        applications.join("msguide-desktop.desktop"),
-        format!(
-            "[Desktop Entry]\nType=Application\nName=MSGuide desktop client\nExec={} gui\nNoDisplay=true\nX-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2\n",
-            client.display()
-        ),
-    )
-    .unwrap();
-    // KWin notices a new entry within seconds (about two here), without a restart.
-    let deadline = Instant::now() + WAIT;
-    let shared = loop {
-        let out = observe_pixels();
-        if out.status.success() || Instant::now() > deadline {
-            break out;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    };
+    let entry = kde
+        .dir()
+        .join(".local/share/applications/msguide-desktop.desktop");
+    assert!(!entry.exists());
+    let gui = Running::start({
+        let mut command = kde.command(&client.to_string_lossy());
+        command.args(["gui", "--window-title", "Witness K"]);
+        command
+    });
+    let bus = kde.bus_address().to_owned();
+    let press = |label: &str| e2e::accessibility::press(&bus, GUIDE, label);
+    press("Share the window's pixels too (off by default)");
+    press("Capture / review");
+    wait_for_line(&gui.stderr, "the refusal", |l| l.contains("Allow pixels"));
+    press("Allow pixels");
+    // The capture again, with the window's pixels in the review.
+    wait_until("the review of a capture with pixels", || {
+        let names = e2e::accessibility::names(&bus, GUIDE);
+        names.iter().any(|n| n == "Application: Witness K")
+            && !names.iter().any(|n| n.starts_with("No pixels"))
+    });
+    let written = std::fs::read_to_string(&entry).unwrap();
+    assert!(
+        written.contains(&format!("\nExec=\"{}\" gui\n", client.display()))
+            && written.contains("\nNoDisplay=true\n")
+            && written.contains("\nX-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2\n"),
+        "{written}"
+    );
+    drop(gui);
+    // The command says the same entry is there, and writes nothing.
+    let again = kde
+        .command(&client.to_string_lossy())
+        .arg("allow-pixels")
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        "KDE Plasma already lets msguide-desktop capture a window's pixels\n"
+    );
+    assert_eq!(std::fs::read_to_string(&entry).unwrap(), written);
+    let shared = observe_pixels();
     assert!(shared.status.success(), "{shared:?}");
     let observed: Value = serde_json::from_slice(&shared.stdout).unwrap();
     let png = base64::Engine::decode(

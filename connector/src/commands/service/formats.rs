@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use local_core::desktop_entry::{exec_word, screenshot_entry};
 use local_core::malloc_tunables;
 
 use super::{
@@ -99,39 +100,15 @@ pub(super) fn systemd_unit(
     })
 }
 
-/// A hidden desktop entry for `shim`, started as the service starts it. KWin lets a program take screenshots through its
-/// ScreenShot2 interface only when an installed entry whose `Exec` names that program's file
-/// lists the interface under `X-KDE-DBUS-Restricted-Interfaces` (as Spectacle's does); without
-/// one, a KDE session has no screenshots for an agent, since its portal asks in a dialog for
-/// each. `NoDisplay` keeps it out of the application menus.
+/// A hidden desktop entry for `shim`, started as the service starts it, that lets KWin give it
+/// screenshots (`local_core::desktop_entry`): without one a KDE session has no screenshots for
+/// an agent.
 pub(super) fn desktop_entry(shim: &str, config: &str) -> String {
-    format!(
-        "[Desktop Entry]\n\
-         Type=Application\n\
-         Name=AutoGPT local executor\n\
-         Comment=Lets KDE give the AutoGPT connector screenshots (written by autogpt-shim install)\n\
-         Exec={} --config {} start\n\
-         NoDisplay=true\n\
-         Terminal=false\n\
-         X-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2\n",
-        desktop_exec_quote(shim),
-        desktop_exec_quote(config)
+    screenshot_entry(
+        "AutoGPT local executor",
+        "Lets KDE give the AutoGPT connector screenshots (written by autogpt-shim install)",
+        &format!("{} --config {} start", exec_word(shim), exec_word(config)),
     )
-}
-
-/// One `Exec=` word as the desktop entry specification reads it back: double-quoted with `"`,
-/// `` ` ``, `$` and `\` escaped by a backslash, then every backslash doubled again as the value
-/// is a string, and `%` doubled against field codes.
-pub(super) fn desktop_exec_quote(word: &str) -> String {
-    let mut quoted = String::from("\"");
-    for c in word.chars() {
-        if matches!(c, '"' | '`' | '$' | '\\') {
-            quoted.push('\\');
-        }
-        quoted.push(c);
-    }
-    quoted.push('"');
-    quoted.replace('\\', "\\\\").replace('%', "%%")
 }
 
 pub(super) fn launchd_agent(

@@ -2,7 +2,7 @@
 //! uninstall in a temporary home, and the configuration file `install` writes.
 
 use super::super::audit::test_dir::TempDir;
-use super::formats::{desktop_exec_quote, systemd_quote, windows_arg, xml_escape};
+use super::formats::{systemd_quote, windows_arg, xml_escape};
 use super::*;
 use crate::config;
 
@@ -51,12 +51,6 @@ fn the_linux_entry_brings_a_desktop_entry_kwin_lets_take_screenshots() {
     ] {
         assert!(lines.contains(&line), "{line} in {text}");
     }
-    // `"`, `` ` ``, `$` and `\` are escaped inside the quotes, and the backslashes doubled
-    // again for the string value.
-    assert_eq!(
-        desktop_exec_quote(r#"/a "b" $c `d` \e"#),
-        r#""/a \\"b\\" \\$c \\`d\\` \\\\e""#
-    );
     for os in [Os::Macos, Os::Windows] {
         assert_eq!(unit(os, Path::new("/x")).desktop_entry, None);
     }
