@@ -73,6 +73,11 @@ struct Slot {
     /// sent its request with its connect would otherwise lose it to a flood that fills the
     /// cap faster than the connection threads get to new connections.
     read: AtomicBool,
+    /// Whether the client has sent it a byte yet. A slowloris client's connection has; a
+    /// well-behaved client's whose request is still on its way (its thread polled it before the
+    /// request arrived) has not, and at the cap goes after every one that has: it otherwise
+    /// lost its request to the flood while its thread was busy with the flood's connections.
+    received: AtomicBool,
     /// Closes it (dropped, not drained) when a newer client needs its place.
     evict: Notify,
     /// Its place under the connection cap, released when it ends, or taken over at once by
@@ -102,6 +107,63 @@ impl Drop for Answering {
 
 fn millis_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A connection's stream that marks its slot once the client has sent a byte.
+struct Received {
+    stream: tokio::net::TcpStream,
+    slot: Arc<Slot>,
+}
+
+impl tokio::io::AsyncRead for Received {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before && !self.slot.received.load(Ordering::Relaxed) {
+            self.slot.received.store(true, Ordering::SeqCst);
+        }
+        read
+    }
+}
+
+impl tokio::io::AsyncWrite for Received {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// What making room for a newcomer at the cap gave.
@@ -145,6 +207,7 @@ impl Open {
             answering: AtomicUsize::new(0),
             served: AtomicBool::new(false),
             read: AtomicBool::new(false),
+            received: AtomicBool::new(false),
             evict: Notify::new(),
             place: Mutex::new(Some(place)),
         });
@@ -167,8 +230,9 @@ impl Open {
     }
 
     /// Closes the oldest connection that is not answering a request, if there is one,
-    /// preferring one that was never served: a client holding many connections open in their
-    /// headers (slowloris) then churns through its own connections, and a kept-alive client
+    /// preferring one that was never served and has sent something: a client holding many
+    /// connections open in their headers (slowloris) then churns through its own connections,
+    /// a new client whose request has not reached its thread yet keeps its place, and a kept-alive client
     /// idle between two requests keeps its place instead of queueing behind the attacker's
     /// connects for a new one. A kept-alive connection goes only when every other one is
     /// answering: while a new one is still unread, this waits for its first read instead.
@@ -181,19 +245,24 @@ impl Open {
         let idle = |slot: &Slot| slot.answering.load(Ordering::SeqCst) == 0;
         let read = |slot: &Slot| slot.read.load(Ordering::SeqCst);
         let never_served = |slot: &Slot| !slot.served.load(Ordering::SeqCst);
+        let received = |slot: &Slot| slot.received.load(Ordering::SeqCst);
+        let evictable = |slot: &Slot| never_served(slot) && read(slot) && idle(slot);
         let mut waiting = self
             .slots
             .iter()
-            .find(|(_, slot)| never_served(slot) && read(slot) && idle(slot))
+            .find(|(_, slot)| evictable(slot) && received(slot))
             .map(|(id, _)| *id);
         if waiting.is_none() {
+            // An unread one may turn out to have sent something: it is waited for before a
+            // connection that has sent nothing, or a kept-alive one, goes.
             if self.slots.values().any(|slot| !read(slot)) {
                 return Evicted::Nobody;
             }
             waiting = self
                 .slots
                 .iter()
-                .find(|(_, slot)| idle(slot))
+                .find(|(_, slot)| evictable(slot))
+                .or_else(|| self.slots.iter().find(|(_, slot)| idle(slot)))
                 .map(|(id, _)| *id);
         }
         let Some(slot) = waiting.and_then(|id| self.slots.remove(&id)) else {
@@ -436,6 +505,10 @@ where
         let watcher = graceful.watcher();
         threads.next().spawn(async move {
             if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                let stream = Received {
+                    stream,
+                    slot: Arc::clone(&slot),
+                };
                 let mut connection =
                     pin!(watcher.watch(builder.serve_connection(TokioIo::new(stream), service)));
                 let mut unread = true;
@@ -558,17 +631,7 @@ mod tests {
     /// stuck in its headers) before that of an older kept-alive one idle between requests.
     #[tokio::test]
     async fn at_the_cap_a_never_served_connection_goes_before_a_kept_alive_one() {
-        let app = Router::new().route("/", get(|| async { "ok|" }));
-        let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
-        let address = listener.local_addr().unwrap();
-        let limits = ConnectionLimits {
-            max_connections: 2,
-            ..ConnectionLimits::default()
-        };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, app, limits, async {
-            let _ = stopped.await;
-        }));
+        let (address, running) = Running::start(2);
 
         let mut kept = TcpStream::connect(address).await.unwrap();
         assert_eq!(served_by(&mut kept).await, "ok");
@@ -588,8 +651,57 @@ mod tests {
         assert_eq!(served_by(&mut kept).await, "ok");
 
         drop((kept, newcomer));
-        stop.send(()).unwrap();
-        server.await.unwrap().unwrap();
+        running.stop().await;
+    }
+
+    /// At the cap, a client whose request has not reached its thread yet keeps its place while
+    /// connections that sent something (a slowloris flood's) churn through theirs.
+    #[tokio::test]
+    async fn a_client_whose_request_is_on_its_way_keeps_its_place_through_a_flood() {
+        let (address, running) = Running::start(4);
+
+        let mut late = TcpStream::connect(address).await.unwrap();
+        // Its thread has polled it and found nothing to read.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut flood = Vec::new();
+        for _ in 0..24 {
+            let mut stream = TcpStream::connect(address).await.unwrap();
+            stream.write_all(b"G").await.unwrap();
+            flood.push(stream);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(served_by(&mut late).await, "ok");
+
+        drop((late, flood));
+        running.stop().await;
+    }
+
+    /// A server answering `GET /` with "ok|" under a cap of `max_connections`.
+    struct Running {
+        stop: tokio::sync::oneshot::Sender<()>,
+        server: tokio::task::JoinHandle<std::io::Result<()>>,
+    }
+
+    impl Running {
+        fn start(max_connections: usize) -> (SocketAddr, Self) {
+            let app = Router::new().route("/", get(|| async { "ok|" }));
+            let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+            let address = listener.local_addr().unwrap();
+            let limits = ConnectionLimits {
+                max_connections,
+                ..ConnectionLimits::default()
+            };
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let server = tokio::spawn(serve(listener, app, limits, async {
+                let _ = stopped.await;
+            }));
+            (address, Self { stop, server })
+        }
+
+        async fn stop(self) {
+            self.stop.send(()).unwrap();
+            self.server.await.unwrap().unwrap();
+        }
     }
 
     /// The eviction rules on the table of open connections itself.
@@ -608,6 +720,14 @@ mod tests {
         assert_eq!(open.slots.len(), 2);
 
         unread.read.store(true, Ordering::SeqCst);
+        // One that has sent something (a slowloris client's) goes before an older one whose
+        // request has not arrived yet.
+        let (sent_id, sent) = open.add(place());
+        sent.read.store(true, Ordering::SeqCst);
+        sent.received.store(true, Ordering::SeqCst);
+        assert!(matches!(open.evict_oldest_waiting(), Evicted::Place(_)));
+        assert!(!open.slots.contains_key(&sent_id) && open.slots.contains_key(&unread_id));
+        open.closed(sent_id, &sent);
         let (_, answering) = open.add(place());
         answering.read.store(true, Ordering::SeqCst);
         answering.answering.store(1, Ordering::SeqCst);
