@@ -190,6 +190,10 @@ pub struct Snapshot {
     pub elements: Vec<Element>,
     /// Whether a budget cut the walk short (or a part of the tree failed to answer).
     pub truncated: bool,
+    /// The window's own box as its toolkit reports it, when it does: on Wayland its size at
+    /// its surface's corner. Not part of any answer's JSON.
+    #[serde(skip)]
+    pub frame: Option<ScreenRect>,
 }
 
 /// Which window to walk: the one whose title is `title`; among several, the one of `pid`
@@ -491,8 +495,11 @@ impl Collector {
         self.snapshot.truncated = true;
     }
 
-    pub(crate) fn finish(self) -> Snapshot {
-        self.snapshot
+    pub(crate) fn finish(self, frame: Option<ScreenRect>) -> Snapshot {
+        Snapshot {
+            frame,
+            ..self.snapshot
+        }
     }
 }
 
@@ -534,14 +541,17 @@ mod tests {
         for i in 0..MAX_ELEMENTS {
             assert!(c.keep("button", &format!("b{i}"), rect(), ElementStates::default()));
         }
-        assert!(!c.finish().truncated, "exactly 200 elements is complete");
+        assert!(
+            !c.finish(None).truncated,
+            "exactly 200 elements is complete"
+        );
 
         let mut c = Collector::new(Budget::default(), Instant::now());
         for i in 0..MAX_ELEMENTS {
             assert!(c.keep("button", &format!("b{i}"), rect(), ElementStates::default()));
         }
         assert!(!c.keep("button", "one more", rect(), ElementStates::default()));
-        let snap = c.finish();
+        let snap = c.finish(None);
         assert_eq!(snap.elements.len(), MAX_ELEMENTS);
         assert!(snap.truncated);
     }
@@ -554,7 +564,7 @@ mod tests {
         }
         assert!(!c.snapshot.truncated);
         assert_eq!(c.visit(0, false, true), Visit::Stop);
-        assert!(c.finish().truncated);
+        assert!(c.finish(None).truncated);
     }
 
     #[test]
@@ -564,7 +574,7 @@ mod tests {
         assert!(!c.snapshot.truncated);
         assert!(!c.descends(2));
         assert_eq!(c.visit(3, false, true), Visit::SkipSubtree);
-        assert!(c.finish().truncated);
+        assert!(c.finish(None).truncated);
     }
 
     #[test]
@@ -572,7 +582,7 @@ mod tests {
         let mut c = Collector::new(budget(10, 100, 64), Instant::now());
         assert_eq!(c.visit(1, true, true), Visit::SkipSubtree);
         assert_eq!(c.visit(1, false, false), Visit::SkipSubtree);
-        assert!(!c.finish().truncated);
+        assert!(!c.finish(None).truncated);
     }
 
     #[test]
@@ -583,7 +593,7 @@ mod tests {
         };
         let mut c = Collector::new(budget, Instant::now());
         assert_eq!(c.visit(0, false, true), Visit::Stop);
-        assert!(c.finish().truncated);
+        assert!(c.finish(None).truncated);
     }
 
     #[test]
@@ -593,7 +603,7 @@ mod tests {
         assert!(c.keep("button", "no area", None, ElementStates::default()));
         assert!(ScreenRect::from_extents(0, 0, 0, 5).is_none());
         assert!(ScreenRect::from_extents(0, 0, 5, -1).is_none());
-        assert!(c.finish().elements.is_empty());
+        assert!(c.finish(None).elements.is_empty());
     }
 
     #[test]

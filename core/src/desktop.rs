@@ -164,6 +164,9 @@ pub struct NativeWindow {
     pub maximized: bool,
     /// Whether it has the input focus.
     pub focused: bool,
+    /// Whether `bounds` is where the window is. A wlroots compositor other than sway says
+    /// nothing of a window's geometry: there `bounds` is the outputs the window is on.
+    pub placed: bool,
 }
 
 /// Why clipboard content was withheld.

@@ -38,7 +38,8 @@ pub enum DrawRefusal {
     NotExactlyOne(usize),
 }
 
-/// The screen rectangle to outline, when every check passes.
+/// The rectangle to outline, when every check passes: on screen, or on the capture for a
+/// window the compositor does not place ([`WindowObservation::area`]).
 ///
 /// `window_now` is the same window looked up again just before drawing (`None` if it closed).
 ///
@@ -80,7 +81,7 @@ pub fn check_before_drawing(
         .filter(|e| matches_target(e, target))
         .collect::<Vec<_>>();
     match matches.as_slice() {
-        [element] => Ok(on_screen(element.bounds, window.bounds)),
+        [element] => Ok(on_screen(element.bounds, capture.area())),
         other => Err(DrawRefusal::NotExactlyOne(other.len())),
     }
 }

@@ -372,14 +372,17 @@ impl Client {
     fn draw_outline(&mut self, ctx: &egui::Context, rect: ScreenRect, window: &WindowInfo) {
         if !window.placed || self.outliner.is_err() {
             // Nothing can be drawn where the target is: the capture in this window shows it.
+            let Some(area) = self.capture.as_ref().map(|capture| capture.area()) else {
+                return;
+            };
             let at = ScreenRect {
-                x: rect.x - window.bounds.x,
-                y: rect.y - window.bounds.y,
+                x: rect.x - area.x,
+                y: rect.y - area.y,
                 ..rect
             };
             eprintln!(
                 "outline on the capture in this window at x={} y={} width={} height={} of its {}x{}",
-                at.x, at.y, at.width, at.height, window.bounds.width, window.bounds.height
+                at.x, at.y, at.width, at.height, area.width, area.height
             );
             self.outline = Some(rect);
             self.on_capture = true;
@@ -678,7 +681,7 @@ impl Client {
             return;
         };
         ui.label(ON_CAPTURE);
-        let window = capture.window.bounds;
+        let window = capture.area();
         let points = ui.ctx().pixels_per_point();
         let scale = picture_scale(
             window,

@@ -28,7 +28,8 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
     let mut collector = Collector::new(budget, started);
     let (connection, frame) = frame(target, collector.deadline()).await?;
     let bus = connection.connection();
-    let placement = placement(bus, &frame, target).await;
+    let reported = reported(bus, &frame).await;
+    let placement = Placement::of(target, reported);
 
     // Depth-first, document order: children are pushed in reverse.
     let mut stack = vec![(frame, 0_usize, Vec::new())];
@@ -74,7 +75,7 @@ pub(super) async fn snapshot(target: &WindowTarget, budget: Budget) -> Result<Sn
             break;
         }
     }
-    Ok(collector.finish())
+    Ok(collector.finish(reported))
 }
 
 /// The accessibility bus and `target`'s frame, looked for until `deadline`: the session's
@@ -293,11 +294,15 @@ async fn placement(
     frame: &atspi::ObjectRefOwned,
     target: &WindowTarget,
 ) -> Placement {
-    let reported = match frame.as_accessible_proxy(bus).await {
+    Placement::of(target, reported(bus, frame).await)
+}
+
+/// `frame`'s box as its toolkit reports it.
+async fn reported(bus: &zbus::Connection, frame: &atspi::ObjectRefOwned) -> Option<ScreenRect> {
+    match frame.as_accessible_proxy(bus).await {
         Ok(proxy) => extents(&proxy).await,
         Err(_) => None,
-    };
-    Placement::of(target, reported)
+    }
 }
 
 /// The node's box as the toolkit reports it, when it has the Component interface and an area.

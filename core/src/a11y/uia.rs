@@ -73,7 +73,7 @@ fn walk(target: &WindowTarget, budget: Budget) -> Result<Snapshot, A11yError> {
             break;
         }
     }
-    Ok(collector.finish())
+    Ok(collector.finish(None))
 }
 
 /// A UI Automation failure in words, with its HRESULT: the system's text for a code can be

@@ -193,6 +193,7 @@ mod tests {
             minimized: false,
             maximized: false,
             focused: false,
+            placed: true,
         }
     }
 

@@ -158,6 +158,7 @@ fn xcap_all() -> Result<Vec<NativeWindow>, DesktopError> {
                 },
                 minimized: w.is_minimized().unwrap_or(false),
                 maximized: w.is_maximized().unwrap_or(false),
+                placed: true,
                 focused: w.is_focused().unwrap_or(false),
             })
         })
@@ -215,6 +216,7 @@ mod tests {
             minimized: false,
             maximized: false,
             focused: false,
+            placed: true,
         }
     }
 

@@ -44,8 +44,9 @@ pub struct WindowInfo {
     pub minimized: bool,
     /// Whether `bounds` is where the window is on screen. A window only the accessibility
     /// bus lists (on a Wayland compositor that lists its windows to no other program) is at
-    /// its own corner, `(0, 0)`: its controls can be read, but nothing can be drawn or
-    /// captured where it is.
+    /// its own corner, `(0, 0)`; one a wlroots compositor other than sway lists is given the
+    /// outputs it is on. Its controls can be read, but nothing can be drawn or captured where
+    /// it is, and its capture's size is the one its toolkit reports.
     pub placed: bool,
 }
 
@@ -64,6 +65,24 @@ pub struct WindowObservation {
     pub window: WindowInfo,
     /// What the client sends the API about it.
     pub observation: Observation,
+}
+
+impl WindowObservation {
+    /// Where the observation's boxes are: the window on screen, or, for a window the
+    /// compositor does not place ([`WindowInfo::placed`]), the capture itself at `(0, 0)`.
+    #[must_use]
+    pub fn area(&self) -> ScreenRect {
+        if self.window.placed {
+            self.window.bounds
+        } else {
+            ScreenRect {
+                x: 0,
+                y: 0,
+                width: self.observation.width,
+                height: self.observation.height,
+            }
+        }
+    }
 }
 
 /// Why a window could not be observed.
@@ -163,7 +182,7 @@ pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
                     side(w.bounds.height)?,
                 )?,
                 minimized: w.minimized,
-                placed: true,
+                placed: w.placed,
             })
         })
         .collect())
@@ -261,18 +280,39 @@ pub async fn observe(
     if application.is_empty() {
         return Err(ObserveError::Untitled);
     }
-    let side_ok = |side: u32| (1..=MAX_OBSERVATION_SIDE).contains(&side);
-    if !side_ok(window.bounds.width) || !side_ok(window.bounds.height) {
+    let side_ok = |area: ScreenRect| {
+        let ok = |side: u32| (1..=MAX_OBSERVATION_SIDE).contains(&side);
+        ok(area.width) && ok(area.height)
+    };
+    if !side_ok(window.bounds) {
         return Err(ObserveError::BadSize);
+    }
+    if share_pixels && !window.placed {
+        return Err(ObserveError::PixelsNotAllowed(
+            "the compositor does not say where the window is".to_owned(),
+        ));
     }
     let target = WindowTarget {
         title: window.title.clone(),
         pid: window.pid,
-        bounds: Some(window.bounds),
+        bounds: window.placed.then_some(window.bounds),
         window_relative: crate::desktop::session::Session::detect()
             == crate::desktop::session::Session::Wayland,
     };
     let snapshot = a11y::snapshot(&target, budget).await?;
+    // A window the compositor does not place is as large as its toolkit says, and its boxes
+    // are from its own corner.
+    let area = match (window.placed, snapshot.frame) {
+        (true, _) => window.bounds,
+        (false, frame) => ScreenRect {
+            x: 0,
+            y: 0,
+            ..frame.unwrap_or(window.bounds)
+        },
+    };
+    if !side_ok(area) {
+        return Err(ObserveError::BadSize);
+    }
     let mut elements: Vec<Element> = snapshot
         .elements
         .iter()
@@ -280,7 +320,7 @@ pub async fn observe(
             Some(Element {
                 role: e.role.clone(),
                 label: e.label.clone(),
-                bounds: normalise(e.bounds, window.bounds)?,
+                bounds: normalise(e.bounds, area)?,
                 confidence: ACCESSIBILITY_CONFIDENCE,
                 is_enabled: Some(e.states.enabled),
                 is_offscreen: Some(false),
@@ -291,11 +331,7 @@ pub async fn observe(
         .collect();
     elements.truncate(MAX_ELEMENTS);
     let ocr_text = ocr_text(&elements);
-    let image = if share_pixels && !window.placed {
-        return Err(ObserveError::PixelsNotAllowed(
-            "the compositor does not say where the window is".to_owned(),
-        ));
-    } else if share_pixels {
+    let image = if share_pixels {
         Some(window_pixels(window.id)?)
     } else {
         None
@@ -307,8 +343,8 @@ pub async fn observe(
             window_id: window.observation_window_id(),
             application,
             captured_at,
-            width: window.bounds.width,
-            height: window.bounds.height,
+            width: area.width,
+            height: area.height,
             ocr_text,
             elements,
             image,

@@ -5,7 +5,9 @@
 //! program), never to run inside an X11 session. With a session bus the person walks the demo's
 //! three steps on weston, every button pressed through AT-SPI, and weston's own screenshots show
 //! each target framed on the capture inside the guidance window; on a headless GNOME Shell, one
-//! step, with the connector's portal screenshots as witness. On a headless KWin,
+//! step, with the connector's portal screenshots as witness; and on a headless sway whose IPC
+//! the client is not given (a wlroots compositor that says nothing of window geometry), with
+//! grim as witness. On a headless KWin,
 //! `observe` finds a window through KWin's scripting; on a headless sway at
 //! scale 2 with a session bus, `observe` finds the demo's elements on its floating window where
 //! sway put it.
@@ -159,19 +161,19 @@ fn guide_without_layer_shell(mut command: Command, api: &Api) -> Running {
 }
 
 /// The target's size in the line the guidance window prints once it framed `label` on the
-/// capture, checked against where the demo's button is in its window as the client reads it.
+/// capture, checked against where the demo's button is in its capture as the client reads it.
 fn framed_on_capture(gui: &Running, client: &dyn Fn() -> Command, label: &str) -> (i64, i64) {
     let line = wait_for_line(&gui.stderr, "where the frame is drawn", |l| {
         l.starts_with("outline on the capture in this window at ")
     });
-    let (x, y, w, h) = on_screen(
-        (0, 0, 480, 240),
-        &element(client, DEMO, |l| l == label)["box"],
-    );
+    let (observation, button) = observed(client, DEMO, &[], |l| l == label);
+    let side = |name: &str| observation[name].as_i64().unwrap();
+    let (width, height) = (side("width"), side("height"));
+    let (x, y, w, h) = on_screen((0, 0, width, height), &button["box"]);
     assert_eq!(
         line,
         format!(
-            "outline on the capture in this window at x={x} y={y} width={w} height={h} of its 480x240"
+            "outline on the capture in this window at x={x} y={y} width={w} height={h} of its {width}x{height}"
         )
     );
     (w, h)
@@ -210,6 +212,76 @@ fn one_frame_around(seen: &[(u32, u32)], (w, h): (i64, i64), label: &str) {
         ring,
         "the frame is not whole"
     );
+}
+
+/// On a wlroots compositor that says nothing of window geometry (sway without its IPC, as
+/// Hyprland, river and labwc are to the client), windows are listed but not placed: the target
+/// is framed on the capture in the guidance window, never on the layer shell where the window
+/// is not known to be. sway's own capture (grim) shows one hollow cyan frame the target's size
+/// plus the frame, and none once the demo's button was used. Buttons are pressed through AT-SPI.
+#[test]
+fn on_wlroots_without_window_geometry_the_target_is_framed_on_the_capture() {
+    require("grim", "grim");
+    let mut sway = Compositor::sway_sized(1, (1280, 800));
+    sway.start_session_bus();
+    let bus = sway.session_bus().to_owned();
+    let api = Api::start(&temp_dir("desktop-wlroots-walk"));
+    let demo = Running::start(sway.command(binary("msguide-demo")));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    sway.wait_for_app(DEMO);
+    // The client, and its `observe`, without sway's IPC: the window list protocol alone.
+    let client = || {
+        let mut command = sway.command(binary("msguide-desktop"));
+        command.env_remove("SWAYSOCK");
+        command
+    };
+    let mut command = client();
+    command
+        .args(["gui", "--window-title", DEMO, "--prompt", PROMPT])
+        .env("MSGUIDE_API_URL", api.url())
+        .env("MSGUIDE_LOCAL_TOKEN", &api.token);
+    let gui = Running::start(command);
+    sway.wait_for_app(GUIDE);
+    place(
+        &sway,
+        1,
+        &[(DEMO, (480, 300), (20, 20)), (GUIDE, (620, 770), (640, 20))],
+    );
+    let screen = || cyan(&grab(&sway, (0, 0, 1280, 800), 1));
+    let label = STEPS[0];
+    let press = |window: &str, label: &str| e2e::accessibility::press(&bus, window, label);
+    press(GUIDE, "Capture / review");
+    press(GUIDE, CONSENT);
+    assert!(screen().is_empty(), "cyan before Send");
+    press(GUIDE, "Send");
+    let target = framed_on_capture(&gui, &client, label);
+    let mut seen = Vec::new();
+    wait_until("the frame on the capture", || {
+        seen = screen();
+        !seen.is_empty()
+    });
+    one_frame_around(&seen, target, label);
+    // In the guidance window, not where the demo is.
+    let (gx, gy, gw, gh) = window_rect(&sway, GUIDE, 1);
+    assert!(
+        seen.iter().all(|&(x, y)| {
+            let (x, y) = (i64::from(x), i64::from(y));
+            (gx..gx + gw).contains(&x) && (gy..gy + gh).contains(&y)
+        }),
+        "the frame is outside the guidance window"
+    );
+    press(DEMO, label);
+    wait_for_line(&demo.stdout, "the demo's next stage", |l| l == "stage 1");
+    wait_until("the window saying the target changed", || {
+        e2e::accessibility::names(&bus, GUIDE)
+            .iter()
+            .any(|name| name == TARGET_CHANGED)
+    });
+    assert!(screen().is_empty(), "cyan after the click");
+    drop(gui);
+    drop(demo);
+    drop(api);
+    drop(sway);
 }
 
 /// On GNOME Shell, which has no layer shell either and lists its windows to no other program,

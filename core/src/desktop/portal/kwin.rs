@@ -272,6 +272,7 @@ fn native(w: &Described, number: u32) -> NativeWindow {
         minimized: w.minimized,
         maximized: w.full_screen,
         focused: w.active,
+        placed: true,
     }
 }
 

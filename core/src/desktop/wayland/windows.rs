@@ -146,6 +146,7 @@ fn located() -> Result<Vec<Located>, DesktopError> {
                     minimized: t.states.contains(&1),
                     maximized: t.states.contains(&0) || t.states.contains(&3),
                     focused: t.states.contains(&2),
+                    placed: found.is_ok(),
                 };
                 let place = found.and_then(|w| {
                     if w.visible {

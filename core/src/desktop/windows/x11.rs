@@ -194,6 +194,7 @@ fn window(asked: Asked<'_>, atoms: &Atoms, active: Option<Window>) -> Option<Nat
         minimized,
         maximized,
         focused: active == Some(asked.id),
+        placed: true,
     })
 }
 
