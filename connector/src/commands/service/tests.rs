@@ -614,9 +614,11 @@ fn the_service_runs_a_copy_in_a_stable_place_never_one_in_target() {
 #[cfg(unix)]
 #[test]
 fn without_a_user_manager_install_says_what_to_do_instead() {
-    let dir = TempDir::new("manager");
+    // Short names: the socket's whole path must fit a Unix socket address (108 bytes), under
+    // whatever TMPDIR the tests run in.
+    let dir = TempDir::new("um");
     let run = dir.join("run-systemd");
-    let runtime = dir.join("runtime");
+    let runtime = dir.join("r");
     let env =
         |name: &str| (name == "XDG_RUNTIME_DIR").then(|| runtime.to_string_lossy().into_owned());
     // Not booted with systemd.
