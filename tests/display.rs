@@ -25,6 +25,8 @@ pub struct Desktop {
     /// Killed in reverse order of start.
     children: Vec<Child>,
     display: String,
+    /// The X server's process, whose lock file and socket are removed after it if it left them.
+    server: Option<u32>,
     bus_address: String,
     runtime_dir: PathBuf,
 }
@@ -122,6 +124,7 @@ impl Desktop {
         Self {
             children: Vec::new(),
             display: String::new(),
+            server: None,
             bus_address: String::new(),
             runtime_dir,
         }
@@ -138,6 +141,7 @@ impl Desktop {
             server.stdout.take().expect("server stdout"),
             "the X server's display number",
         );
+        self.server = Some(server.id());
         self.children.push(server);
         self.display = format!(":{}", number.trim());
     }
@@ -336,6 +340,16 @@ impl Drop for Desktop {
     fn drop(&mut self) {
         while let Some(mut child) = self.children.pop() {
             stop(&mut child);
+        }
+        // An X server killed outright leaves its lock file (and its socket) in /tmp. They are
+        // removed only while the lock still names this server: another test's server may have
+        // taken the number over since.
+        if let (Some(pid), Some(number)) = (self.server, self.display.strip_prefix(':')) {
+            let lock = format!("/tmp/.X{number}-lock");
+            if std::fs::read_to_string(&lock).is_ok_and(|held| held.trim() == pid.to_string()) {
+                let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{number}"));
+                let _ = std::fs::remove_file(lock);
+            }
         }
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
     }
