@@ -341,17 +341,37 @@ impl Drop for Desktop {
         while let Some(mut child) = self.children.pop() {
             stop(&mut child);
         }
-        // An X server killed outright leaves its lock file (and its socket) in /tmp. They are
-        // removed only while the lock still names this server: another test's server may have
-        // taken the number over since.
-        if let (Some(pid), Some(number)) = (self.server, self.display.strip_prefix(':')) {
-            let lock = format!("/tmp/.X{number}-lock");
-            if std::fs::read_to_string(&lock).is_ok_and(|held| held.trim() == pid.to_string()) {
-                let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{number}"));
-                let _ = std::fs::remove_file(lock);
-            }
-        }
+        remove_x_locks_of(self.server.as_slice());
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
+    }
+}
+
+/// Removes the X display lock files in /tmp (and their sockets) that name one of `pids`, once
+/// those processes have stopped: an X server killed outright leaves them behind, and so does a
+/// wlroots compositor that reserved a display for Xwayland. A lock naming another process is
+/// left alone: another test's server may have taken the number over since.
+pub fn remove_x_locks_of(pids: &[u32]) {
+    let Ok(entries) = std::fs::read_dir("/tmp") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(number) = name
+            .strip_prefix(".X")
+            .and_then(|rest| rest.strip_suffix("-lock"))
+        else {
+            continue;
+        };
+        // "%10d\n", which wlroots follows with a NUL.
+        let held = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        if held
+            .trim_matches(|c: char| c.is_whitespace() || c == '\0')
+            .parse::<u32>()
+            .is_ok_and(|pid| pids.contains(&pid))
+        {
+            let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{number}"));
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -332,6 +332,7 @@ impl Compositor {
 
 impl Drop for Compositor {
     fn drop(&mut self) {
+        let pids: Vec<u32> = self.children.iter().map(Child::id).collect();
         while let Some(mut child) = self.children.pop() {
             let asked = crate::sigterm(child.id());
             let deadline = Instant::now() + Duration::from_secs(3);
@@ -344,6 +345,7 @@ impl Drop for Compositor {
             let _ = child.kill();
             let _ = child.wait();
         }
+        crate::display::remove_x_locks_of(&pids);
         let _ = std::fs::remove_dir_all(&self.runtime_dir);
     }
 }
