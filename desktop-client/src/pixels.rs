@@ -8,7 +8,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use local_core::desktop_entry::{exec_word, screenshot_entry, user_applications};
+use local_core::{
+    desktop_entry::{exec_word, screenshot_entry, user_applications},
+    guide::observe::kwin_allows_this_program as kwin_allows,
+};
 
 use crate::problem::Problem;
 
@@ -82,18 +85,6 @@ pub fn allow() -> Result<Allowed, Problem> {
         std::thread::sleep(Duration::from_millis(250));
     }
     Ok(Allowed::Written(path))
-}
-
-/// Whether KWin runs and gives this program screenshots (`None`: no KWin here).
-fn kwin_allows() -> Option<bool> {
-    #[cfg(target_os = "linux")]
-    {
-        local_core::desktop::portal::kwin_screenshot::allowed()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
 }
 
 fn not_kde() -> Problem {

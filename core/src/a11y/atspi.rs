@@ -86,11 +86,7 @@ async fn frame(
     target: &WindowTarget,
     deadline: Instant,
 ) -> Result<(AccessibilityConnection, atspi::ObjectRefOwned), A11yError> {
-    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
-    atspi::connection::set_session_accessibility(true)
-        .await
-        .map_err(unavailable)?;
-    let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
+    let connection = connect().await?;
     loop {
         let failure = match find_frame(&connection, target).await {
             Ok(Some(frame)) => return Ok((connection, frame)),
@@ -170,16 +166,8 @@ async fn find_frame(
     target: &WindowTarget,
 ) -> Result<Option<atspi::ObjectRefOwned>, A11yError> {
     let bus = connection.connection();
-    let desktop = connection
-        .root_accessible_on_registry()
-        .await
-        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
-    let applications = desktop
-        .get_children()
-        .await
-        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
     let mut candidates = Vec::new();
-    for application in applications {
+    for application in applications(connection).await? {
         // An application that vanished or hangs is not the one we look for.
         let Ok(app) = application.as_accessible_proxy(bus).await else {
             continue;
@@ -212,22 +200,10 @@ async fn find_frame(
 /// GNOME), this is the only list there is. Its boxes are the toolkits' own, so on Wayland a
 /// window's position is its surface's corner, not where it is on screen.
 pub(super) async fn windows() -> Result<Vec<AccessibleWindow>, A11yError> {
-    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
-    atspi::connection::set_session_accessibility(true)
-        .await
-        .map_err(unavailable)?;
-    let connection = AccessibilityConnection::new().await.map_err(unavailable)?;
+    let connection = connect().await?;
     let bus = connection.connection();
-    let desktop = connection
-        .root_accessible_on_registry()
-        .await
-        .map_err(unavailable)?;
-    let applications = desktop
-        .get_children()
-        .await
-        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
     let mut found = Vec::new();
-    for application in applications {
+    for application in applications(&connection).await? {
         // An application that vanished or hangs lists no windows.
         let Ok(app) = application.as_accessible_proxy(bus).await else {
             continue;
@@ -268,6 +244,30 @@ pub(super) async fn windows() -> Result<Vec<AccessibleWindow>, A11yError> {
         }
     }
     Ok(found)
+}
+
+/// The accessibility bus, with the session's accessibility flag switched on first (see the
+/// module's comment).
+async fn connect() -> Result<AccessibilityConnection, A11yError> {
+    let unavailable = |e: atspi::AtspiError| A11yError::Unavailable(e.to_string());
+    atspi::connection::set_session_accessibility(true)
+        .await
+        .map_err(unavailable)?;
+    AccessibilityConnection::new().await.map_err(unavailable)
+}
+
+/// The applications registered on the accessibility bus.
+async fn applications(
+    connection: &AccessibilityConnection,
+) -> Result<Vec<atspi::ObjectRefOwned>, A11yError> {
+    let desktop = connection
+        .root_accessible_on_registry()
+        .await
+        .map_err(|e| A11yError::Unavailable(e.to_string()))?;
+    desktop
+        .get_children()
+        .await
+        .map_err(|e| A11yError::Unavailable(e.to_string()))
 }
 
 /// The process that owns `bus_name` on the accessibility bus.

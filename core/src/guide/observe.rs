@@ -424,7 +424,7 @@ fn ocr_text(elements: &[Element]) -> String {
 /// [`MAX_PNG_BYTES`], shrunk by [`SHRINK_STEP`] until it fits.
 fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
     let capture = screen::capture(Source::Window(id)).map_err(|e| match e {
-        DesktopError::NotSupported { .. } if kwin_refuses_this_program() => {
+        DesktopError::NotSupported { .. } if kwin_allows_this_program() == Some(false) => {
             ObserveError::PixelsNeedDesktopEntry
         }
         DesktopError::NotSupported { .. } => ObserveError::PixelsNotAllowed(e.to_string()),
@@ -433,15 +433,17 @@ fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
     fit_png(&capture.image)
 }
 
-/// Whether KDE Plasma's KWin runs and refuses this program its screenshots.
-fn kwin_refuses_this_program() -> bool {
+/// Whether KDE Plasma's KWin gives this program screenshots (`Some(false)` until a desktop
+/// entry allows it, `crate::desktop_entry`); `None` where no KWin runs.
+#[must_use]
+pub fn kwin_allows_this_program() -> Option<bool> {
     #[cfg(target_os = "linux")]
     {
-        crate::desktop::portal::kwin_screenshot::allowed() == Some(false)
+        crate::desktop::portal::kwin_screenshot::allowed()
     }
     #[cfg(not(target_os = "linux"))]
     {
-        false
+        None
     }
 }
 
