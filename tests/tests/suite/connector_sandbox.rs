@@ -34,10 +34,11 @@ struct Sandboxed {
 
 impl Sandboxed {
     async fn start(mode: &str) -> Self {
-        Self::start_with(mode, |_| {}).await
+        Self::start_with(mode, &[], |_| {}).await
     }
 
-    async fn start_with(mode: &str, ack: impl FnOnce(&mut Value)) -> Self {
+    /// [`Sandboxed::start`] with more environment, and `ack` changing the platform's HELLO_ACK.
+    async fn start_with(mode: &str, env: &[(&str, &str)], ack: impl FnOnce(&mut Value)) -> Self {
         let (home, root) = home_and_root(&format!("shim-sandbox-{mode}"));
         let platform = Platform::bind().await;
         let shim = spawn_env(
@@ -45,7 +46,7 @@ impl Sandboxed {
             &platform,
             &root,
             &["--enable-shell", "--shell-sandbox", mode],
-            &[],
+            env,
         );
         let (conn, hello) = platform.session(&["shell", "files"], ack).await;
         assert_eq!(hello["type"], "HELLO", "{hello}: {}", shim.stderr());
@@ -437,7 +438,7 @@ echo x > /dev/null && echo y > /dev/shm/own && cat /dev/shm/own"#,
 #[tokio::test]
 async fn limits_hold_inside_the_sandbox_and_records_name_the_mode() {
     for mode in ["workspace", "strict"] {
-        let mut shim = Sandboxed::start_with(mode, |ack| {
+        let mut shim = Sandboxed::start_with(mode, &[], |ack| {
             ack["payload"]["max_file_size_bytes"] = json!(1000);
             ack["payload"]["command_timeout_seconds"] = json!(2);
         })
@@ -778,11 +779,16 @@ async fn a_mount_made_after_the_spare_started_is_seen_by_the_next_command() {
 /// sandbox removes it as it starts, and leaves a running connector's alone.
 #[tokio::test]
 async fn a_killed_connectors_tmpdir_goes_when_the_next_starts_and_a_running_ones_stays() {
-    let mut killed = Sandboxed::start("workspace").await;
+    // A temporary folder of their own: a connector that another test starts in the meantime
+    // sweeps its own temporary folder, and took the orphan before this test could look.
+    let shared = Outside(fresh_dir("shim-sandbox-orphans"));
+    let env = [("TMPDIR", shared.0.to_str().unwrap())];
+    let start = || Sandboxed::start_with("workspace", &env, |_| {});
+    let mut killed = start().await;
     let done = killed.bash("killed-1", "true", json!({})).await;
     assert_eq!(done["exit_code"], 0, "{done}");
     let (_, orphan) = waiting_spare(killed.shim.pid(), None).await;
-    let mut running = Sandboxed::start("workspace").await;
+    let mut running = start().await;
     let done = running.bash("running-1", "true", json!({})).await;
     assert_eq!(done["exit_code"], 0, "{done}");
     let (_, kept) = waiting_spare(running.shim.pid(), None).await;
@@ -793,7 +799,7 @@ async fn a_killed_connectors_tmpdir_goes_when_the_next_starts_and_a_running_ones
         "the killed connector's spare TMPDIR {} is already gone: the test proves nothing",
         orphan.display()
     );
-    let _next = Sandboxed::start("workspace").await;
+    let _next = start().await;
     assert!(
         !orphan.exists(),
         "the killed connector's TMPDIR {} stayed after the next connector started",
