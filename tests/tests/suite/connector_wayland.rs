@@ -1029,14 +1029,42 @@ fn doctor_names_each_protocol_weston_lacks_and_what_it_costs() {
 /// it), and a paste's Ctrl+V inserts the clipboard's text, not only key events.
 #[tokio::test]
 async fn a_gtk_entry_takes_the_shims_shortcuts() {
+    shortcuts_reach_a_gtk_entry(None).await;
+}
+
+/// The person's keyboard layout is the compositor's business, not the shim's: with every
+/// keyboard set to a German layout (Y and Z swapped, @ on AltGr+Q) or a Russian one (no Latin
+/// letter at all), `type` still writes exactly the text asked for and the shortcuts still act.
+#[tokio::test]
+async fn typing_and_shortcuts_do_not_depend_on_the_compositors_keyboard_layout() {
+    for layout in ["de", "ru"] {
+        shortcuts_reach_a_gtk_entry(Some(layout)).await;
+    }
+}
+
+/// Types into a GTK entry on a headless sway whose keyboards use `layout` (sway's default when
+/// `None`), selects all with Ctrl+A, replaces the text, and pastes with Ctrl+V.
+async fn shortcuts_reach_a_gtk_entry(layout: Option<&str>) {
     let mut sway = Compositor::sway(1);
+    if let Some(layout) = layout {
+        let set = sway
+            .command("swaymsg")
+            .args(["input", "type:keyboard", "xkb_layout", layout])
+            .output()
+            .unwrap();
+        assert!(
+            set.status.success(),
+            "swaymsg could not set the layout {layout}: {set:?}"
+        );
+    }
     sway.start_session_bus();
     let mut witness = Witness::start_on_wayland(&sway, "Witness S");
     let platform = Platform::bind().await;
     let _shim = shim_on(&sway, &platform, "wl-shortcuts", &["--enable-clipboard"]);
     let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
-    act(&mut conn, "t1", json!({"action": "type", "text": "abc"})).await;
-    witness.expect("text", |t| t["text"] == "abc");
+    let text = "zy@ü abc";
+    act(&mut conn, "t1", json!({"action": "type", "text": text})).await;
+    witness.expect("text", |t| t["text"] == text);
     act(&mut conn, "k1", json!({"action": "key", "key": "ctrl+a"})).await;
     act(&mut conn, "t2", json!({"action": "type", "text": "X"})).await;
     witness.expect("text", |t| t["text"] == "X");
