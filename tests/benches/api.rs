@@ -230,6 +230,8 @@ async fn run() -> Result<()> {
 /// The two clients disagree because client and server share two cores: wrk spends less CPU a
 /// request than this bench's tokio client, so the hello-world baseline gains more from it than
 /// the API does, and the ratio approaches the ratio of the servers' own CPU a request.
+/// `GET /health` through the same server is the other row: it comes close to the hello-world,
+/// so what the ratio measures is the guidance work (parsing, the core, the answer's JSON).
 async fn wrk_load(targets: &[Target]) -> Result<()> {
     const ARGS: [&str; 3] = ["-t2", "-c32", "-d3s"];
     println!(
@@ -254,6 +256,10 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
     }
     let script = std::env::temp_dir().join(format!("msguide-bench-{}-wrk.lua", std::process::id()));
     let mut rates = vec![Vec::new(); servers.len()];
+    // `GET /health` on each API server: its whole stack (the connection threads, the boundary,
+    // the router) with next to no work behind it, to tell the stack's share of the gap from
+    // the guidance work's.
+    let mut health = vec![Vec::new(); targets.len()];
     for _ in 0..ROUNDS {
         for ((server, session), rates) in servers.iter().zip(&mut rates) {
             let mut command = tokio::process::Command::new("wrk");
@@ -277,16 +283,15 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
             };
             let output = command.output().await;
             let _ = std::fs::remove_file(&script);
-            let text = String::from_utf8_lossy(&output?.stdout).into_owned();
-            if text.contains("Non-2xx") || text.contains("Socket errors") {
-                return Err(format!("wrk saw failed requests:\n{text}").into());
-            }
-            let rate = text
-                .lines()
-                .find_map(|line| line.strip_prefix("Requests/sec:"))
-                .and_then(|rate| rate.trim().parse::<f64>().ok())
-                .ok_or_else(|| format!("wrk printed no rate:\n{text}"))?;
-            rates.push(rate);
+            rates.push(wrk_rate(&output?)?);
+        }
+        for ((server, _), health) in servers[1..].iter().zip(&mut health) {
+            let output = tokio::process::Command::new("wrk")
+                .args(ARGS)
+                .arg(format!("http://{}/health", server.addr))
+                .output()
+                .await?;
+            health.push(wrk_rate(&output)?);
         }
     }
     let hello = rates[0].clone();
@@ -295,7 +300,7 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
         median_f64(&hello),
         joined(&hello)
     );
-    for (target, rates) in targets.iter().zip(&rates[1..]) {
+    for ((target, rates), health) in targets.iter().zip(&rates[1..]).zip(&health) {
         let ratios: Vec<f64> = rates
             .iter()
             .zip(&hello)
@@ -309,8 +314,32 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
             joined(&ratios),
             pass(median_ratio >= RATIO_TARGET),
         );
+        let ratios: Vec<f64> = health
+            .iter()
+            .zip(&hello)
+            .map(|(r, h)| ratio(*r, *h))
+            .collect();
+        println!(
+            "  {} GET /health (the same server, no work behind it): median {:.0} req/s, ratio to the hello-world {:.3} [{}]",
+            target.label,
+            median_f64(health),
+            median_f64(&ratios),
+            joined(&ratios),
+        );
     }
     Ok(())
+}
+
+/// The rate a finished wrk run printed, or why there is none (a failed request counts as one).
+fn wrk_rate(output: &std::process::Output) -> Result<f64> {
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if text.contains("Non-2xx") || text.contains("Socket errors") {
+        return Err(format!("wrk saw failed requests:\n{text}").into());
+    }
+    text.lines()
+        .find_map(|line| line.strip_prefix("Requests/sec:"))
+        .and_then(|rate| rate.trim().parse::<f64>().ok())
+        .ok_or_else(|| format!("wrk printed no rate:\n{text}").into())
 }
 
 fn median_f64(values: &[f64]) -> f64 {
