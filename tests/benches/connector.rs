@@ -233,11 +233,12 @@ async fn starts(builds: &[Build], scratch: &Path, rows: &mut Vec<Row>) {
     rows.push(Row {
         name: "start to HELLO, slowest of 20".to_owned(),
         unit: "ms",
-        target: "<= 5",
+        // Issue 32's target for the slowest start (the median's is 5 ms).
+        target: "<= 10",
         baseline_name: "spawn+exit `true` slowest",
         baseline: slowest(&spawn_true),
         values: to_hello.iter().map(|s| slowest(s)).collect(),
-        met: |v, _| v <= 5.0,
+        met: |v, _| v <= 10.0,
     });
 }
 
