@@ -301,11 +301,7 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
         joined(&hello)
     );
     for ((target, rates), health) in targets.iter().zip(&rates[1..]).zip(&health) {
-        let ratios: Vec<f64> = rates
-            .iter()
-            .zip(&hello)
-            .map(|(r, h)| ratio(*r, *h))
-            .collect();
+        let ratios = round_ratios(rates, &hello);
         let median_ratio = median_f64(&ratios);
         println!(
             "  {} guidance, no image: median {:.0} req/s, ratio to the hello-world {median_ratio:.3} [{}] (target >= {RATIO_TARGET:.2}) {}",
@@ -314,11 +310,7 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
             joined(&ratios),
             pass(median_ratio >= RATIO_TARGET),
         );
-        let ratios: Vec<f64> = health
-            .iter()
-            .zip(&hello)
-            .map(|(r, h)| ratio(*r, *h))
-            .collect();
+        let ratios = round_ratios(health, &hello);
         println!(
             "  {} GET /health (the same server, no work behind it): median {:.0} req/s, ratio to the hello-world {:.3} [{}]",
             target.label,
@@ -328,6 +320,15 @@ async fn wrk_load(targets: &[Target]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Each round's rate as a share of the hello-world's in the same round.
+fn round_ratios(rates: &[f64], hello: &[f64]) -> Vec<f64> {
+    rates
+        .iter()
+        .zip(hello)
+        .map(|(r, h)| ratio(*r, *h))
+        .collect()
 }
 
 /// The rate a finished wrk run printed, or why there is none (a failed request counts as one).
