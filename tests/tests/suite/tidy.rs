@@ -1,7 +1,7 @@
 //! Tidy checks of the tree itself: module docs, workspace lints, the crate graph (core's
 //! independence from any transport, faces that meet only in the libraries), the invariants
-//! ARCHITECTURE.md lists, that it names every module, where long tests live, and how long a line
-//! of the docs may be.
+//! ARCHITECTURE.md lists, that it names every module, where long tests live, and how the prose is
+//! laid out (line lengths, one sentence per line).
 
 use std::path::{Path, PathBuf};
 
@@ -935,5 +935,134 @@ fn no_line_of_the_architecture_is_over_300_characters() {
     assert!(
         long.is_empty(),
         "ARCHITECTURE.md has lines over {MAX_ARCHITECTURE_LINE_CHARS} characters; split them into sentences or sub-bullets: {long:?}"
+    );
+}
+
+/// The prose files written one sentence per line (STYLE.md's rule): the README, ARCHITECTURE.md
+/// and every page of docs/.
+fn prose_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md"), root().join("ARCHITECTURE.md")];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "md") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A line's prose with its inline code spans, list marker and emphasis taken out, or `None` for
+/// what is not prose (a heading, a table row, a blank line).
+fn prose_of(line: &str) -> Option<String> {
+    let trimmed = line.trim_start();
+    if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('|') {
+        return None;
+    }
+    let mut text = String::new();
+    for (n, part) in trimmed.split('`').enumerate() {
+        // Odd parts are inside a code span: one placeholder word each.
+        text.push_str(if n % 2 == 1 { "CODE" } else { part });
+    }
+    let text = text.replace("**", "");
+    let unmarked = match text.split_once(' ') {
+        Some((mark, rest))
+            if mark == "-" || mark == "*" || mark.trim_end_matches('.').parse::<u32>().is_ok() =>
+        {
+            rest.to_owned()
+        }
+        _ => text,
+    };
+    Some(unmarked)
+}
+
+/// Words whose final full stop ends no sentence.
+const ABBREVIATIONS: [&str; 5] = ["e.g.", "i.e.", "etc.", "vs.", "cf."];
+
+/// Where a second sentence starts in `prose`: a full stop, question or exclamation mark (a closing
+/// quote or bracket may follow it), a space, then a capital, a digit, a quote or code.
+fn second_sentence(prose: &str) -> Option<usize> {
+    let chars: Vec<(usize, char)> = prose.char_indices().collect();
+    for (i, &(at, c)) in chars.iter().enumerate() {
+        if !matches!(c, '.' | '?' | '!') {
+            continue;
+        }
+        let mut j = i + 1;
+        while chars
+            .get(j)
+            .is_some_and(|&(_, c)| matches!(c, '"' | '”' | ')'))
+        {
+            j += 1;
+        }
+        if chars.get(j).is_none_or(|&(_, c)| c != ' ') {
+            continue;
+        }
+        let next = chars[j + 1..].iter().map(|&(_, c)| c).find(|c| *c != ' ');
+        let starts = next.is_some_and(|c| c.is_uppercase() || matches!(c, '"' | '“'));
+        let word = prose[..=at].rsplit(' ').next().unwrap_or_default();
+        if starts && !ABBREVIATIONS.iter().any(|a| word.ends_with(a)) {
+            return Some(at);
+        }
+    }
+    None
+}
+
+#[test]
+fn every_line_of_the_prose_holds_at_most_one_sentence() {
+    let mut crowded = Vec::new();
+    for path in prose_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut code = false;
+        for (number, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                code = !code;
+                continue;
+            }
+            if code {
+                continue;
+            }
+            if let Some(at) = prose_of(line).as_deref().and_then(second_sentence) {
+                let name = path.strip_prefix(root()).unwrap_or(&path).display();
+                crowded.push(format!("{name}:{} (after {at} characters)", number + 1));
+            }
+        }
+    }
+    assert!(
+        crowded.is_empty(),
+        "lines holding more than one sentence; put each sentence on a line of its own: {crowded:#?}"
+    );
+}
+
+#[test]
+fn no_sentence_of_the_prose_is_wrapped_over_lines() {
+    let mut wrapped = Vec::new();
+    for path in prose_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut code = false;
+        let mut previous: Option<String> = None;
+        for (number, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                code = !code;
+                previous = None;
+                continue;
+            }
+            let prose = if code { None } else { prose_of(line) };
+            let item = line.trim_start().split_once(' ').is_some_and(|(mark, _)| {
+                mark == "-" || mark == "*" || mark.trim_end_matches('.').parse::<u32>().is_ok()
+            });
+            if let (Some(before), Some(now)) = (&previous, &prose) {
+                // A line that ends mid-sentence, then the same sentence going on in lower case.
+                let open = !before.trim_end().ends_with(['.', ':', '?', '!', ';']);
+                if open && !item && now.starts_with(char::is_lowercase) {
+                    let name = path.strip_prefix(root()).unwrap_or(&path).display();
+                    wrapped.push(format!("{name}:{}", number + 1));
+                }
+            }
+            previous = prose;
+        }
+    }
+    assert!(
+        wrapped.is_empty(),
+        "sentences broken over several lines; join each into one line: {wrapped:#?}"
     );
 }
