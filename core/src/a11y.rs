@@ -316,6 +316,19 @@ pub struct AccessibleWindow {
     /// Its box as the toolkit reports it: on Wayland at the surface's corner, not where the
     /// compositor put it.
     pub bounds: ScreenRect,
+    /// Whether it is the active window, the one the keyboard's input goes to.
+    pub active: bool,
+}
+
+impl AccessibleWindow {
+    /// What it goes by: its title, or its application's name where the toolkit left the frame
+    /// unnamed (as X11 falls back to the window's class); `None` when it has neither.
+    #[must_use]
+    pub fn name(&self) -> Option<&str> {
+        [self.title.trim(), self.app_name.trim()]
+            .into_iter()
+            .find(|t| !t.is_empty())
+    }
 }
 
 /// Every showing top-level window the applications on the accessibility bus list.

@@ -240,6 +240,7 @@ pub(super) async fn windows() -> Result<Vec<AccessibleWindow>, A11yError> {
                 app_name: app_name.clone(),
                 title,
                 bounds,
+                active: states.contains(State::Active),
             });
         }
     }

@@ -456,6 +456,8 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
             protocols.portal = portal;
             protocols.portal_shots = shots;
             protocols.kwin_windows = kwin;
+            // The bus answered, so the applications on it can list their windows.
+            protocols.accessible_windows = windows && !kwin;
             protocols.kwin_shots = kwin_shots;
         }
     }

@@ -168,6 +168,10 @@ fn wayland_probe(clipboard: bool) -> Probe {
     if protocols.windows() {
         coarse.push("windows");
         fine.extend(["window.list", "window.focus"]);
+    } else if protocols.accessible_windows {
+        // Listed by the applications themselves: no compositor lets another program focus one.
+        coarse.push("windows");
+        fine.push("window.list");
     }
     coarse.push("apps");
     fine.extend(["app.list", "app.launch"]);

@@ -14,6 +14,21 @@ pub fn displays() -> Result<Vec<Display>, DesktopError> {
     Ok(monitors()?.0)
 }
 
+/// The smallest rectangle holding every display (empty without any).
+#[must_use]
+pub fn spanned(displays: &[Display]) -> Rect {
+    displays
+        .iter()
+        .map(|d| d.rect)
+        .reduce(|a, b| a.union(&b))
+        .unwrap_or(Rect {
+            x: 0,
+            y: 0,
+            width: 0,
+            height: 0,
+        })
+}
+
 /// Where pixels come from: the X server itself on X11, the compositor's screencopy on Wayland
 /// (KWin's ScreenShot2 or the desktop portal where it has none),
 /// xcap on Windows and macOS (Linux builds do not link xcap: it brought libgbm, libdrm and
@@ -235,16 +250,7 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             if protocols.screenshots() {
                 return Ok((displays, Grabber::Wayland));
             }
-            let desktop = displays
-                .iter()
-                .map(|d| d.rect)
-                .reduce(|a, b| a.union(&b))
-                .unwrap_or(Rect {
-                    x: 0,
-                    y: 0,
-                    width: 0,
-                    height: 0,
-                });
+            let desktop = spanned(&displays);
             return Ok((
                 displays,
                 Grabber::Unchosen(std::cell::OnceCell::new(), desktop),

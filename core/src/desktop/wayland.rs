@@ -121,6 +121,10 @@ pub struct Protocols {
     /// Whether KWin lists windows through its scripting interface on the session bus (asked
     /// only where the window list protocol is missing).
     pub kwin_windows: bool,
+    /// Whether the accessibility bus lists the windows instead: the window list protocol is
+    /// missing, KWin does not list them, and there is a session bus (GNOME's mutter, weston).
+    /// Such a list says nothing of where a window is, and no window can be focused.
+    pub accessible_windows: bool,
     /// Whether KWin's ScreenShot2 interface takes this program's screenshots (asked only where
     /// screencopy is missing): `None` without it, `Some(false)` when KWin refuses this program
     /// for want of a desktop entry that allows it.
@@ -296,9 +300,15 @@ impl Protocols {
             }
         }
         if !self.has(FOREIGN_TOPLEVEL) && !self.kwin_windows {
-            out.push(format!(
-                "no window list protocol ({FOREIGN_TOPLEVEL}): listing and focusing windows is unavailable; {wlroots}"
-            ));
+            out.push(if self.accessible_windows {
+                format!(
+                    "no window list protocol ({FOREIGN_TOPLEVEL}): windows are listed from the accessibility bus instead, without where they are, and cannot be focused; {wlroots}"
+                )
+            } else {
+                format!(
+                    "no window list protocol ({FOREIGN_TOPLEVEL}): listing and focusing windows is unavailable; {wlroots}"
+                )
+            });
         }
         if !self.has(DATA_CONTROL) {
             out.push(format!(
@@ -545,6 +555,7 @@ impl Wl {
             portal: None,
             portal_shots: None,
             kwin_windows: false,
+            accessible_windows: false,
             kwin_shots: None,
         }
     }
@@ -1036,6 +1047,7 @@ mod tests {
             portal: None,
             portal_shots: None,
             kwin_windows: false,
+            accessible_windows: false,
             kwin_shots: None,
         };
         let missing = weston.missing();
@@ -1060,6 +1072,7 @@ mod tests {
             portal: None,
             portal_shots: None,
             kwin_windows: false,
+            accessible_windows: false,
             kwin_shots: None,
         };
         // A bare mutter: no wlr protocol, input through the portal's RemoteDesktop version 1,
@@ -1081,6 +1094,7 @@ mod tests {
                 allowed: None,
             }),
             kwin_windows: false,
+            accessible_windows: false,
             kwin_shots: None,
         };
         assert!(gnome.portal_input() && !gnome.input());
@@ -1090,6 +1104,18 @@ mod tests {
         assert!(missing[0].ends_with("the desktop portal's Screenshot has no compositor service to call (GNOME Shell's; a bare mutter has none); sway, Hyprland, river and labwc offer it"), "{missing:?}");
         assert!(missing[1].starts_with("no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run"), "{missing:?}");
         assert!(missing[1].ends_with("this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again"), "{missing:?}");
+        assert!(
+            missing[2].contains("listing and focusing windows is unavailable"),
+            "{missing:?}"
+        );
+        // With a session bus the applications list their windows there.
+        gnome.accessible_windows = true;
+        assert!(!gnome.windows(), "no focus without a protocol");
+        assert_eq!(
+            gnome.missing()[2],
+            "no window list protocol (zwlr_foreign_toplevel_manager_v1): windows are listed from the accessibility bus instead, without where they are, and cannot be focused; sway, Hyprland, river and labwc offer it"
+        );
+        gnome.accessible_windows = false;
         // GNOME Shell: its service is there; the first screenshot asks, unless allowed before.
         gnome.portal_shots = Some(PortalShots {
             service: true,

@@ -1,6 +1,7 @@
 //! Top-level windows: the list (on X11 from the EWMH client list on one x11rb connection, with
 //! titles read from `_NET_WM_NAME`, then the ICCCM `WM_NAME` in whichever encoding it is, then
-//! `WM_CLASS`; on Wayland the wlr protocol, or KWin's scripting on KDE; xcap elsewhere),
+//! `WM_CLASS`; on Wayland the wlr protocol, KWin's scripting on KDE, or the accessibility bus
+//! where the compositor lists none; xcap elsewhere),
 //! shim-minted `win_<uuid>` ids bound to a fingerprint of the window they name, and focusing
 //! one (EWMH `_NET_ACTIVE_WINDOW` on X11, UI Automation on Windows).
 //!
@@ -26,6 +27,9 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
     if super::session::Session::detect() == super::session::Session::Wayland {
         if kwin_lists() {
             return super::portal::kwin::all();
+        }
+        if accessibility_lists() {
+            return accessible::all();
         }
         return super::wayland::windows::all();
     }
@@ -117,6 +121,12 @@ pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
         if kwin_lists() {
             return super::portal::kwin::focus(window.id);
         }
+        if accessibility_lists() {
+            return Err(DesktopError::unsupported(
+                "window.focus",
+                "this Wayland compositor lets no other program focus a window",
+            ));
+        }
         return super::wayland::windows::focus(window.id);
     }
     platform::focus(window.id, raise)
@@ -128,6 +138,17 @@ pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
 fn kwin_lists() -> bool {
     !super::wayland::windows::protocol() && super::portal::kwin::present()
 }
+
+/// Whether the accessibility bus is what lists the windows on this Wayland session: its
+/// compositor has no window list protocol and is not KWin (GNOME's mutter, weston).
+#[cfg(target_os = "linux")]
+#[must_use]
+pub fn accessibility_lists() -> bool {
+    !super::wayland::windows::protocol() && !super::portal::kwin::present()
+}
+
+#[cfg(target_os = "linux")]
+pub mod accessible;
 
 #[cfg(all(unix, not(target_os = "macos")))]
 mod text;

@@ -152,14 +152,15 @@ impl ObserveError {
 /// [`ObserveError::WindowList`] when the window system cannot list windows (on X11 this
 /// needs an EWMH window manager), [`ObserveError::WindowListFailed`] when it can but failed.
 pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
+    #[cfg(target_os = "linux")]
+    if crate::desktop::session::Session::detect() == crate::desktop::session::Session::Wayland
+        && crate::desktop::windows::accessibility_lists()
+    {
+        return accessible_windows();
+    }
     let all = match crate::desktop::windows::all() {
         Ok(all) => all,
         Err(e @ DesktopError::NotSupported { .. }) => {
-            if crate::desktop::session::Session::detect()
-                == crate::desktop::session::Session::Wayland
-            {
-                return accessible_windows();
-            }
             return Err(ObserveError::WindowList(e.to_string()));
         }
         Err(e) => return Err(ObserveError::WindowListFailed(e.to_string())),
@@ -190,36 +191,18 @@ pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
 
 /// The windows the applications on the accessibility bus list, where the compositor lists
 /// none (weston, GNOME): titled by their frame's name, or their application's where the
-/// toolkit leaves it empty, and never [`WindowInfo::placed`].
-///
-/// The bus is asynchronous, and this list is asked for from the guidance window's thread and
-/// from inside a runtime alike, so it is read on a thread and runtime of its own.
+/// toolkit leaves it empty, and never [`WindowInfo::placed`]. Unlike the connector's list
+/// ([`crate::desktop::windows::accessible`]), each keeps the size its toolkit reports, at
+/// `(0, 0)`, so a resized window tells.
+#[cfg(target_os = "linux")]
 fn accessible_windows() -> Result<Vec<WindowInfo>, ObserveError> {
-    let listed = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| ObserveError::WindowListFailed(e.to_string()))?;
-                runtime
-                    .block_on(a11y::windows())
-                    .map_err(ObserveError::from)
-            })
-            .join()
-    })
-    .map_err(|_| {
-        ObserveError::WindowListFailed("the accessibility bus reader stopped".to_owned())
-    })??;
-    Ok(listed
+    use crate::desktop::windows::accessible;
+    Ok(accessible::listed()?
         .into_iter()
         .filter_map(|w| {
-            let title = [w.title.trim(), w.app_name.trim()]
-                .into_iter()
-                .find(|t| !t.is_empty())?
-                .to_owned();
+            let title = w.name()?.to_owned();
             Some(WindowInfo {
-                id: accessible_id(&w.key),
+                id: accessible::id_of(&w.key),
                 pid: w.pid,
                 title,
                 bounds: ScreenRect {
@@ -232,21 +215,6 @@ fn accessible_windows() -> Result<Vec<WindowInfo>, ObserveError> {
             })
         })
         .collect())
-}
-
-/// A window id for a window the accessibility bus names by `key`: the same for as long as the
-/// window is open, as a window system's id is.
-fn accessible_id(key: &str) -> u32 {
-    use std::hash::{Hash as _, Hasher as _};
-    let mut hasher = std::hash::DefaultHasher::new();
-    key.hash(&mut hasher);
-    // Half the hash's bits are plenty to tell a desktop's windows apart.
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "a 32-bit id from a 64-bit hash"
-    )]
-    let id = hasher.finish() as u32;
-    id
 }
 
 /// The open window titled exactly `title` (the first in stacking order among several).

@@ -11,15 +11,26 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e::display::require;
-use e2e::platform::{Platform, error_code};
+use e2e::platform::{Platform, binary, error_code};
 use e2e::portal_desktop::{PORTAL_INPUT_FEATURES, PortalDesktop};
 use e2e::wayland::{SEEN_DEADLINE, eventually, file_contains};
 use serde_json::json;
 
 use super::connector::{ShimIn, doctor_in_env};
+use super::connector_wayland::listed_from_the_accessibility_bus;
+use super::desktop_client::{Running, wait_for_line};
 
 fn shim_on(gnome: &PortalDesktop, platform: &Platform, tag: &str) -> ShimIn {
     ShimIn::start(&gnome.env(), platform, tag, &[])
+}
+
+/// The portal's input features with the window list the accessibility bus gives, in HELLO's
+/// order.
+fn features_listing() -> Vec<&'static str> {
+    let mut features = PORTAL_INPUT_FEATURES.to_vec();
+    let at = features.iter().position(|f| *f == "display.info").unwrap() + 1;
+    features.insert(at, "window.list");
+    features
 }
 
 /// The person's answer and what it printed.
@@ -44,15 +55,13 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
     let payload = &hello["payload"];
     assert_eq!(payload["screen_resolution"], json!([1280, 800]));
-    // No wlr protocol: no screenshots, windows or clipboard; input through the portal.
+    // No wlr protocol: no screenshots or clipboard; input through the portal, and the window
+    // list from the accessibility bus (see `gnome_lists_the_windows_the_accessibility_bus_knows`).
     assert_eq!(
         payload["computer_use_features_coarse"],
-        json!(["input", "apps", "permissions"])
+        json!(["input", "windows", "apps", "permissions"])
     );
-    assert_eq!(
-        payload["computer_use_features"],
-        json!(PORTAL_INPUT_FEATURES)
-    );
+    assert_eq!(payload["computer_use_features"], json!(features_listing()));
     let permissions = conn
         .call("PERMISSIONS_CHECK_REQUEST", "perm0", json!({}))
         .await;
@@ -137,6 +146,25 @@ async fn gnome_serves_input_through_the_desktop_portal_after_one_consent() {
     assert_eq!(shot["payload"]["details"]["feature"], "screenshot");
 }
 
+/// GNOME lists its windows to no other program, so the applications on the accessibility bus
+/// list them: the demo window (egui, through AccessKit) is listed with its title and process,
+/// its bounds the output (nothing says where it is), and focusing it is refused before any
+/// backend call; once it has closed, it is no longer listed.
+#[tokio::test]
+async fn gnome_lists_the_windows_the_accessibility_bus_knows() {
+    let gnome = PortalDesktop::gnome();
+    let demo = Running::start(gnome.command(&binary("msguide-demo").to_string_lossy()));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&gnome, &platform, "gnome-windows");
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    assert_eq!(
+        hello["payload"]["computer_use_features"],
+        json!(features_listing())
+    );
+    listed_from_the_accessibility_bus(&mut conn, demo, [0, 0, 1280, 800]).await;
+}
+
 #[test]
 fn doctor_says_input_goes_through_the_portal_and_why_screenshots_do_not() {
     let gnome = PortalDesktop::gnome();
@@ -148,7 +176,7 @@ fn doctor_says_input_goes_through_the_portal_and_why_screenshots_do_not() {
         [
             format!("[WARN] Wayland  no screen capture protocol (zwlr_screencopy_manager_v1): screenshots are unavailable: the desktop portal's Screenshot has no compositor service to call (GNOME Shell's; a bare mutter has none); {wlroots}"),
             "[WARN] Wayland  no virtual pointer or keyboard protocol: input goes through the desktop portal's RemoteDesktop instead, which asks the person once per connector run in the desktop's own dialog and types only what the keyboard layout has; this portal (RemoteDesktop version 1) cannot keep the consent, so every connector run asks again".to_owned(),
-            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable; {wlroots}"),
+            format!("[WARN] Wayland  no window list protocol (zwlr_foreign_toplevel_manager_v1): windows are listed from the accessibility bus instead, without where they are, and cannot be focused; {wlroots}"),
             format!("[WARN] Wayland  no clipboard protocol (zwlr_data_control_manager_v1): the clipboard is unavailable; {wlroots}"),
         ],
         "{out}"

@@ -3,16 +3,20 @@
 //! and wl-clipboard; the GTK witness for the accessibility snapshot, with a session bus), at
 //! scale 1 and at scale 2; a headless cage, a wlroots compositor that offers screen capture
 //! alone; and a headless weston, which offers none of the wlr protocols and must be refused
-//! before any backend call.
+//! before any backend call (with a session bus, its windows are listed from the accessibility
+//! bus).
+
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use e2e::display::require;
-use e2e::platform::{Conn, Platform, error_code};
-use e2e::wayland::{Compositor, eventually, file_contains};
+use e2e::platform::{Conn, Platform, binary, error_code};
+use e2e::wayland::{Compositor, SEEN_DEADLINE, eventually, file_contains};
 use e2e::witness::Witness;
 use serde_json::{Value, json};
 
 use super::connector::{ShimIn, doctor_in_env};
+use super::desktop_client::{DEMO, Running, wait_for_line};
 
 fn shim_on(compositor: &Compositor, platform: &Platform, tag: &str, extra: &[&str]) -> ShimIn {
     shim_in_env(compositor.env(), platform, tag, extra)
@@ -908,6 +912,99 @@ async fn weston_advertises_only_what_works_and_refuses_the_rest_before_the_backe
     };
     eventually("seven audited refusals", || refused() >= 7).await;
     assert_eq!(refused(), 7);
+}
+
+/// With a session bus, weston's windows are listed from the accessibility bus, as GNOME's are
+/// (`listed_from_the_accessibility_bus`): HELLO adds `windows` and `window.list` alone.
+#[tokio::test]
+async fn weston_with_a_session_bus_lists_the_windows_the_accessibility_bus_knows() {
+    let mut weston = Compositor::weston();
+    weston.start_session_bus();
+    let demo = Running::start(weston.command(binary("msguide-demo")));
+    wait_for_line(&demo.stdout, "the demo's first stage", |l| l == "stage 0");
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&weston, &platform, "wl-weston-bus", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    let payload = &hello["payload"];
+    assert_eq!(
+        payload["computer_use_features_coarse"],
+        json!(["windows", "apps", "permissions"])
+    );
+    assert_eq!(
+        payload["computer_use_features"],
+        json!([
+            "input.wait",
+            "display.info",
+            "window.list",
+            "app.list",
+            "app.launch",
+            "permissions.check"
+        ])
+    );
+    listed_from_the_accessibility_bus(&mut conn, demo, [0, 0, 1280, 800]).await;
+}
+
+/// Where the compositor lists its windows to no other program (GNOME's mutter, weston), the
+/// applications on the accessibility bus list them: the demo window (egui, through AccessKit)
+/// is listed with its title and process, with the output as its bounds (nothing says where it
+/// is), focusing it is refused before any backend call, and once it has closed it is no longer
+/// listed.
+pub(super) async fn listed_from_the_accessibility_bus(
+    conn: &mut Conn,
+    demo: Running,
+    output: [u64; 4],
+) {
+    let mut calls = 0;
+    let mut list = async |conn: &mut Conn| {
+        calls += 1;
+        let reply = conn
+            .call("WINDOW_LIST_REQUEST", &format!("w{calls}"), json!({}))
+            .await;
+        assert_eq!(reply["type"], "WINDOW_LIST_RESPONSE", "{reply}");
+        reply["payload"]["windows"].as_array().unwrap().clone()
+    };
+    // AccessKit starts serving the bus a moment after the shim switched accessibility on.
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    let window = loop {
+        let windows = list(conn).await;
+        if let Some(window) = windows.iter().find(|w| w["title"] == DEMO) {
+            break window.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the demo never listed: {windows:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(window["pid"], json!(demo.pid()), "{window}");
+    assert_eq!(window["bounds"], json!(output), "{window}");
+    assert!(
+        window["window_id"].as_str().unwrap().starts_with("win_"),
+        "{window}"
+    );
+    let focus = conn
+        .call(
+            "WINDOW_FOCUS",
+            "f1",
+            json!({"window_id": window["window_id"]}),
+        )
+        .await;
+    assert_eq!(error_code(&focus), "FEATURE_NOT_SUPPORTED", "{focus}");
+    assert_eq!(
+        focus["payload"]["details"]["feature"], "window.focus",
+        "{focus}"
+    );
+
+    drop(demo);
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    loop {
+        let windows = list(conn).await;
+        if !windows.iter().any(|w| w["title"] == DEMO) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the closed demo is still listed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// A headless cage (wlroots' kiosk compositor) offers screen capture and nothing for input,

@@ -146,6 +146,11 @@ impl Running {
             stderr,
         }
     }
+
+    /// The program's process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Running {
