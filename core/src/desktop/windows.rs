@@ -25,13 +25,11 @@ use super::{DesktopError, Rect};
 pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
-        if kwin_lists() {
-            return super::portal::kwin::all();
-        }
-        if accessibility_lists() {
-            return accessible::all();
-        }
-        return super::wayland::windows::all();
+        return match WaylandLister::here() {
+            WaylandLister::Compositor => super::wayland::windows::all(),
+            WaylandLister::Kwin => super::portal::kwin::all(),
+            WaylandLister::Accessibility => accessible::all(),
+        };
     }
     platform::all()
 }
@@ -118,33 +116,45 @@ pub fn focus(window: &NativeWindow, raise: bool) -> Result<(), DesktopError> {
     // Activation on Wayland always raises: the protocol has no focus without it.
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
-        if kwin_lists() {
-            return super::portal::kwin::focus(window.id);
-        }
-        if accessibility_lists() {
-            return Err(DesktopError::unsupported(
+        return match WaylandLister::here() {
+            WaylandLister::Compositor => super::wayland::windows::focus(window.id),
+            WaylandLister::Kwin => super::portal::kwin::focus(window.id),
+            WaylandLister::Accessibility => Err(DesktopError::unsupported(
                 "window.focus",
                 "this Wayland compositor lets no other program focus a window",
-            ));
-        }
-        return super::wayland::windows::focus(window.id);
+            )),
+        };
     }
     platform::focus(window.id, raise)
 }
 
-/// Whether KWin lists the windows on this Wayland session: its compositor has no window list
-/// protocol, and KWin is on the session bus (KDE Plasma).
+/// Who lists the windows of a Wayland session.
 #[cfg(target_os = "linux")]
-fn kwin_lists() -> bool {
-    !super::wayland::windows::protocol() && super::portal::kwin::present()
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaylandLister {
+    /// The compositor, through the wlr window list protocol (sway, Hyprland, river, labwc).
+    Compositor,
+    /// KWin, through its scripting on the session bus, where the protocol is missing (KDE
+    /// Plasma).
+    Kwin,
+    /// The applications, on the accessibility bus, where neither lists them (GNOME's mutter,
+    /// weston).
+    Accessibility,
 }
 
-/// Whether the accessibility bus is what lists the windows on this Wayland session: its
-/// compositor has no window list protocol and is not KWin (GNOME's mutter, weston).
 #[cfg(target_os = "linux")]
-#[must_use]
-pub fn accessibility_lists() -> bool {
-    !super::wayland::windows::protocol() && !super::portal::kwin::present()
+impl WaylandLister {
+    /// Who lists the windows of this process's Wayland session now.
+    #[must_use]
+    pub fn here() -> Self {
+        if super::wayland::windows::protocol() {
+            Self::Compositor
+        } else if super::portal::kwin::present() {
+            Self::Kwin
+        } else {
+            Self::Accessibility
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -154,7 +154,8 @@ impl ObserveError {
 pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
     #[cfg(target_os = "linux")]
     if crate::desktop::session::Session::detect() == crate::desktop::session::Session::Wayland
-        && crate::desktop::windows::accessibility_lists()
+        && crate::desktop::windows::WaylandLister::here()
+            == crate::desktop::windows::WaylandLister::Accessibility
     {
         return accessible_windows();
     }
