@@ -947,8 +947,8 @@ async fn weston_with_a_session_bus_lists_the_windows_the_accessibility_bus_knows
 /// Where the compositor lists its windows to no other program (GNOME's mutter, weston), the
 /// applications on the accessibility bus list them: the demo window (egui, through AccessKit)
 /// is listed with its title and process, with the output as its bounds (nothing says where it
-/// is), focusing it is refused before any backend call, and once it has closed it is no longer
-/// listed.
+/// is), focusing it is refused before any backend call, the app list counts its window, and
+/// once it has closed it is no longer listed.
 pub(super) async fn listed_from_the_accessibility_bus(
     conn: &mut Conn,
     demo: Running,
@@ -994,6 +994,16 @@ pub(super) async fn listed_from_the_accessibility_bus(
         focus["payload"]["details"]["feature"], "window.focus",
         "{focus}"
     );
+    // The app list counts the windows the bus listed.
+    let apps = conn.call("APP_LIST_REQUEST", "al", json!({})).await;
+    let app = apps["payload"]["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["pid"] == json!(demo.pid()))
+        .cloned()
+        .unwrap_or_else(|| panic!("the demo is not among the apps: {apps}"));
+    assert_eq!(app["window_count"], 1, "{app}");
 
     drop(demo);
     let deadline = Instant::now() + SEEN_DEADLINE;
