@@ -190,14 +190,39 @@ impl Compositor {
     /// directory), stopped before the compositor: the bus starts AT-SPI's accessibility bus on
     /// demand, which ends with it.
     pub fn start_session_bus(&mut self) {
-        require("dbus-daemon", "dbus");
         assert!(
             Path::new("/usr/libexec/at-spi-bus-launcher").exists(),
             "`/usr/libexec/at-spi-bus-launcher` is missing: install the `at-spi2-core` package"
         );
+        self.start_bus("--session".to_owned());
+    }
+
+    /// Starts a session bus that starts no service on demand (no service folders), so no
+    /// accessibility bus can be had through it.
+    pub fn start_session_bus_without_services(&mut self) {
+        let config = self.runtime_dir.join("bus-without-services.conf");
+        // The `--address` given as the bus starts takes the place of this `listen`.
+        std::fs::write(
+            &config,
+            format!(
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+                 \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
+                 <busconfig><type>session</type><listen>unix:dir={}</listen>\
+                 <policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/>\
+                 <allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n",
+                self.runtime_dir.display()
+            ),
+        )
+        .unwrap();
+        self.start_bus(format!("--config-file={}", config.display()));
+    }
+
+    fn start_bus(&mut self, config: String) {
+        require("dbus-daemon", "dbus");
         let mut bus = self
             .command("dbus-daemon")
-            .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(config)
+            .args(["--nofork", "--nopidfile", "--print-address=1"])
             .arg(format!("--address=unix:dir={}", self.runtime_dir.display()))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

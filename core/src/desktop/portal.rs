@@ -39,6 +39,8 @@ const DESTINATION: &str = "org.freedesktop.portal.Desktop";
 const PATH: &str = "/org/freedesktop/portal/desktop";
 const REMOTE_DESKTOP: &str = "org.freedesktop.portal.RemoteDesktop";
 const SCREEN_CAST: &str = "org.freedesktop.portal.ScreenCast";
+/// The accessibility bus's launcher (at-spi2-core), started by the session bus when called.
+const ACCESSIBILITY_BUS: &str = "org.a11y.Bus";
 const REQUEST: &str = "org.freedesktop.portal.Request";
 /// What a declined RemoteDesktop dialog is named in `PERMISSION_PENDING`.
 const REMOTE_DESKTOP_PERMISSION: &str = "remote desktop";
@@ -443,21 +445,29 @@ pub fn protocols_with_offer() -> Result<super::wayland::Protocols, DesktopError>
             } else {
                 None
             };
-            // KWin lists windows and takes screenshots where the protocols are missing.
+            // KWin lists windows and takes screenshots where the protocols are missing; else
+            // the applications list theirs on the accessibility bus, where there is one.
             let kwin = kwin::offered(&bus).await;
+            let accessible =
+                windows && !kwin && screenshot::has_owner_or_starter(&bus, ACCESSIBILITY_BUS).await;
             let kwin_shots = if shots && kwin {
                 kwin_screenshot::offered_by_running_kwin(&bus).await
             } else {
                 None
             };
-            Some((portal, portal_shots, windows && kwin, kwin_shots))
+            Some((
+                portal,
+                portal_shots,
+                windows && kwin,
+                kwin_shots,
+                accessible,
+            ))
         });
-        if let Some((portal, shots, kwin, kwin_shots)) = asked {
+        if let Some((portal, shots, kwin, kwin_shots, accessible)) = asked {
             protocols.portal = portal;
             protocols.portal_shots = shots;
             protocols.kwin_windows = kwin;
-            // The bus answered, so the applications on it can list their windows.
-            protocols.accessible_windows = windows && !kwin;
+            protocols.accessible_windows = accessible;
             protocols.kwin_shots = kwin_shots;
         }
     }

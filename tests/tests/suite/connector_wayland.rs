@@ -944,6 +944,34 @@ async fn weston_with_a_session_bus_lists_the_windows_the_accessibility_bus_knows
     listed_from_the_accessibility_bus(&mut conn, demo, [0, 0, 1280, 800]).await;
 }
 
+/// On a session bus that cannot start the accessibility bus, weston's windows cannot be listed:
+/// HELLO advertises no `windows`, the list is refused before any backend call, and `doctor`
+/// says listing is unavailable.
+#[tokio::test]
+async fn weston_without_an_accessibility_bus_advertises_no_window_list() {
+    let mut weston = Compositor::weston();
+    weston.start_session_bus_without_services();
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&weston, &platform, "wl-weston-nobus", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    assert_eq!(
+        hello["payload"]["computer_use_features_coarse"],
+        json!(["apps", "permissions"]),
+        "{hello}"
+    );
+    refused_for_want_of_a_protocol(
+        &mut conn,
+        vec![("WINDOW_LIST_REQUEST", json!({}), "window.list")],
+    )
+    .await;
+    let (code, out) = doctor(&weston, "wl-weston-nobus-doctor");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("no window list protocol (zwlr_foreign_toplevel_manager_v1): listing and focusing windows is unavailable"),
+        "{out}"
+    );
+}
+
 /// Where the compositor lists its windows to no other program (GNOME's mutter, weston), the
 /// applications on the accessibility bus list them: the demo window (egui, through AccessKit)
 /// is listed with its title and process, with the output as its bounds (nothing says where it

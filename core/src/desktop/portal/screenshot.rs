@@ -72,6 +72,29 @@ pub(super) async fn has_owner(bus: &zbus::Connection, name: &str) -> bool {
     reply.is_some_and(|reply| reply.body().deserialize::<bool>().unwrap_or(false))
 }
 
+/// Whether `name` is on the bus, or the bus starts it when it is called (D-Bus activation, as
+/// for the accessibility bus's launcher).
+pub(super) async fn has_owner_or_starter(bus: &zbus::Connection, name: &str) -> bool {
+    if has_owner(bus, name).await {
+        return true;
+    }
+    let reply = call_bounded(
+        bus,
+        "org.freedesktop.DBus",
+        "/org/freedesktop/DBus",
+        "org.freedesktop.DBus",
+        "ListActivatableNames",
+        &(),
+    )
+    .await;
+    reply.is_some_and(|reply| {
+        reply
+            .body()
+            .deserialize::<Vec<String>>()
+            .is_ok_and(|names| names.iter().any(|n| n == name))
+    })
+}
+
 /// What the permission store says of screenshots by programs outside a sandbox: `None` when
 /// nobody has been asked yet (or the store cannot be read).
 async fn allowed(bus: &zbus::Connection) -> Option<bool> {
