@@ -122,7 +122,8 @@ pub struct Protocols {
     /// only where the window list protocol is missing).
     pub kwin_windows: bool,
     /// Whether the accessibility bus lists the windows instead: the window list protocol is
-    /// missing, KWin does not list them, and there is a session bus (GNOME's mutter, weston).
+    /// missing, KWin does not list them, and the session bus has the accessibility bus (GNOME's
+    /// mutter, weston).
     /// Such a list says nothing of where a window is, and no window can be focused.
     pub accessible_windows: bool,
     /// Whether KWin's ScreenShot2 interface takes this program's screenshots (asked only where
