@@ -25,11 +25,7 @@ use super::{DesktopError, Rect};
 pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
     #[cfg(target_os = "linux")]
     if super::session::Session::detect() == super::session::Session::Wayland {
-        return match WaylandLister::here() {
-            WaylandLister::Compositor => super::wayland::windows::all(),
-            WaylandLister::Kwin => super::portal::kwin::all(),
-            WaylandLister::Accessibility => accessible::all(),
-        };
+        return WaylandLister::here().windows();
     }
     platform::all()
 }
@@ -153,6 +149,19 @@ impl WaylandLister {
             Self::Kwin
         } else {
             Self::Accessibility
+        }
+    }
+
+    /// Every top-level window this lister lists, topmost (or active) first: [`all`] for a
+    /// caller that has already asked who lists them.
+    ///
+    /// # Errors
+    /// As [`all`].
+    pub fn windows(self) -> Result<Vec<NativeWindow>, DesktopError> {
+        match self {
+            Self::Compositor => super::wayland::windows::all(),
+            Self::Kwin => super::portal::kwin::all(),
+            Self::Accessibility => accessible::all(),
         }
     }
 }

@@ -152,14 +152,23 @@ impl ObserveError {
 /// [`ObserveError::WindowList`] when the window system cannot list windows (on X11 this
 /// needs an EWMH window manager), [`ObserveError::WindowListFailed`] when it can but failed.
 pub fn windows() -> Result<Vec<WindowInfo>, ObserveError> {
+    // Who lists a Wayland session's windows is asked once: the guidance window asks for the
+    // list twice a second while an outline is shown.
     #[cfg(target_os = "linux")]
-    if crate::desktop::session::Session::detect() == crate::desktop::session::Session::Wayland
-        && crate::desktop::windows::WaylandLister::here()
-            == crate::desktop::windows::WaylandLister::Accessibility
+    let listed = if crate::desktop::session::Session::detect()
+        == crate::desktop::session::Session::Wayland
     {
-        return accessible_windows();
-    }
-    let all = match crate::desktop::windows::all() {
+        use crate::desktop::windows::WaylandLister;
+        match WaylandLister::here() {
+            WaylandLister::Accessibility => return accessible_windows(),
+            lister => lister.windows(),
+        }
+    } else {
+        crate::desktop::windows::all()
+    };
+    #[cfg(not(target_os = "linux"))]
+    let listed = crate::desktop::windows::all();
+    let all = match listed {
         Ok(all) => all,
         Err(e @ DesktopError::NotSupported { .. }) => {
             return Err(ObserveError::WindowList(e.to_string()));
