@@ -4,7 +4,7 @@
 //! than sway, and it cannot be focused.
 
 use crate::a11y::{self, A11yError, AccessibleWindow};
-use crate::desktop::{DesktopError, NativeWindow, screen};
+use crate::desktop::{DesktopError, NativeWindow, Rect, screen};
 
 /// Every showing top-level window the accessibility bus lists, the active one first.
 ///
@@ -19,7 +19,12 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
         ),
         other => DesktopError::Failed(other.to_string()),
     })?;
-    let outputs = screen::spanned(&screen::displays()?);
+    Ok(from_listed(listed, screen::spanned(&screen::displays()?)))
+}
+
+/// The windows `listed` as the connector gives them, each with `outputs` as its bounds, the
+/// active one first; one with neither a title nor an application name is left out.
+fn from_listed(listed: Vec<AccessibleWindow>, outputs: Rect) -> Vec<NativeWindow> {
     let mut windows: Vec<NativeWindow> = listed
         .into_iter()
         .filter_map(|w| {
@@ -39,7 +44,7 @@ pub fn all() -> Result<Vec<NativeWindow>, DesktopError> {
         })
         .collect();
     windows.sort_by_key(|w| !w.focused);
-    Ok(windows)
+    windows
 }
 
 /// The windows as the accessibility bus lists them, read on a thread and runtime of their own:
@@ -77,4 +82,55 @@ pub fn id_of(key: &str) -> u32 {
     )]
     let id = hasher.finish() as u32;
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a11y::ScreenRect;
+
+    fn window(key: &str, title: &str, app: &str, active: bool) -> AccessibleWindow {
+        AccessibleWindow {
+            key: key.to_owned(),
+            pid: Some(7),
+            app_name: app.to_owned(),
+            title: title.to_owned(),
+            bounds: ScreenRect {
+                x: 5,
+                y: 6,
+                width: 10,
+                height: 20,
+            },
+            active,
+        }
+    }
+
+    #[test]
+    fn the_active_window_comes_first_focused_and_every_window_spans_the_outputs() {
+        let outputs = Rect {
+            x: 0,
+            y: 0,
+            width: 2560,
+            height: 800,
+        };
+        let listed = vec![
+            window(":1.5/a", "Editor", "gedit", false),
+            window(":1.6/b", "", "", false),
+            window(":1.7/c", "", "Terminal", true),
+            window(":1.8/d", "Viewer", "eog", false),
+        ];
+        let windows = from_listed(listed, outputs);
+        let seen: Vec<(&str, bool)> = windows
+            .iter()
+            .map(|w| (w.title.as_str(), w.focused))
+            .collect();
+        // The unnamed window is left out, the active one leads, the rest keep their order.
+        assert_eq!(
+            seen,
+            [("Terminal", true), ("Editor", false), ("Viewer", false)]
+        );
+        assert!(windows.iter().all(|w| w.bounds == outputs && !w.placed));
+        assert_eq!(windows[0].id, id_of(":1.7/c"));
+        assert_eq!(windows[1].pid, Some(7));
+    }
 }
