@@ -181,6 +181,9 @@ struct Open {
     epoch: Instant,
     next: u64,
     slots: BTreeMap<u64, Arc<Slot>>,
+    /// The cap on connections: places, each held by a connection in `slots` or by one evicted
+    /// that has not closed yet.
+    cap: usize,
     /// Evicted connections whose place a newcomer took before they closed: they still hold a
     /// socket, so at most `max_closing` of them at once.
     closing: usize,
@@ -188,11 +191,12 @@ struct Open {
 }
 
 impl Open {
-    fn new(max_closing: usize) -> Self {
+    fn new(cap: usize, max_closing: usize) -> Self {
         Self {
             epoch: Instant::now(),
             next: 0,
             slots: BTreeMap::new(),
+            cap,
             closing: 0,
             max_closing,
         }
@@ -235,7 +239,9 @@ impl Open {
     /// a new client whose request has not reached its thread yet keeps its place, and a kept-alive client
     /// idle between two requests keeps its place instead of queueing behind the attacker's
     /// connects for a new one. A kept-alive connection goes only when every other one is
-    /// answering: while a new one is still unread, this waits for its first read instead.
+    /// answering and every place is held by an open connection: while a new one is still
+    /// unread, this waits for its first read instead, and while an evicted one still holds its
+    /// place, for it to close.
     ///
     /// Returns its place for the newcomer, who then need not wait for the evicted connection's
     /// thread to close it: under a slowloris flood every accept evicts, and that round trip
@@ -262,8 +268,17 @@ impl Open {
                 .slots
                 .iter()
                 .find(|(_, slot)| evictable(slot))
-                .or_else(|| self.slots.iter().find(|(_, slot)| idle(slot)))
                 .map(|(id, _)| *id);
+            // Under a slowloris flood the table can hold only the kept-alive clients for a
+            // moment, the attacker's places still held by connections closing: one of those
+            // frees a place in a moment, so a kept-alive client is not closed for it.
+            if waiting.is_none() && self.slots.len() >= self.cap {
+                waiting = self
+                    .slots
+                    .iter()
+                    .find(|(_, slot)| idle(slot))
+                    .map(|(id, _)| *id);
+            }
         }
         let Some(slot) = waiting.and_then(|id| self.slots.remove(&id)) else {
             return Evicted::Nobody;
@@ -430,7 +445,10 @@ where
         .keep_alive(true);
     tokio::pin!(shutdown);
     let mut threads = ConnectionThreads::start()?;
-    let open = Arc::new(Mutex::new(Open::new(limits.max_connections)));
+    let open = Arc::new(Mutex::new(Open::new(
+        limits.max_connections,
+        limits.max_connections,
+    )));
     let _sweep = Sweep::start(&open, limits.header_timeout);
     // Signalled when a connection has been read once and so may be evicted.
     let first_reads = Arc::new(Notify::new());
@@ -704,12 +722,52 @@ mod tests {
         }
     }
 
+    /// A kept-alive connection is spared while an evicted connection still holds a place (a
+    /// slowloris flood's churn), and goes only once every place is an open connection's.
+    #[test]
+    fn a_kept_alive_connection_is_not_evicted_while_a_closing_one_holds_a_place() {
+        let places = Arc::new(Semaphore::new(3));
+        let place = || Arc::clone(&places).try_acquire_owned().unwrap();
+        // No place is handed over: each evicted connection keeps its own until it closes.
+        let mut open = Open::new(3, 0);
+        let (kept_id, kept) = open.add(place());
+        kept.read.store(true, Ordering::SeqCst);
+        kept.served.store(true, Ordering::SeqCst);
+        let (slow_id, slow) = open.add(place());
+        slow.read.store(true, Ordering::SeqCst);
+        slow.received.store(true, Ordering::SeqCst);
+        let (_, answering) = open.add(place());
+        answering.read.store(true, Ordering::SeqCst);
+        answering.answering.store(1, Ordering::SeqCst);
+
+        assert!(matches!(
+            open.evict_oldest_waiting(),
+            Evicted::PlaceFreedOnClose
+        ));
+        assert!(!open.slots.contains_key(&slow_id));
+        // The slowloris connection has not closed yet, so its place is about to be free: the
+        // newcomer waits for it rather than closing the kept-alive client.
+        assert!(matches!(open.evict_oldest_waiting(), Evicted::Nobody));
+        assert!(open.slots.contains_key(&kept_id));
+
+        open.closed(slow_id, &slow);
+        let (_, busy) = open.add(place());
+        busy.read.store(true, Ordering::SeqCst);
+        busy.answering.store(1, Ordering::SeqCst);
+        // Every place is an open connection's and all but the kept-alive one are answering.
+        assert!(matches!(
+            open.evict_oldest_waiting(),
+            Evicted::PlaceFreedOnClose
+        ));
+        assert!(!open.slots.contains_key(&kept_id));
+    }
+
     /// The eviction rules on the table of open connections itself.
     #[test]
     fn eviction_spares_unread_and_kept_alive_connections_and_hands_over_places() {
         let places = Arc::new(Semaphore::new(8));
         let place = || Arc::clone(&places).try_acquire_owned().unwrap();
-        let mut open = Open::new(1);
+        let mut open = Open::new(2, 1);
         let (kept_id, kept) = open.add(place());
         kept.read.store(true, Ordering::SeqCst);
         kept.served.store(true, Ordering::SeqCst);
