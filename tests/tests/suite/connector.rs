@@ -125,11 +125,14 @@ impl Drop for ShimIn {
     }
 }
 
-/// The audit log's records, parsed.
+/// The audit log's complete records, parsed. A running shim may be appending as this reads
+/// (one batch is one write, which a reader can see in part), so a last line without its newline
+/// is left for the next read.
 pub(super) fn audit_records(shim: &Shim) -> Vec<Value> {
     std::fs::read_to_string(shim.audit_log())
         .unwrap()
-        .lines()
+        .split_inclusive('\n')
+        .filter_map(|line| line.strip_suffix('\n'))
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
 }
