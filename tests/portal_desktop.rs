@@ -227,11 +227,14 @@ impl PortalDesktop {
             std::thread::sleep(Duration::from_millis(20));
         }
         // Listening is not yet ready: a client that connects before the compositor has its
-        // (virtual) monitor finds no output and no display. weston-info lists the globals.
+        // (virtual) monitor finds no output and no display. weston-info lists the globals; a
+        // compositor that took the connection but never answers would hold it forever, so each
+        // try is cut off after a few seconds (coreutils' timeout) and the deadline still holds.
         require("weston-info", "weston");
         loop {
             let globals = gnome
-                .command("weston-info")
+                .command("timeout")
+                .args(["5", "weston-info"])
                 .output()
                 .expect("run weston-info");
             if String::from_utf8_lossy(&globals.stdout).contains("interface: 'wl_output'") {
