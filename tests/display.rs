@@ -422,12 +422,20 @@ EndSection
 
 /// Fails the test, naming the Debian package, when `program` is not on PATH.
 pub fn require(program: &str, package: &str) {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
     assert!(
-        found,
+        on_path(program).is_some(),
         "`{program}` is missing: install the `{package}` package (scripts/test installs it)"
     );
+}
+
+/// Where `program` is on `PATH`, if anywhere.
+#[must_use]
+pub fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    })
 }
 
 fn first_line(stdout: ChildStdout, what: &str) -> String {

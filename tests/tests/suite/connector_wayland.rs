@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use e2e::display::require;
+use e2e::display::{on_path, require};
 use e2e::platform::{Conn, Platform, binary, error_code};
 use e2e::wayland::{Compositor, SEEN_DEADLINE, eventually, file_contains};
 use e2e::witness::Witness;
@@ -673,6 +673,161 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
         ],
         "{out}"
     );
+}
+
+/// What the X11 suite checks beyond the backends, on sway: a screenshot over the negotiated
+/// file size is refused before it is encoded and the minute's tenth is the last; the clipboard
+/// under the default writeback-only policy, its size limit at the boundary, checked with
+/// wl-clipboard; and a program APP_LAUNCH starts opens its window on the compositor, where
+/// WINDOW_LIST and APP_LIST find it by its pid.
+#[tokio::test]
+async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
+    require("wl-paste", "wl-clipboard");
+    require("foot", "foot");
+    let sway = Compositor::sway(1);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-limits", &["--enable-clipboard"]);
+    let (mut conn, _) = platform
+        .session(&["computer_use"], |ack| {
+            ack["payload"]["max_file_size_bytes"] = json!(4096);
+        })
+        .await;
+    let wl_paste = || {
+        let out = sway
+            .command("wl-paste")
+            .arg("--no-newline")
+            .output()
+            .expect("run wl-paste");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // Screenshots: the whole output is over 4096 bytes; an 8×8 region is not. That refusal
+    // counted as the minute's first, so nine more pass and the eleventh is refused.
+    let big = conn
+        .call("SCREENSHOT_REQUEST", "big", json!({"format": "png"}))
+        .await;
+    assert_eq!(error_code(&big), "FILE_TOO_LARGE", "{big}");
+    assert_eq!(big["payload"]["details"]["limit"], 4096);
+    for n in 2..=10 {
+        let small = conn
+            .call(
+                "SCREENSHOT_REQUEST",
+                &format!("s{n}"),
+                json!({"format": "png", "region": [0, 0, 8, 8]}),
+            )
+            .await;
+        assert_eq!(shot_pixels(&small).0, 8, "{small}");
+    }
+    let refused = conn.call("SCREENSHOT_REQUEST", "s11", json!({})).await;
+    assert_eq!(error_code(&refused), "SHIM_OVERLOADED", "{refused}");
+    assert_eq!(
+        refused["payload"]["details"],
+        json!({"screenshots_per_minute": 10})
+    );
+
+    // The clipboard, writeback only: nothing of ours yet, then our own write, then someone
+    // else's.
+    let concealed = conn
+        .call("CLIPBOARD_READ", "r1", json!({"format": "text"}))
+        .await;
+    assert_eq!(error_code(&concealed), "CLIPBOARD_CONCEALED", "{concealed}");
+    assert_eq!(concealed["payload"]["details"]["reason"], "writeback_only");
+    let text = "clip ✓ text";
+    let written = conn
+        .call("CLIPBOARD_WRITE", "w1", json!({"content": text}))
+        .await;
+    assert_eq!(written["type"], "ACK", "{written}");
+    assert_eq!(wl_paste(), text, "wl-paste sees the write");
+    let back = conn.call("CLIPBOARD_READ", "r2", json!({})).await;
+    assert_eq!(
+        back["payload"],
+        json!({"format": "text", "content": text, "size_bytes": text.len()})
+    );
+    let copy = sway
+        .command("wl-copy")
+        .arg("someone else")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    eventually("wl-copy's text on the clipboard", || {
+        wl_paste() == "someone else"
+    })
+    .await;
+    let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
+    assert_eq!(error_code(&overwritten), "CLIPBOARD_CONCEALED");
+    assert_eq!(
+        overwritten["payload"]["details"]["reason"],
+        "writeback_overwritten"
+    );
+    // The size limit, at its boundary, before the clipboard is touched.
+    let over = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "w2",
+            json!({"content": "x".repeat(4097)}),
+        )
+        .await;
+    assert_eq!(error_code(&over), "FILE_TOO_LARGE", "{over}");
+    assert_eq!(wl_paste(), "someone else");
+    // This write also replaces wl-copy's selection, so its server exits.
+    let at_limit = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "w3",
+            json!({"content": "y".repeat(4096)}),
+        )
+        .await;
+    assert_eq!(at_limit["type"], "ACK", "{at_limit}");
+    assert_eq!(wl_paste(), "y".repeat(4096));
+    let image = conn
+        .call("CLIPBOARD_READ", "r4", json!({"format": "image"}))
+        .await;
+    assert_eq!(error_code(&image), "FEATURE_NOT_SUPPORTED");
+
+    // A launched program inherits the compositor the shim serves: foot's window opens there,
+    // with the pid APP_LAUNCH answered.
+    let foot = on_path("foot").expect("foot is on PATH");
+    let launched = conn
+        .call(
+            "APP_LAUNCH",
+            "la",
+            json!({"executable_path": foot, "args": ["--app-id", "launched", "--title", "launched", "cat"]}),
+        )
+        .await;
+    assert_eq!(launched["type"], "ACK", "{launched}");
+    let pid = launched["payload"]["pid"].as_u64().unwrap();
+    let _stop = KillOnDrop(u32::try_from(pid).unwrap());
+    sway.wait_for_app("launched");
+    assert_eq!(window_content(&sway, "launched").1, json!(pid));
+    let list = conn.call("WINDOW_LIST_REQUEST", "wl", json!({})).await;
+    let window = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["app_name"] == "launched")
+        .cloned()
+        .unwrap_or_else(|| panic!("the launched foot is not listed: {list}"));
+    assert_eq!(window["pid"], json!(pid), "{window}");
+    let apps = conn.call("APP_LIST_REQUEST", "al", json!({})).await;
+    let app = apps["payload"]["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["pid"] == json!(pid))
+        .cloned()
+        .unwrap_or_else(|| panic!("the launched foot is not among the apps: {apps}"));
+    assert_eq!(app["window_count"], 1, "{app}");
+}
+
+/// Stops a process the test did not start itself when dropped.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = e2e::sigterm(self.0);
+    }
 }
 
 /// The accessibility snapshot on a sway at `scale`, with a session bus: the GTK witness
