@@ -821,6 +821,215 @@ async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
     assert_eq!(app["window_count"], 1, "{app}");
 }
 
+/// Every INPUT_ACTION the X11 suite checks, on sway, witnessed by the GTK witness window
+/// floating at (40, 30): clicks counted as GTK counts them, modifiers held for a click, a press
+/// and release apart, a drag along a path, scrolling four ways, text, a chord, a held key for
+/// its duration, and a wait that holds the next operation back. The witness reports points
+/// from its window's corner; sway's content origin makes them the display's.
+#[tokio::test]
+async fn sway_delivers_every_input_action_the_x11_suite_checks() {
+    let sway = Compositor::sway(1);
+    let title = "Witness I";
+    for command in ["floating enable", "move position 40 30"] {
+        let rule = sway
+            .command("swaymsg")
+            .arg(format!("for_window [title=\"{title}\"] {command}"))
+            .output()
+            .expect("run swaymsg");
+        assert!(rule.status.success(), "{rule:?}");
+    }
+    let mut witness = Witness::start_on_wayland(&sway, title);
+    eventually("sway floating the witness at (40, 30)", || {
+        window_content(&sway, "witness.py").0[..2] == [40, 30]
+    })
+    .await;
+    let origin = [40, 30];
+    let at = |report: &Value| {
+        [
+            origin[0] + report["x"].as_i64().unwrap(),
+            origin[1] + report["y"].as_i64().unwrap(),
+        ]
+    };
+    let [cx, cy] = witness.centre();
+    let (cx, cy) = (cx + origin[0], cy + origin[1]);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-input", &[]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+
+    // Clicks, counted by GTK from their timing, and a click with modifiers held.
+    act(
+        &mut conn,
+        "dbl",
+        json!({"action": "double_click", "coordinate": [cx, cy]}),
+    )
+    .await;
+    witness.expect("press", |p| p["count"] == 2);
+    act(
+        &mut conn,
+        "tpl",
+        json!({"action": "triple_click", "coordinate": [cx + 1, cy]}),
+    )
+    .await;
+    witness.expect("press", |p| p["count"] == 3);
+    act(
+        &mut conn,
+        "mod",
+        json!({"action": "left_click", "coordinate": [cx - 40, cy], "modifiers": ["shift", "ctrl"]}),
+    )
+    .await;
+    let press = witness.expect("press", |p| at(p) == [cx - 40, cy]);
+    assert_eq!(press["modifiers"], json!(["shift", "ctrl"]), "{press}");
+    act(
+        &mut conn,
+        "right",
+        json!({"action": "right_click", "coordinate": [cx, cy + 20]}),
+    )
+    .await;
+    let press = witness.expect("press", |p| p["button"] == 3);
+    assert_eq!(at(&press), [cx, cy + 20]);
+    witness.expect("release", |r| r["button"] == 3);
+
+    // Press, move, release; then a drag along a path.
+    let (p1, p2) = ([cx - 100, cy - 50], [cx + 100, cy + 60]);
+    act(
+        &mut conn,
+        "down",
+        json!({"action": "mouse_down", "coordinate": p1}),
+    )
+    .await;
+    act(
+        &mut conn,
+        "mv",
+        json!({"action": "mouse_move", "coordinate": p2}),
+    )
+    .await;
+    act(
+        &mut conn,
+        "up",
+        json!({"action": "mouse_up", "coordinate": p2}),
+    )
+    .await;
+    assert_eq!(at(&witness.expect("press", |_| true)), p1);
+    witness.expect("motion", |_| true);
+    assert_eq!(at(&witness.expect("release", |_| true)), p2);
+    let end = [cx - 120, cy + 10];
+    act(
+        &mut conn,
+        "drag",
+        json!({"action": "drag", "path": [p2, [cx, cy], end]}),
+    )
+    .await;
+    assert_eq!(at(&witness.expect("press", |_| true)), p2);
+    witness.expect("motion", |_| true);
+    assert_eq!(at(&witness.expect("release", |_| true)), end);
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "cp", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": end[0], "y": end[1], "monitor": 0})
+    );
+
+    // Scrolling by clicks, by amount, and sideways. A wheel's notch reaches a GTK 3 widget that
+    // takes smooth scrolling (the witness's area) as a smooth event of 1.5 on its axis, one a
+    // notch, where X11 sends a button press a notch.
+    for (payload, axis, delta, steps) in [
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "direction": "down", "clicks": 3}),
+            "dy",
+            1.5,
+            3,
+        ),
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "scroll_direction": "up", "scroll_amount": 2}),
+            "dy",
+            -1.5,
+            2,
+        ),
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "scroll_direction": "left", "clicks": 1}),
+            "dx",
+            -1.5,
+            1,
+        ),
+        (
+            json!({"action": "scroll", "coordinate": [cx, cy], "direction": "right", "clicks": 1}),
+            "dx",
+            1.5,
+            1,
+        ),
+    ] {
+        act(&mut conn, "sc", payload).await;
+        for _ in 0..steps {
+            witness.expect("scroll", |s| {
+                s["direction"] == "smooth" && s[axis].as_f64() == Some(delta)
+            });
+        }
+    }
+    let extra: Vec<Value> = witness
+        .drain(Duration::from_millis(300))
+        .into_iter()
+        .filter(|e| e["event"] == "scroll")
+        .collect();
+    assert!(extra.is_empty(), "more scrolling than asked for: {extra:?}");
+
+    // Typing into the entry, clicked first; a chord selects everything; a key deletes it.
+    let entry: Vec<i64> = serde_json::from_value(witness.ready["entry"].clone()).unwrap();
+    let in_entry = [
+        origin[0] + entry[0] + entry[2] / 2,
+        origin[1] + entry[1] + entry[3] / 2,
+    ];
+    act(
+        &mut conn,
+        "focus",
+        json!({"action": "left_click", "coordinate": in_entry}),
+    )
+    .await;
+    let text = "héllo wörld ✓";
+    act(&mut conn, "type", json!({"action": "type", "text": text})).await;
+    witness.expect("text", |t| t["text"] == text);
+    act(&mut conn, "all", json!({"action": "key", "key": "ctrl+a"})).await;
+    let chord = witness.expect("key", |k| k["name"] == "a");
+    assert_eq!(chord["modifiers"], json!(["ctrl"]));
+    act(
+        &mut conn,
+        "del",
+        json!({"action": "key", "key": "BackSpace"}),
+    )
+    .await;
+    witness.expect("text", |t| t["text"] == "");
+
+    // A held key stays down for its duration (the compositor's timestamps, in ms).
+    let started = Instant::now();
+    act(
+        &mut conn,
+        "hold",
+        json!({"action": "hold_key", "key": "shift", "duration_ms": 400}),
+    )
+    .await;
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    let down = witness.expect("key", |k| k["name"] == "Shift_L");
+    let up = witness.expect("key_release", |k| k["name"] == "Shift_L");
+    let held = up["time"].as_i64().unwrap() - down["time"].as_i64().unwrap();
+    assert!(held >= 350, "Shift_L held {held} ms");
+
+    // One operation at a time: a cursor query sent during a wait is answered after it.
+    conn.request(
+        "INPUT_ACTION",
+        "wait",
+        json!({"action": "wait", "duration_ms": 500}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let sent = Instant::now();
+    conn.request("CURSOR_POSITION_REQUEST", "after", json!({}))
+        .await;
+    assert_eq!(conn.recv().await["id"], "wait");
+    assert_eq!(conn.recv().await["id"], "after");
+    assert!(
+        sent.elapsed() >= Duration::from_millis(300),
+        "the query overlapped the wait"
+    );
+}
+
 /// Stops a process the test did not start itself when dropped.
 struct KillOnDrop(u32);
 

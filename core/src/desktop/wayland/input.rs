@@ -358,11 +358,15 @@ impl Wl {
             ScrollDirection::Left => (wl_pointer::Axis::HorizontalScroll, -1),
             ScrollDirection::Right => (wl_pointer::Axis::HorizontalScroll, 1),
         };
-        let steps = clicks.saturating_mul(sign);
-        pointer.axis_source(wl_pointer::AxisSource::Wheel);
-        // 15 units a notch, as libinput reports a wheel.
-        pointer.axis_discrete(now_ms(), axis, f64::from(steps) * 15.0, steps);
-        pointer.frame();
+        // One frame a notch, 15 units each, as libinput reports a wheel turned slowly: a
+        // toolkit turns a frame's discrete steps into one scroll event however many they are
+        // (GTK 3 does), so one frame for every click would scroll an app that reads only those
+        // events once.
+        for _ in 0..clicks.max(0) {
+            pointer.axis_source(wl_pointer::AxisSource::Wheel);
+            pointer.axis_discrete(now_ms(), axis, f64::from(sign) * 15.0, sign);
+            pointer.frame();
+        }
         self.conn
             .flush()
             .map_err(|e| failed("the compositor went away", e))
