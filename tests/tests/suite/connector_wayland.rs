@@ -1028,6 +1028,50 @@ async fn sway_delivers_every_input_action_the_x11_suite_checks() {
         sent.elapsed() >= Duration::from_millis(300),
         "the query overlapped the wait"
     );
+
+    // Refused input: out of bounds (with the display rects), a drag that leaves the output, a
+    // click without a point, an unknown key; none of it reaches the window.
+    drop(witness.drain(Duration::from_millis(300)));
+    let oob = conn
+        .call(
+            "INPUT_ACTION",
+            "oob",
+            json!({"action": "left_click", "coordinate": [5000, 10]}),
+        )
+        .await;
+    assert_eq!(error_code(&oob), "INPUT_OUT_OF_BOUNDS");
+    assert_eq!(
+        oob["payload"]["details"],
+        json!({"requested_coordinate": [5000, 10],
+               "displays": [{"index": 0, "origin": [0, 0], "size": [1280, 800]}]})
+    );
+    for (id, payload, code) in [
+        (
+            "oob2",
+            json!({"action": "drag", "path": [[cx, cy], [1280, 0]]}),
+            "INPUT_OUT_OF_BOUNDS",
+        ),
+        (
+            "nocoord",
+            json!({"action": "left_click"}),
+            "FEATURE_NOT_SUPPORTED",
+        ),
+        (
+            "badkey",
+            json!({"action": "key", "key": "ctrl+hyperspace"}),
+            "FEATURE_NOT_SUPPORTED",
+        ),
+    ] {
+        let refused = conn.call("INPUT_ACTION", id, payload).await;
+        assert_eq!(error_code(&refused), code, "{refused}");
+    }
+    let seen = witness.drain(Duration::from_millis(500));
+    assert!(
+        !seen
+            .iter()
+            .any(|e| e["event"] == "press" || e["event"] == "key"),
+        "refused input arrived: {seen:?}"
+    );
 }
 
 /// Stops a process the test did not start itself when dropped.
