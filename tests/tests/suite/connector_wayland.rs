@@ -1074,6 +1074,204 @@ async fn sway_delivers_every_input_action_the_x11_suite_checks() {
     );
 }
 
+/// Two outputs on sway make one virtual desktop, as two monitors do on X11: DISPLAY_INFO lists
+/// both where sway placed them, each output's capture and the stitched one are grim's pixels
+/// (black where no output is), a region across the seam comes from both, input on the second
+/// output reaches wev there at the surface point it should, and the strip below the shorter
+/// output is on no display.
+#[tokio::test]
+async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
+    let mut sway = Compositor::sway(1);
+    for args in [
+        vec!["create_output"],
+        vec![
+            "output",
+            "HEADLESS-2",
+            "resolution",
+            "1024x768",
+            "position",
+            "1280",
+            "0",
+        ],
+        vec!["focus", "output", "HEADLESS-2"],
+    ] {
+        let out = sway
+            .command("swaymsg")
+            .args(&args)
+            .output()
+            .expect("run swaymsg");
+        assert!(out.status.success(), "swaymsg {args:?}: {out:?}");
+    }
+    let wanted = vec![
+        ("HEADLESS-1".to_owned(), [0, 0, 1280, 800]),
+        ("HEADLESS-2".to_owned(), [1280, 0, 1024, 768]),
+    ];
+    eventually("sway placing its second output", || {
+        output_rects(&sway) == wanted
+    })
+    .await;
+    let wev_log = sway.path("wev-two.log");
+    wev(&mut sway, &wev_log);
+    let [wx, wy, ww, wh] = window_rect(&sway, "wev");
+    assert!(wx >= 1280, "wev opened on the second output: {wx}");
+
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-two", &[]);
+    let (mut conn, hello) = platform.session(&["computer_use"], |_| {}).await;
+    assert_eq!(hello["payload"]["screen_resolution"], json!([1280, 800]));
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"],
+        json!([
+            {"index": 0, "primary": true, "physical_size": [1280, 800],
+             "logical_size": [1280, 800], "scale": 1.0, "origin": [0, 0]},
+            {"index": 1, "primary": false, "physical_size": [1024, 768],
+             "logical_size": [1024, 768], "scale": 1.0, "origin": [1280, 0]}
+        ])
+    );
+
+    // The second output alone, against grim's capture of it; the first output looks
+    // otherwise (wev fills the second).
+    let second = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "m1",
+            json!({"format": "png", "monitor": 1, "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&second);
+    assert_eq!((w, h), (1024, 768));
+    assert_eq!(second["payload"]["monitor"], 1);
+    assert_eq!(second["payload"]["meta"]["origin"], json!([1280, 0]));
+    let (_, _, theirs) = grim_region(&sway, [1280, 0, 1024, 768]);
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 1024 * 768 / 200,
+        "{differ} pixels differ from grim's"
+    );
+    let (_, _, elsewhere) = grim_region(&sway, [0, 0, 1024, 768]);
+    assert!(
+        differing(&ours, &elsewhere) > 1024 * 768 / 2,
+        "the second output's capture looks like the first's"
+    );
+
+    // Both stitched: grim's capture of each output where it is, black below the shorter one.
+    let all = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "all",
+            json!({"format": "png", "monitor": -1, "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&all);
+    assert_eq!((w, h), (2304, 800));
+    let (_, _, first) = grim_region(&sway, [0, 0, 1280, 800]);
+    let part = |image: &[u8], [x, y, width, height]: [usize; 4]| -> Vec<u8> {
+        (y..y + height)
+            .flat_map(|row| image[(row * 2304 + x) * 4..(row * 2304 + x + width) * 4].to_vec())
+            .collect()
+    };
+    let differ = differing(&part(&ours, [0, 0, 1280, 800]), &first);
+    assert!(
+        differ < 1280 * 800 / 200,
+        "{differ} pixels differ on the first"
+    );
+    let differ = differing(&part(&ours, [1280, 0, 1024, 768]), &theirs);
+    assert!(
+        differ < 1024 * 768 / 200,
+        "{differ} pixels differ on the second"
+    );
+    assert!(
+        part(&ours, [1280, 768, 1024, 32])
+            .chunks(4)
+            .all(|p| p == [0, 0, 0, 255]),
+        "the strip below the second output is not black"
+    );
+
+    // A region across the seam comes from both outputs.
+    let seam = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "seam",
+            json!({"format": "png", "region": [1200, 300, 1400, 400], "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&seam);
+    assert_eq!((w, h), (200, 100));
+    assert_eq!(seam["payload"]["meta"]["origin"], json!([1200, 300]));
+    let (_, _, theirs) = grim_region(&sway, [1200, 300, 200, 100]);
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 200 * 100 / 200,
+        "{differ} pixels differ across the seam"
+    );
+
+    // Input on the second output: wev sees the motion at its surface point, and the click.
+    let target = [wx + ww / 2 + 5, wy + wh / 3 + 2];
+    act(
+        &mut conn,
+        "m",
+        json!({"action": "mouse_move", "coordinate": target}),
+    )
+    .await;
+    let expected = format!("x, y: {}.000000, {}.000000", target[0] - wx, target[1] - wy);
+    eventually(&format!("wev seeing motion at {expected}"), || {
+        file_contains(&wev_log, &expected)
+    })
+    .await;
+    act(
+        &mut conn,
+        "c",
+        json!({"action": "left_click", "coordinate": target}),
+    )
+    .await;
+    eventually("wev seeing a left press", || {
+        file_contains(&wev_log, "button: 272 (left), state: 1 (pressed)")
+    })
+    .await;
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": target[0], "y": target[1], "monitor": 1})
+    );
+
+    // Inside the bounding box but below the shorter output: on no display.
+    let below = conn
+        .call(
+            "INPUT_ACTION",
+            "below",
+            json!({"action": "mouse_move", "coordinate": [1500, 790]}),
+        )
+        .await;
+    assert_eq!(error_code(&below), "INPUT_OUT_OF_BOUNDS");
+    assert_eq!(
+        below["payload"]["details"]["displays"],
+        json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]},
+               {"index": 1, "origin": [1280, 0], "size": [1024, 768]}])
+    );
+}
+
+/// Each output's name and layout rectangle, as `swaymsg -t get_outputs` reports them.
+fn output_rects(compositor: &Compositor) -> Vec<(String, [i64; 4])> {
+    let out = compositor
+        .command("swaymsg")
+        .args(["-r", "-t", "get_outputs"])
+        .output()
+        .expect("run swaymsg");
+    let outputs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    outputs
+        .iter()
+        .map(|o| {
+            let r = &o["rect"];
+            let n = |k: &str| r[k].as_i64().unwrap_or_default();
+            (
+                o["name"].as_str().unwrap_or_default().to_owned(),
+                [n("x"), n("y"), n("width"), n("height")],
+            )
+        })
+        .collect()
+}
+
 /// Stops a process the test did not start itself when dropped.
 struct KillOnDrop(u32);
 
