@@ -1082,34 +1082,7 @@ async fn sway_delivers_every_input_action_the_x11_suite_checks() {
 #[tokio::test]
 async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
     let mut sway = Compositor::sway(1);
-    for args in [
-        vec!["create_output"],
-        vec![
-            "output",
-            "HEADLESS-2",
-            "resolution",
-            "1024x768",
-            "position",
-            "1280",
-            "0",
-        ],
-        vec!["focus", "output", "HEADLESS-2"],
-    ] {
-        let out = sway
-            .command("swaymsg")
-            .args(&args)
-            .output()
-            .expect("run swaymsg");
-        assert!(out.status.success(), "swaymsg {args:?}: {out:?}");
-    }
-    let wanted = vec![
-        ("HEADLESS-1".to_owned(), [0, 0, 1280, 800]),
-        ("HEADLESS-2".to_owned(), [1280, 0, 1024, 768]),
-    ];
-    eventually("sway placing its second output", || {
-        output_rects(&sway) == wanted
-    })
-    .await;
+    second_output(&sway, 1, [1280, 0, 1024, 768]);
     let wev_log = sway.path("wev-two.log");
     wev(&mut sway, &wev_log);
     let [wx, wy, ww, wh] = window_rect(&sway, "wev");
@@ -1248,6 +1221,129 @@ async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
         below["payload"]["details"]["displays"],
         json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]},
                {"index": 1, "origin": [1280, 0], "size": [1024, 768]}])
+    );
+}
+
+/// Adds a 1024×768 output HEADLESS-2 at `scale` to the right of sway's first (1280×800 at
+/// scale 1), where it covers the layout rectangle `rect`, and focuses it, so the next window
+/// opens there.
+fn second_output(sway: &Compositor, scale: u32, rect: [i64; 4]) {
+    let (x, y) = (rect[0].to_string(), rect[1].to_string());
+    let scale = scale.to_string();
+    for args in [
+        vec!["create_output"],
+        vec![
+            "output",
+            "HEADLESS-2",
+            "resolution",
+            "1024x768",
+            "scale",
+            &scale,
+            "position",
+            &x,
+            &y,
+        ],
+        vec!["focus", "output", "HEADLESS-2"],
+    ] {
+        let out = sway
+            .command("swaymsg")
+            .args(&args)
+            .output()
+            .expect("run swaymsg");
+        assert!(out.status.success(), "swaymsg {args:?}: {out:?}");
+    }
+    let wanted = vec![
+        ("HEADLESS-1".to_owned(), [0, 0, 1280, 800]),
+        ("HEADLESS-2".to_owned(), rect),
+    ];
+    let deadline = Instant::now() + SEEN_DEADLINE;
+    while output_rects(sway) != wanted {
+        assert!(
+            Instant::now() < deadline,
+            "sway never placed its second output: {:?}",
+            output_rects(sway)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Outputs of two scales: each sits at its logical position times the largest scale with its
+/// physical size, so on a 1024×768 output at scale 2 beside a 1280×800 one at scale 1, the
+/// second starts at x 2560 and a point there reaches wev at half its distance from that
+/// corner; the part of the first output's doubled box it does not cover is on no display.
+#[tokio::test]
+async fn outputs_of_two_scales_sit_at_their_logical_place_times_the_largest_scale() {
+    let mut sway = Compositor::sway(1);
+    second_output(&sway, 2, [1280, 0, 512, 384]);
+    let wev_log = sway.path("wev-scales.log");
+    wev(&mut sway, &wev_log);
+    let [wx, wy, _, _] = window_rect(&sway, "wev");
+    assert!(wx >= 1280, "wev opened on the second output: {wx}");
+
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-scales", &[]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+    let info = conn.call("DISPLAY_INFO_REQUEST", "d", json!({})).await;
+    assert_eq!(
+        info["payload"]["monitors"],
+        json!([
+            {"index": 0, "primary": true, "physical_size": [1280, 800],
+             "logical_size": [1280, 800], "scale": 1.0, "origin": [0, 0]},
+            {"index": 1, "primary": false, "physical_size": [1024, 768],
+             "logical_size": [512, 384], "scale": 2.0, "origin": [2560, 0]}
+        ])
+    );
+    let second = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "m1",
+            json!({"format": "png", "monitor": 1, "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&second);
+    assert_eq!((w, h), (1024, 768));
+    assert_eq!(second["payload"]["meta"]["origin"], json!([2560, 0]));
+    let (gw, gh, theirs) = grim_region(&sway, [1280, 0, 512, 384]);
+    assert_eq!(
+        (gw, gh),
+        (1024, 768),
+        "grim captures the output at its scale"
+    );
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 1024 * 768 / 200,
+        "{differ} pixels differ from grim's"
+    );
+
+    let target = [2560 + 2 * (wx - 1280) + 301, 2 * wy + 151];
+    act(
+        &mut conn,
+        "m",
+        json!({"action": "mouse_move", "coordinate": target}),
+    )
+    .await;
+    let expected = "x, y: 150.500000, 75.500000";
+    eventually(&format!("wev seeing motion at {expected}"), || {
+        file_contains(&wev_log, expected)
+    })
+    .await;
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": target[0], "y": target[1], "monitor": 1})
+    );
+    let beyond = conn
+        .call(
+            "INPUT_ACTION",
+            "beyond",
+            json!({"action": "mouse_move", "coordinate": [1500, 100]}),
+        )
+        .await;
+    assert_eq!(error_code(&beyond), "INPUT_OUT_OF_BOUNDS", "{beyond}");
+    assert_eq!(
+        beyond["payload"]["details"]["displays"],
+        json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]},
+               {"index": 1, "origin": [2560, 0], "size": [1024, 768]}])
     );
 }
 
