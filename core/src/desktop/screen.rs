@@ -39,9 +39,10 @@ enum Grabber {
     /// xcap's monitors, in the order of the displays they belong to.
     #[cfg(any(windows, target_os = "macos"))]
     Xcap(Vec<xcap::Monitor>),
-    /// The Wayland compositor's screencopy, one whole output at a time.
+    /// The Wayland compositor's screencopy, one whole output at a time, with the pointer
+    /// composited by the compositor when true (screencopy's `overlay_cursor`).
     #[cfg(target_os = "linux")]
-    Wayland,
+    Wayland(bool),
     /// The desktop portal's Screenshot (GNOME Shell), one picture of the whole desktop taken
     /// at the first grab and cut for every display and region after it, with the union of the
     /// displays' rectangles it covers.
@@ -70,8 +71,8 @@ impl Grabber {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab(rect),
             #[cfg(target_os = "linux")]
-            Self::Wayland => {
-                let image = super::wayland::capture::output(display.os_id)?;
+            Self::Wayland(pointer) => {
+                let image = super::wayland::capture::output(display.os_id, *pointer)?;
                 if rect == display.rect {
                     return Ok(image);
                 }
@@ -135,7 +136,7 @@ impl Grabber {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab_window(id),
             #[cfg(target_os = "linux")]
-            Self::Wayland | Self::Kwin => {
+            Self::Wayland(_) | Self::Kwin => {
                 let bounds = if matches!(self, Self::Kwin) {
                     super::portal::kwin::all()?
                         .into_iter()
@@ -248,7 +249,7 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             let protocols = super::wayland::protocols()?;
             let displays = order(protocols.displays.clone());
             if protocols.screenshots() {
-                return Ok((displays, Grabber::Wayland));
+                return Ok((displays, Grabber::Wayland(false)));
             }
             let desktop = spanned(&displays);
             return Ok((
@@ -363,13 +364,21 @@ pub struct Capture {
     pub os_id: u32,
 }
 
-/// Captures `source`.
+/// Captures `source`; with `pointer`, a compositor that draws the pointer into captures on
+/// request (wlroots' screencopy) is asked to (elsewhere [`draw_cursor`] draws it after).
 ///
 /// # Errors
 /// [`DesktopError::NotSupported`] for a region outside every display, [`DesktopError::WindowStale`]
 /// never (callers resolve window ids first), [`DesktopError::Failed`] when capture fails.
-pub fn capture(source: Source) -> Result<Capture, DesktopError> {
-    let (displays, grabber) = monitors()?;
+pub fn capture(source: Source, pointer: bool) -> Result<Capture, DesktopError> {
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+    let (displays, mut grabber) = monitors()?;
+    #[cfg(target_os = "linux")]
+    if let Grabber::Wayland(overlay) = &mut grabber {
+        *overlay = pointer;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pointer;
     let Some(primary) = displays.first() else {
         return Err(DesktopError::unsupported(
             "screenshot",

@@ -100,7 +100,7 @@ impl Desktop {
             Target::Region(corners) => Source::Region(*corners),
             Target::Monitor(index) => Source::Monitor(*index),
         };
-        let mut capture = screen::capture(source)?;
+        let mut capture = screen::capture(source, request.include_cursor)?;
         let (cursor_drawn, pointer_failure) = if request.include_cursor {
             match screen::draw_cursor(&mut capture) {
                 Ok(drawn) => (drawn, None),

@@ -401,7 +401,7 @@ fn ocr_text(elements: &[Element]) -> String {
 /// The window's pixels as a sanitised PNG: longest side at most [`MAX_SIDE`], at most
 /// [`MAX_PNG_BYTES`], shrunk by [`SHRINK_STEP`] until it fits.
 fn window_pixels(id: u32) -> Result<SanitisedPng, ObserveError> {
-    let capture = screen::capture(Source::Window(id)).map_err(|e| match e {
+    let capture = screen::capture(Source::Window(id), false).map_err(|e| match e {
         DesktopError::NotSupported { .. } if kwin_allows_this_program() == Some(false) => {
             ObserveError::PixelsNeedDesktopEntry
         }

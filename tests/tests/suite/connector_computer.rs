@@ -36,13 +36,13 @@ pub(crate) fn decode_png(reply: &Value) -> (u32, u32, Vec<u8>) {
     (info.width, info.height, pixels)
 }
 
-fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
+pub(super) fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
     let at = usize::try_from((y * i64::from(width) + x) * 4).unwrap();
     pixels[at..at + 4].try_into().unwrap()
 }
 
 /// The size a baseline JPEG declares in its SOF0 segment.
-fn jpeg_size(reply: &Value) -> (u16, u16) {
+pub(super) fn jpeg_size(reply: &Value) -> (u16, u16) {
     assert_eq!(reply["payload"]["mime_type"], "image/jpeg", "{reply}");
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(reply["payload"]["image_base64"].as_str().unwrap())

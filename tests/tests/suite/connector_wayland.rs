@@ -1368,6 +1368,115 @@ fn output_rects(compositor: &Compositor) -> Vec<(String, [i64; 4])> {
         .collect()
 }
 
+/// The screenshot options the X11 suite checks, on sway, over the GTK witness floating at
+/// (40, 30): JPEG by default, a region inside the witness's red area all red with its origin
+/// echoed, the pointer drawn over that region and only near the pointer, a region clipped at
+/// the output's edge, and one wholly outside refused.
+#[tokio::test]
+async fn sway_screenshots_take_the_options_the_x11_suite_checks() {
+    use super::connector_computer::{jpeg_size, pixel};
+    let sway = Compositor::sway(1);
+    let title = "Witness S";
+    for command in ["floating enable", "move position 40 30"] {
+        let rule = sway
+            .command("swaymsg")
+            .arg(format!("for_window [title=\"{title}\"] {command}"))
+            .output()
+            .expect("run swaymsg");
+        assert!(rule.status.success(), "{rule:?}");
+    }
+    let witness = Witness::start_on_wayland(&sway, title);
+    eventually("sway floating the witness at (40, 30)", || {
+        window_content(&sway, "witness.py").0[..2] == [40, 30]
+    })
+    .await;
+    let [cx, cy] = witness.centre();
+    let (cx, cy) = (cx + 40, cy + 30);
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-shots", &[]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+
+    let jpeg = conn.call("SCREENSHOT_REQUEST", "s1", json!({})).await;
+    assert_eq!(jpeg_size(&jpeg), (1280, 800));
+
+    // The pointer away from the region: every pixel red, the region and origin echoed.
+    act(
+        &mut conn,
+        "away",
+        json!({"action": "mouse_move", "coordinate": [5, 5]}),
+    )
+    .await;
+    let region = json!([cx - 50, cy - 25, cx + 50, cy + 25]);
+    let part = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s2",
+            json!({"format": "png", "region": region}),
+        )
+        .await;
+    let (w, h, pixels) = shot_pixels(&part);
+    assert_eq!((w, h), (100, 50));
+    assert!(pixels.chunks(4).all(|p| p == [255, 0, 0, 255]));
+    assert_eq!(part["payload"]["region"], region);
+    assert_eq!(part["payload"]["meta"]["origin"], json!([cx - 50, cy - 25]));
+
+    // The pointer over it: drawn, and only near the pointer. sway draws its pointer in software
+    // on a headless output, into every capture, so there it shows even when not asked for.
+    let pointer = [cx + 20, cy - 5];
+    act(
+        &mut conn,
+        "to-red",
+        json!({"action": "mouse_move", "coordinate": pointer}),
+    )
+    .await;
+    for (id, include_cursor) in [("s3", true), ("s3b", false)] {
+        let drawn = conn
+            .call(
+                "SCREENSHOT_REQUEST",
+                id,
+                json!({"format": "png", "region": region, "include_cursor": include_cursor}),
+            )
+            .await;
+        let (w, _, pixels) = shot_pixels(&drawn);
+        let changed: Vec<[i64; 2]> = (0_i64..)
+            .zip(pixels.chunks(4))
+            .filter(|(_, p)| *p != [255, 0, 0, 255])
+            .map(|(i, _)| [cx - 50 + i % i64::from(w), cy - 25 + i / i64::from(w)])
+            .collect();
+        assert!(!changed.is_empty(), "no pointer drawn at {pointer:?}");
+        assert!(
+            changed
+                .iter()
+                .all(|[x, y]| (x - pointer[0]).abs() <= 48 && (y - pointer[1]).abs() <= 48),
+            "pixels changed away from the pointer: {changed:?}"
+        );
+        assert_eq!(pixel(&pixels, w, [0, 0]), [255, 0, 0, 255]);
+    }
+
+    let edge = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s4",
+            json!({"format": "png", "region": [1260, 780, 1360, 880]}),
+        )
+        .await;
+    assert_eq!(shot_pixels(&edge).0, 20);
+    assert_eq!(shot_pixels(&edge).1, 20);
+    assert_eq!(edge["payload"]["meta"]["origin"], json!([1260, 780]));
+    let outside = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s5",
+            json!({"region": [3000, 3000, 3100, 3100]}),
+        )
+        .await;
+    assert_eq!(error_code(&outside), "FEATURE_NOT_SUPPORTED", "{outside}");
+    assert_eq!(
+        outside["payload"]["details"]["feature"],
+        "screenshot.region"
+    );
+}
+
 /// Stops a process the test did not start itself when dropped.
 struct KillOnDrop(u32);
 

@@ -18,16 +18,18 @@ use crate::desktop::DesktopError;
 /// How long the compositor may take to describe and then fill a frame.
 const FRAME_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The whole output `os_id` (a display's OS id), at its physical size.
+/// The whole output `os_id` (a display's OS id), at its physical size; with `pointer`, the
+/// compositor draws the pointer into it (a compositor that draws its pointer in software, as
+/// on a headless output, has it in every capture).
 ///
 /// # Errors
 /// [`DesktopError::NotSupported`] without screencopy, [`DesktopError::Failed`] when the
 /// compositor refuses or offers a pixel format this does not read.
-pub fn output(os_id: u32) -> Result<RgbaImage, DesktopError> {
-    run(move |wl| grab(wl, os_id))
+pub fn output(os_id: u32, pointer: bool) -> Result<RgbaImage, DesktopError> {
+    run(move |wl| grab(wl, os_id, pointer))
 }
 
-fn grab(wl: &mut Wl, os_id: u32) -> Result<RgbaImage, DesktopError> {
+fn grab(wl: &mut Wl, os_id: u32, pointer: bool) -> Result<RgbaImage, DesktopError> {
     let manager = wl
         .globals
         .bind::<ZwlrScreencopyManagerV1, _, _>(&wl.qh, 1..=3, ())
@@ -43,7 +45,7 @@ fn grab(wl: &mut Wl, os_id: u32) -> Result<RgbaImage, DesktopError> {
         .map_err(|e| failed("no shared memory on this compositor", e))?;
     let output = wl.output(os_id)?.wl.clone();
     wl.state.frame = Frame::default();
-    let frame = manager.capture_output(0, &output, &wl.qh, ());
+    let frame = manager.capture_output(i32::from(pointer), &output, &wl.qh, ());
     // Version 3 announces every buffer type and then buffer_done; before it, the shm buffer
     // event is all there is.
     let v3 = manager.version() >= 3;
