@@ -1477,6 +1477,59 @@ async fn sway_screenshots_take_the_options_the_x11_suite_checks() {
     );
 }
 
+/// A window reaching past the output's edge, as on X11: listed with its whole content
+/// rectangle, and captured where it shows, with that part's origin and grim's pixels.
+#[tokio::test]
+async fn sway_captures_a_window_partly_off_the_output_where_it_shows() {
+    let mut sway = Compositor::sway(1);
+    for command in [
+        "floating enable",
+        "resize set 400 300",
+        "move position 1100 650",
+    ] {
+        let rule = sway
+            .command("swaymsg")
+            .arg(format!("for_window [app_id=\"edge\"] {command}"))
+            .output()
+            .expect("run swaymsg");
+        assert!(rule.status.success(), "{rule:?}");
+    }
+    let typed = sway.path("edge.txt");
+    foot_cat(&mut sway, "edge", &typed);
+    eventually("sway floating foot past the corner", || {
+        window_content(&sway, "edge").0 == [1100, 650, 400, 300]
+    })
+    .await;
+    let platform = Platform::bind().await;
+    let _shim = shim_on(&sway, &platform, "wl-edge", &[]);
+    let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
+    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
+    let window = list["payload"]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["app_name"] == "edge")
+        .cloned()
+        .unwrap_or_else(|| panic!("foot not listed: {list}"));
+    assert_eq!(window["bounds"], json!([1100, 650, 1500, 950]), "{window}");
+    let shot = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "e",
+            json!({"format": "png", "window_id": window["window_id"], "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&shot);
+    assert_eq!((w, h), (180, 150));
+    assert_eq!(shot["payload"]["meta"]["origin"], json!([1100, 650]));
+    let (_, _, theirs) = grim_region(&sway, [1100, 650, 180, 150]);
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 180 * 150 / 50,
+        "{differ} pixels differ from grim's"
+    );
+}
+
 /// Stops a process the test did not start itself when dropped.
 struct KillOnDrop(u32);
 
