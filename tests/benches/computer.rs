@@ -112,7 +112,7 @@ mod bench {
 
     fn run(variant: Variant, shot: &mut screen::Capture) {
         let capture = || {
-            let capture = screen::capture(Source::Monitor(0)).unwrap();
+            let capture = screen::capture(Source::Monitor(0), false).unwrap();
             assert_eq!(capture.image.dimensions(), (1920, 1080));
             capture
         };
@@ -134,7 +134,7 @@ mod bench {
 
     /// In-process figures, run inside the desktop's environment.
     fn inner() {
-        let mut shot = screen::capture(Source::Monitor(0)).unwrap();
+        let mut shot = screen::capture(Source::Monitor(0), false).unwrap();
         let mut samples = vec![Vec::new(); VARIANTS.len()];
         for _ in 0..LOCAL_ROUNDS {
             for (variant, times) in VARIANTS.iter().zip(&mut samples) {
