@@ -829,20 +829,7 @@ async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
 #[tokio::test]
 async fn sway_delivers_every_input_action_the_x11_suite_checks() {
     let sway = Compositor::sway(1);
-    let title = "Witness I";
-    for command in ["floating enable", "move position 40 30"] {
-        let rule = sway
-            .command("swaymsg")
-            .arg(format!("for_window [title=\"{title}\"] {command}"))
-            .output()
-            .expect("run swaymsg");
-        assert!(rule.status.success(), "{rule:?}");
-    }
-    let mut witness = Witness::start_on_wayland(&sway, title);
-    eventually("sway floating the witness at (40, 30)", || {
-        window_content(&sway, "witness.py").0[..2] == [40, 30]
-    })
-    .await;
+    let mut witness = floating_witness(&sway, "Witness I").await;
     let origin = [40, 30];
     let at = |report: &Value| {
         [
@@ -1103,30 +1090,8 @@ async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
         ])
     );
 
-    // The second output alone, against grim's capture of it; the first output looks
-    // otherwise (wev fills the second).
-    let second = conn
-        .call(
-            "SCREENSHOT_REQUEST",
-            "m1",
-            json!({"format": "png", "monitor": 1, "include_cursor": false}),
-        )
-        .await;
-    let (w, h, ours) = shot_pixels(&second);
-    assert_eq!((w, h), (1024, 768));
-    assert_eq!(second["payload"]["monitor"], 1);
-    assert_eq!(second["payload"]["meta"]["origin"], json!([1280, 0]));
-    let (_, _, theirs) = grim_region(&sway, [1280, 0, 1024, 768]);
-    let differ = differing(&ours, &theirs);
-    assert!(
-        differ < 1024 * 768 / 200,
-        "{differ} pixels differ from grim's"
-    );
-    let (_, _, elsewhere) = grim_region(&sway, [0, 0, 1024, 768]);
-    assert!(
-        differing(&ours, &elsewhere) > 1024 * 768 / 2,
-        "the second output's capture looks like the first's"
-    );
+    let theirs =
+        second_output_matches_grim(&mut conn, &sway, [1280, 0, 1024, 768], [1280, 0]).await;
 
     // Both stitched: grim's capture of each output where it is, black below the shorter one.
     let all = conn
@@ -1293,27 +1258,7 @@ async fn outputs_of_two_scales_sit_at_their_logical_place_times_the_largest_scal
              "logical_size": [512, 384], "scale": 2.0, "origin": [2560, 0]}
         ])
     );
-    let second = conn
-        .call(
-            "SCREENSHOT_REQUEST",
-            "m1",
-            json!({"format": "png", "monitor": 1, "include_cursor": false}),
-        )
-        .await;
-    let (w, h, ours) = shot_pixels(&second);
-    assert_eq!((w, h), (1024, 768));
-    assert_eq!(second["payload"]["meta"]["origin"], json!([2560, 0]));
-    let (gw, gh, theirs) = grim_region(&sway, [1280, 0, 512, 384]);
-    assert_eq!(
-        (gw, gh),
-        (1024, 768),
-        "grim captures the output at its scale"
-    );
-    let differ = differing(&ours, &theirs);
-    assert!(
-        differ < 1024 * 768 / 200,
-        "{differ} pixels differ from grim's"
-    );
+    second_output_matches_grim(&mut conn, &sway, [1280, 0, 512, 384], [2560, 0]).await;
 
     let target = [2560 + 2 * (wx - 1280) + 301, 2 * wy + 151];
     act(
@@ -1347,6 +1292,45 @@ async fn outputs_of_two_scales_sit_at_their_logical_place_times_the_largest_scal
     );
 }
 
+/// A SCREENSHOT of the second output (1024×768 physical, wev filling it) against grim's
+/// capture of its layout rectangle `layout`: at `origin` (display-global), grim's pixels, and
+/// not the first output's. Returns grim's pixels.
+async fn second_output_matches_grim(
+    conn: &mut Conn,
+    sway: &Compositor,
+    layout: [i64; 4],
+    origin: [i64; 2],
+) -> Vec<u8> {
+    let second = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "m1",
+            json!({"format": "png", "monitor": 1, "include_cursor": false}),
+        )
+        .await;
+    let (w, h, ours) = shot_pixels(&second);
+    assert_eq!((w, h), (1024, 768));
+    assert_eq!(second["payload"]["monitor"], 1);
+    assert_eq!(second["payload"]["meta"]["origin"], json!(origin));
+    let (gw, gh, theirs) = grim_region(sway, layout);
+    assert_eq!(
+        (gw, gh),
+        (1024, 768),
+        "grim captures the output at its scale"
+    );
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < 1024 * 768 / 200,
+        "{differ} pixels differ from grim's"
+    );
+    let (_, _, first) = grim_region(sway, [0, 0, 1024, 768]);
+    assert!(
+        differing(&ours, &first) > 1024 * 768 / 2,
+        "the second output's capture looks like the first's"
+    );
+    theirs
+}
+
 /// Each output's name and layout rectangle, as `swaymsg -t get_outputs` reports them.
 fn output_rects(compositor: &Compositor) -> Vec<(String, [i64; 4])> {
     let out = compositor
@@ -1376,20 +1360,7 @@ fn output_rects(compositor: &Compositor) -> Vec<(String, [i64; 4])> {
 async fn sway_screenshots_take_the_options_the_x11_suite_checks() {
     use super::connector_computer::{jpeg_size, pixel};
     let sway = Compositor::sway(1);
-    let title = "Witness S";
-    for command in ["floating enable", "move position 40 30"] {
-        let rule = sway
-            .command("swaymsg")
-            .arg(format!("for_window [title=\"{title}\"] {command}"))
-            .output()
-            .expect("run swaymsg");
-        assert!(rule.status.success(), "{rule:?}");
-    }
-    let witness = Witness::start_on_wayland(&sway, title);
-    eventually("sway floating the witness at (40, 30)", || {
-        window_content(&sway, "witness.py").0[..2] == [40, 30]
-    })
-    .await;
+    let witness = floating_witness(&sway, "Witness S").await;
     let [cx, cy] = witness.centre();
     let (cx, cy) = (cx + 40, cy + 30);
     let platform = Platform::bind().await;
@@ -1482,18 +1453,15 @@ async fn sway_screenshots_take_the_options_the_x11_suite_checks() {
 #[tokio::test]
 async fn sway_captures_a_window_partly_off_the_output_where_it_shows() {
     let mut sway = Compositor::sway(1);
-    for command in [
-        "floating enable",
-        "resize set 400 300",
-        "move position 1100 650",
-    ] {
-        let rule = sway
-            .command("swaymsg")
-            .arg(format!("for_window [app_id=\"edge\"] {command}"))
-            .output()
-            .expect("run swaymsg");
-        assert!(rule.status.success(), "{rule:?}");
-    }
+    sway_rules(
+        &sway,
+        "app_id=\"edge\"",
+        &[
+            "floating enable",
+            "resize set 400 300",
+            "move position 1100 650",
+        ],
+    );
     let typed = sway.path("edge.txt");
     foot_cat(&mut sway, "edge", &typed);
     eventually("sway floating foot past the corner", || {
@@ -1530,6 +1498,34 @@ async fn sway_captures_a_window_partly_off_the_output_where_it_shows() {
     );
 }
 
+/// Rules sway applies to each new window that `criteria` matches, one rule a command:
+/// swaymsg would run what follows a comma at once, not in the rule.
+fn sway_rules(sway: &Compositor, criteria: &str, commands: &[&str]) {
+    for command in commands {
+        let rule = sway
+            .command("swaymsg")
+            .arg(format!("for_window [{criteria}] {command}"))
+            .output()
+            .expect("run swaymsg");
+        assert!(rule.status.success(), "{rule:?}");
+    }
+}
+
+/// The GTK witness titled `title` on `sway`, once sway floats it at (40, 30) of its layout.
+async fn floating_witness(sway: &Compositor, title: &str) -> Witness {
+    sway_rules(
+        sway,
+        &format!("title=\"{title}\""),
+        &["floating enable", "move position 40 30"],
+    );
+    let witness = Witness::start_on_wayland(sway, title);
+    eventually("sway floating the witness at (40, 30)", || {
+        window_content(sway, "witness.py").0[..2] == [40, 30]
+    })
+    .await;
+    witness
+}
+
 /// Stops a process the test did not start itself when dropped.
 struct KillOnDrop(u32);
 
@@ -1547,23 +1543,8 @@ async fn a_gtk_buttons_box_is_where_a_click_reaches_it(scale: i64) {
     let mut sway = Compositor::sway(u32::try_from(scale).unwrap());
     sway.start_session_bus();
     let title = format!("Witness W{scale}");
-    // One rule a command: swaymsg would run what follows a comma at once, not in the rule.
-    for command in ["floating enable", "move position 40 30"] {
-        let rule = sway
-            .command("swaymsg")
-            .arg(format!("for_window [title=\"{title}\"] {command}"))
-            .output()
-            .expect("run swaymsg");
-        assert!(rule.status.success(), "{rule:?}");
-    }
-    let mut witness = Witness::start_on_wayland(&sway, &title);
-    let app_id = "witness.py";
-    eventually("sway floating the witness at (40, 30)", || {
-        let (content, _) = window_content(&sway, app_id);
-        content[..2] == [40, 30]
-    })
-    .await;
-    let (content, pid) = window_content(&sway, app_id);
+    let mut witness = floating_witness(&sway, &title).await;
+    let (content, pid) = window_content(&sway, "witness.py");
     assert_eq!(pid, witness.pid);
 
     let platform = Platform::bind().await;
