@@ -285,6 +285,43 @@ fn wev(compositor: &mut Compositor, log: &std::path::Path) {
     compositor.wait_for_app("wev");
 }
 
+/// A move to `target` (display-global, at scale 1) reaches wev, whose window's corner is
+/// `corner`, at the surface point it should, and a left click there as a press and a release.
+async fn wev_sees_a_move_and_a_click(
+    conn: &mut Conn,
+    wev_log: &std::path::Path,
+    target: [i64; 2],
+    corner: [i64; 2],
+) {
+    act(
+        conn,
+        "move",
+        json!({"action": "mouse_move", "coordinate": target}),
+    )
+    .await;
+    let expected = format!(
+        "x, y: {}.000000, {}.000000",
+        target[0] - corner[0],
+        target[1] - corner[1]
+    );
+    eventually(&format!("wev seeing motion at {expected}"), || {
+        file_contains(wev_log, &expected)
+    })
+    .await;
+    act(
+        conn,
+        "click",
+        json!({"action": "left_click", "coordinate": target}),
+    )
+    .await;
+    eventually("wev seeing a left press and release", || {
+        let log = std::fs::read_to_string(wev_log).unwrap_or_default();
+        log.contains("button: 272 (left), state: 1 (pressed)")
+            && log.contains("button: 272 (left), state: 0 (released)")
+    })
+    .await;
+}
+
 /// The rectangle sway gives the window with `app_id` (layout coordinates).
 fn window_rect(compositor: &Compositor, app_id: &str) -> [i64; 4] {
     fn walk(node: &Value, app_id: &str) -> Option<[i64; 4]> {
@@ -585,29 +622,7 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     // a click there as a left press and release.
     let [wx, wy, ww, wh] = window_rect(&sway, "wev");
     let target = [wx + ww / 2 + 7, wy + wh / 3 + 3];
-    act(
-        &mut conn,
-        "m1",
-        json!({"action": "mouse_move", "coordinate": target}),
-    )
-    .await;
-    let expected = format!("x, y: {}.000000, {}.000000", target[0] - wx, target[1] - wy);
-    eventually(&format!("wev seeing motion at {expected}"), || {
-        file_contains(&wev_log, &expected)
-    })
-    .await;
-    act(
-        &mut conn,
-        "c1",
-        json!({"action": "left_click", "coordinate": target}),
-    )
-    .await;
-    eventually("wev seeing a left press and release", || {
-        let log = std::fs::read_to_string(&wev_log).unwrap_or_default();
-        log.contains("button: 272 (left), state: 1 (pressed)")
-            && log.contains("button: 272 (left), state: 0 (released)")
-    })
-    .await;
+    wev_sees_a_move_and_a_click(&mut conn, &wev_log, target, [wx, wy]).await;
     let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
     assert_eq!(
         cursor["payload"],
@@ -1146,27 +1161,7 @@ async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
 
     // Input on the second output: wev sees the motion at its surface point, and the click.
     let target = [wx + ww / 2 + 5, wy + wh / 3 + 2];
-    act(
-        &mut conn,
-        "m",
-        json!({"action": "mouse_move", "coordinate": target}),
-    )
-    .await;
-    let expected = format!("x, y: {}.000000, {}.000000", target[0] - wx, target[1] - wy);
-    eventually(&format!("wev seeing motion at {expected}"), || {
-        file_contains(&wev_log, &expected)
-    })
-    .await;
-    act(
-        &mut conn,
-        "c",
-        json!({"action": "left_click", "coordinate": target}),
-    )
-    .await;
-    eventually("wev seeing a left press", || {
-        file_contains(&wev_log, "button: 272 (left), state: 1 (pressed)")
-    })
-    .await;
+    wev_sees_a_move_and_a_click(&mut conn, &wev_log, target, [wx, wy]).await;
     let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
     assert_eq!(
         cursor["payload"],
