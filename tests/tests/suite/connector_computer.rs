@@ -41,6 +41,27 @@ pub(super) fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
     pixels[at..at + 4].try_into().unwrap()
 }
 
+/// One operation at a time: a cursor query sent during a 500 ms wait is answered after it.
+pub(super) async fn a_wait_holds_the_next_operation_back(conn: &mut Conn) {
+    conn.request(
+        "INPUT_ACTION",
+        "wait",
+        json!({"action": "wait", "duration_ms": 500}),
+    )
+    .await;
+    // Sent once the wait is surely under way; its answer can only come after the wait's.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let sent = Instant::now();
+    conn.request("CURSOR_POSITION_REQUEST", "after", json!({}))
+        .await;
+    assert_eq!(conn.recv().await["id"], "wait");
+    assert_eq!(conn.recv().await["id"], "after");
+    assert!(
+        sent.elapsed() >= Duration::from_millis(300),
+        "the query overlapped the wait"
+    );
+}
+
 /// The size a baseline JPEG declares in its SOF0 segment.
 pub(super) fn jpeg_size(reply: &Value) -> (u16, u16) {
     assert_eq!(reply["payload"]["mime_type"], "image/jpeg", "{reply}");
@@ -550,24 +571,7 @@ async fn input_reaches_a_real_window_as_sent_and_out_of_bounds_input_sends_nothi
     let up = witness.expect("key_release", |k| k["name"] == "Shift_L");
     assert!(up["time"].as_i64().unwrap() - down["time"].as_i64().unwrap() >= 350);
 
-    // One operation at a time: a cursor query sent during a wait is answered after it.
-    conn.request(
-        "INPUT_ACTION",
-        "wait",
-        json!({"action": "wait", "duration_ms": 500}),
-    )
-    .await;
-    // Sent once the wait is surely under way; its answer can only come after the wait's.
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let sent = Instant::now();
-    conn.request("CURSOR_POSITION_REQUEST", "after", json!({}))
-        .await;
-    assert_eq!(conn.recv().await["id"], "wait");
-    assert_eq!(conn.recv().await["id"], "after");
-    assert!(
-        sent.elapsed() >= Duration::from_millis(300),
-        "the query overlapped the wait"
-    );
+    a_wait_holds_the_next_operation_back(&mut conn).await;
 
     // Out of bounds: refused with the display rects, and nothing reaches the window.
     drop(witness.drain(Duration::from_millis(300)));

@@ -1013,23 +1013,7 @@ async fn sway_delivers_every_input_action_the_x11_suite_checks() {
     let held = up["time"].as_i64().unwrap() - down["time"].as_i64().unwrap();
     assert!(held >= 350, "Shift_L held {held} ms");
 
-    // One operation at a time: a cursor query sent during a wait is answered after it.
-    conn.request(
-        "INPUT_ACTION",
-        "wait",
-        json!({"action": "wait", "duration_ms": 500}),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let sent = Instant::now();
-    conn.request("CURSOR_POSITION_REQUEST", "after", json!({}))
-        .await;
-    assert_eq!(conn.recv().await["id"], "wait");
-    assert_eq!(conn.recv().await["id"], "after");
-    assert!(
-        sent.elapsed() >= Duration::from_millis(300),
-        "the query overlapped the wait"
-    );
+    super::connector_computer::a_wait_holds_the_next_operation_back(&mut conn).await;
 
     // Refused input: out of bounds (with the display rects), a drag that leaves the output, a
     // click without a point, an unknown key; none of it reaches the window.
