@@ -36,7 +36,7 @@ pub(crate) fn decode_png(reply: &Value) -> (u32, u32, Vec<u8>) {
     (info.width, info.height, pixels)
 }
 
-pub(super) fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
+fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
     let at = usize::try_from((y * i64::from(width) + x) * 4).unwrap();
     pixels[at..at + 4].try_into().unwrap()
 }
@@ -60,6 +60,31 @@ pub(super) async fn a_wait_holds_the_next_operation_back(conn: &mut Conn) {
         sent.elapsed() >= Duration::from_millis(300),
         "the query overlapped the wait"
     );
+}
+
+/// A capture of an all-red region whose top-left is `origin` (display-global), `width` pixels
+/// wide, with the pointer at `pointer` drawn in: some pixels are not red, all of them near the
+/// pointer, and the top-left corner is still red.
+pub(super) fn the_pointer_is_drawn_over_red(
+    pixels: &[u8],
+    width: u32,
+    origin: [i64; 2],
+    pointer: [i64; 2],
+) {
+    let w = i64::from(width);
+    let changed: Vec<[i64; 2]> = (0_i64..)
+        .zip(pixels.chunks(4))
+        .filter(|(_, p)| *p != [255, 0, 0, 255])
+        .map(|(i, _)| [origin[0] + i % w, origin[1] + i / w])
+        .collect();
+    assert!(!changed.is_empty(), "no pointer drawn at {pointer:?}");
+    assert!(
+        changed
+            .iter()
+            .all(|[x, y]| (x - pointer[0]).abs() <= 48 && (y - pointer[1]).abs() <= 48),
+        "pixels changed away from the pointer: {changed:?}"
+    );
+    assert_eq!(pixel(pixels, width, [0, 0]), [255, 0, 0, 255]);
 }
 
 /// The size a baseline JPEG declares in its SOF0 segment.
@@ -256,19 +281,7 @@ async fn screenshots_show_the_screen_at_its_size_and_respect_the_rate_limit() {
         )
         .await;
     let (w, _, pixels) = decode_png(&drawn);
-    let changed: Vec<[i64; 2]> = (0_i64..)
-        .zip(pixels.chunks(4))
-        .filter(|(_, p)| *p != [255, 0, 0, 255])
-        .map(|(i, _)| [cx - 50 + i % i64::from(w), cy - 25 + i / i64::from(w)])
-        .collect();
-    assert!(!changed.is_empty(), "no pointer drawn at {pointer:?}");
-    assert!(
-        changed
-            .iter()
-            .all(|[x, y]| (x - pointer[0]).abs() <= 48 && (y - pointer[1]).abs() <= 48),
-        "pixels changed away from the pointer: {changed:?}"
-    );
-    assert_eq!(pixel(&pixels, w, [0, 0]), [255, 0, 0, 255]);
+    the_pointer_is_drawn_over_red(&pixels, w, [cx - 50, cy - 25], pointer);
 
     // 9-10 use up the minute's ten; the eleventh is refused.
     for id in ["s9", "s10"] {

@@ -1337,7 +1337,7 @@ fn output_rects(compositor: &Compositor) -> Vec<(String, [i64; 4])> {
 /// the output's edge, and one wholly outside refused.
 #[tokio::test]
 async fn sway_screenshots_take_the_options_the_x11_suite_checks() {
-    use super::connector_computer::{jpeg_size, pixel};
+    use super::connector_computer::{jpeg_size, the_pointer_is_drawn_over_red};
     let sway = Compositor::sway(1);
     let witness = floating_witness(&sway, "Witness S").await;
     let [cx, cy] = witness.centre();
@@ -1388,19 +1388,7 @@ async fn sway_screenshots_take_the_options_the_x11_suite_checks() {
             )
             .await;
         let (w, _, pixels) = shot_pixels(&drawn);
-        let changed: Vec<[i64; 2]> = (0_i64..)
-            .zip(pixels.chunks(4))
-            .filter(|(_, p)| *p != [255, 0, 0, 255])
-            .map(|(i, _)| [cx - 50 + i % i64::from(w), cy - 25 + i / i64::from(w)])
-            .collect();
-        assert!(!changed.is_empty(), "no pointer drawn at {pointer:?}");
-        assert!(
-            changed
-                .iter()
-                .all(|[x, y]| (x - pointer[0]).abs() <= 48 && (y - pointer[1]).abs() <= 48),
-            "pixels changed away from the pointer: {changed:?}"
-        );
-        assert_eq!(pixel(&pixels, w, [0, 0]), [255, 0, 0, 255]);
+        the_pointer_is_drawn_over_red(&pixels, w, [cx - 50, cy - 25], pointer);
     }
 
     let edge = conn
