@@ -48,18 +48,18 @@ enum Grabber {
     /// displays' rectangles it covers.
     #[cfg(target_os = "linux")]
     Portal(std::cell::RefCell<Option<RgbaImage>>, Rect),
-    /// KWin's ScreenShot2 (KDE), one area at a time.
+    /// KWin's ScreenShot2 (KDE), one area at a time, with the pointer drawn in when true.
     #[cfg(target_os = "linux")]
-    Kwin,
+    Kwin(bool),
     /// Nothing: the compositor refuses this program's screenshots, for this reason (the
     /// displays are still known).
     #[cfg(target_os = "linux")]
     Refused(&'static str),
     /// No screencopy: KWin's ScreenShot2, or the portal's Screenshot over the union of the
     /// displays, chosen at the first grab, so that listing the displays (every input action
-    /// does) asks KWin nothing.
+    /// does) asks KWin nothing; KWin draws the pointer in when the flag is true.
     #[cfg(target_os = "linux")]
-    Unchosen(std::cell::OnceCell<Box<Self>>, Rect),
+    Unchosen(std::cell::OnceCell<Box<Self>>, Rect, bool),
 }
 
 impl Grabber {
@@ -104,12 +104,12 @@ impl Grabber {
                 Ok(part)
             }
             #[cfg(target_os = "linux")]
-            Self::Kwin => super::portal::kwin_screenshot::area(rect),
+            Self::Kwin(pointer) => super::portal::kwin_screenshot::area(rect, *pointer),
             #[cfg(target_os = "linux")]
             Self::Refused(reason) => Err(DesktopError::unsupported("screenshot", *reason)),
             #[cfg(target_os = "linux")]
-            Self::Unchosen(chosen, desktop) => {
-                without_screencopy(chosen, *desktop).grab(display, rect)
+            Self::Unchosen(chosen, desktop, pointer) => {
+                without_screencopy(chosen, *desktop, *pointer).grab(display, rect)
             }
             #[cfg(any(windows, target_os = "macos"))]
             Self::Xcap(monitors) => {
@@ -136,8 +136,8 @@ impl Grabber {
             #[cfg(all(unix, not(target_os = "macos")))]
             Self::X11(screen) => screen.grab_window(id),
             #[cfg(target_os = "linux")]
-            Self::Wayland(_) | Self::Kwin => {
-                let bounds = if matches!(self, Self::Kwin) {
+            Self::Wayland(_) | Self::Kwin(_) => {
+                let bounds = if matches!(self, Self::Kwin(_)) {
                     super::portal::kwin::all()?
                         .into_iter()
                         .find(|w| w.id == id)
@@ -161,8 +161,8 @@ impl Grabber {
             #[cfg(target_os = "linux")]
             Self::Refused(reason) => Err(DesktopError::unsupported("screenshot.window", *reason)),
             #[cfg(target_os = "linux")]
-            Self::Unchosen(chosen, desktop) => {
-                without_screencopy(chosen, *desktop).window(id, displays)
+            Self::Unchosen(chosen, desktop, pointer) => {
+                without_screencopy(chosen, *desktop, *pointer).window(id, displays)
             }
             #[cfg(target_os = "linux")]
             Self::Portal(..) => Err(DesktopError::unsupported(
@@ -188,12 +188,17 @@ impl Grabber {
 
 /// Where pixels come from without screencopy, chosen once into `chosen`: KWin's ScreenShot2
 /// where KWin lets this program, nothing where it does not, else the desktop portal's
-/// Screenshot (which the probe has checked) of `desktop`, the union of the displays.
+/// Screenshot (which the probe has checked) of `desktop`, the union of the displays; KWin
+/// draws the pointer in with `pointer`.
 #[cfg(target_os = "linux")]
-fn without_screencopy(chosen: &std::cell::OnceCell<Box<Grabber>>, desktop: Rect) -> &Grabber {
+fn without_screencopy(
+    chosen: &std::cell::OnceCell<Box<Grabber>>,
+    desktop: Rect,
+    pointer: bool,
+) -> &Grabber {
     chosen.get_or_init(|| {
         Box::new(match super::portal::kwin_screenshot::allowed() {
-            Some(true) => Grabber::Kwin,
+            Some(true) => Grabber::Kwin(pointer),
             Some(false) => Grabber::Refused(super::wayland::KWIN_SHOTS_REFUSED),
             None => Grabber::Portal(std::cell::RefCell::new(None), desktop),
         })
@@ -254,7 +259,7 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             let desktop = spanned(&displays);
             return Ok((
                 displays,
-                Grabber::Unchosen(std::cell::OnceCell::new(), desktop),
+                Grabber::Unchosen(std::cell::OnceCell::new(), desktop, false),
             ));
         }
         Err(DesktopError::unsupported("screenshot", session.reason()))
@@ -374,8 +379,8 @@ pub fn capture(source: Source, pointer: bool) -> Result<Capture, DesktopError> {
     #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     let (displays, mut grabber) = monitors()?;
     #[cfg(target_os = "linux")]
-    if let Grabber::Wayland(overlay) = &mut grabber {
-        *overlay = pointer;
+    if let Grabber::Wayland(drawn) | Grabber::Unchosen(_, _, drawn) = &mut grabber {
+        *drawn = pointer;
     }
     #[cfg(not(target_os = "linux"))]
     let _ = pointer;

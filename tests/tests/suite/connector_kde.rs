@@ -476,6 +476,44 @@ async fn kde_takes_screenshots_through_kwin_once_installed() {
         );
     }
 
+    // The pointer over the red area: drawn in by default and only near it, left out when
+    // not asked for.
+    let pointer = [red[0] + 7, red[1] + 5];
+    let moved = conn
+        .call(
+            "INPUT_ACTION",
+            "to-red",
+            json!({"action": "mouse_move", "coordinate": pointer}),
+        )
+        .await;
+    assert_eq!(moved["type"], "ACK", "{moved}");
+    let drawn = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s-pointer",
+            json!({"format": "png", "region": region}),
+        )
+        .await;
+    let drawn = decode_png(&drawn);
+    super::connector_computer::the_pointer_is_drawn_over_red(
+        &drawn.2,
+        drawn.0,
+        [region[0], region[1]],
+        pointer,
+    );
+    let bare = conn
+        .call(
+            "SCREENSHOT_REQUEST",
+            "s-bare",
+            json!({"format": "png", "region": region, "include_cursor": false}),
+        )
+        .await;
+    let bare = decode_png(&bare);
+    assert!(
+        bare.2.chunks(4).all(|p| p == [255, 0, 0, 255]),
+        "the pointer is in a capture that did not ask for it"
+    );
+
     // The window: its client area, clipped to the output.
     let window = conn
         .call(

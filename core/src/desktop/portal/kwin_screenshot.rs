@@ -89,30 +89,34 @@ async fn capture_area(
         .await
 }
 
-/// The pixels of `area` in KWin's layout, at the outputs' own resolution.
+/// The pixels of `area` in KWin's layout, at the outputs' own resolution, with the pointer
+/// drawn in when `pointer`.
 ///
 /// # Errors
 /// [`DesktopError::NotSupported`] (`screenshot`) without a session bus, and
 /// [`DesktopError::Failed`] when KWin refuses, fails or sends a picture not understood.
-pub fn area(area: Rect) -> Result<RgbaImage, DesktopError> {
-    on_own_thread(|| ask(|bus| async move { Some(capture(&bus, area).await) })).unwrap_or_else(
-        || {
+pub fn area(area: Rect, pointer: bool) -> Result<RgbaImage, DesktopError> {
+    on_own_thread(|| ask(|bus| async move { Some(capture(&bus, area, pointer).await) }))
+        .unwrap_or_else(|| {
             Err(DesktopError::unsupported(
                 "screenshot",
                 "no session bus to reach KWin on (DBUS_SESSION_BUS_ADDRESS is unset)",
             ))
-        },
-    )
+        })
 }
 
-async fn capture(bus: &zbus::Connection, area: Rect) -> Result<RgbaImage, DesktopError> {
+async fn capture(
+    bus: &zbus::Connection,
+    area: Rect,
+    pointer: bool,
+) -> Result<RgbaImage, DesktopError> {
     let failed = |what: &str| DesktopError::Failed(format!("KWin's screenshot failed: {what}"));
     let (reader, writer) =
         rustix::pipe::pipe().map_err(|e| failed(&format!("no pipe for its pixels ({e})")))?;
     let options: HashMap<&str, Value<'_>> = HashMap::from([
         // The outputs' own pixels, as a wlroots compositor's capture gives them.
         ("native-resolution", Value::from(true)),
-        ("include-cursor", Value::from(false)),
+        ("include-cursor", Value::from(pointer)),
     ]);
     let (x, y) = (
         i32::try_from(area.x).map_err(|_| failed("the area lies too far out"))?,
