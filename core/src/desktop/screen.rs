@@ -11,7 +11,7 @@ use super::{DesktopError, Rect};
 /// # Errors
 /// [`DesktopError::Failed`] when the window system cannot be asked.
 pub fn displays() -> Result<Vec<Display>, DesktopError> {
-    Ok(monitors()?.0)
+    Ok(monitors(false)?.0)
 }
 
 /// The smallest rectangle holding every display (empty without any).
@@ -239,8 +239,9 @@ fn opaque(mut image: RgbaImage) -> RgbaImage {
     image
 }
 
-/// The displays, primary first and indexed, and where their pixels come from.
-fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
+/// The displays, primary first and indexed, and where their pixels come from; with
+/// `pointer`, a compositor that draws the pointer into captures on request is asked to.
+fn monitors(pointer: bool) -> Result<(Vec<Display>, Grabber), DesktopError> {
     #[cfg(all(unix, not(target_os = "macos")))]
     {
         use super::session::Session;
@@ -254,18 +255,22 @@ fn monitors() -> Result<(Vec<Display>, Grabber), DesktopError> {
             let protocols = super::wayland::protocols()?;
             let displays = order(protocols.displays.clone());
             if protocols.screenshots() {
-                return Ok((displays, Grabber::Wayland(false)));
+                return Ok((displays, Grabber::Wayland(pointer)));
             }
             let desktop = spanned(&displays);
             return Ok((
                 displays,
-                Grabber::Unchosen(std::cell::OnceCell::new(), desktop, false),
+                Grabber::Unchosen(std::cell::OnceCell::new(), desktop, pointer),
             ));
         }
         Err(DesktopError::unsupported("screenshot", session.reason()))
     }
     #[cfg(any(windows, target_os = "macos"))]
-    xcap_monitors()
+    {
+        // xcap's captures never hold the pointer, and nothing draws it there yet.
+        let _ = pointer;
+        xcap_monitors()
+    }
 }
 
 /// Every monitor as xcap lists it.
@@ -370,20 +375,13 @@ pub struct Capture {
 }
 
 /// Captures `source`; with `pointer`, a compositor that draws the pointer into captures on
-/// request (wlroots' screencopy) is asked to (elsewhere [`draw_cursor`] draws it after).
+/// request (wlroots' screencopy, KWin) is asked to (on X11 [`draw_cursor`] draws it after).
 ///
 /// # Errors
 /// [`DesktopError::NotSupported`] for a region outside every display, [`DesktopError::WindowStale`]
 /// never (callers resolve window ids first), [`DesktopError::Failed`] when capture fails.
 pub fn capture(source: Source, pointer: bool) -> Result<Capture, DesktopError> {
-    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
-    let (displays, mut grabber) = monitors()?;
-    #[cfg(target_os = "linux")]
-    if let Grabber::Wayland(drawn) | Grabber::Unchosen(_, _, drawn) = &mut grabber {
-        *drawn = pointer;
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = pointer;
+    let (displays, grabber) = monitors(pointer)?;
     let Some(primary) = displays.first() else {
         return Err(DesktopError::unsupported(
             "screenshot",
