@@ -648,6 +648,75 @@ async fn input_reaches_a_real_window_as_sent_and_out_of_bounds_input_sends_nothi
     assert_eq!(typed["details"]["action"], "type");
 }
 
+/// What [`the_clipboard_is_writeback_only_up_to_its_limit`] writes first (as request `w1`).
+const CLIPPED: &str = "clip ✓ text";
+
+/// The clipboard under the default writeback-only policy, with a 4096-byte file size limit
+/// negotiated, `paste` reading it as another program does and `copy` setting it as one:
+/// nothing of ours yet, then our own write (which `paste` sees), then someone else's; the size
+/// limit at its boundary, before the clipboard is touched; images not offered.
+pub(super) async fn the_clipboard_is_writeback_only_up_to_its_limit(
+    conn: &mut Conn,
+    paste: impl Fn() -> String,
+    copy: impl Fn(&str),
+) {
+    let concealed = conn
+        .call("CLIPBOARD_READ", "r1", json!({"format": "text"}))
+        .await;
+    assert_eq!(error_code(&concealed), "CLIPBOARD_CONCEALED", "{concealed}");
+    assert_eq!(concealed["payload"]["details"]["reason"], "writeback_only");
+    let text = CLIPPED;
+    assert_ack(
+        &conn
+            .call("CLIPBOARD_WRITE", "w1", json!({"content": text}))
+            .await,
+    );
+    assert_eq!(paste(), text, "the other program sees the write");
+    let back = conn.call("CLIPBOARD_READ", "r2", json!({})).await;
+    assert_eq!(
+        back["payload"],
+        json!({"format": "text", "content": text, "size_bytes": text.len()})
+    );
+    copy("someone else");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while paste() != "someone else" {
+        assert!(
+            Instant::now() < deadline,
+            "the other program never took the clipboard"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
+    assert_eq!(error_code(&overwritten), "CLIPBOARD_CONCEALED");
+    assert_eq!(
+        overwritten["payload"]["details"]["reason"],
+        "writeback_overwritten"
+    );
+    let over = conn
+        .call(
+            "CLIPBOARD_WRITE",
+            "w2",
+            json!({"content": "x".repeat(4097)}),
+        )
+        .await;
+    assert_eq!(error_code(&over), "FILE_TOO_LARGE", "{over}");
+    assert_eq!(paste(), "someone else");
+    assert_ack(
+        &conn
+            .call(
+                "CLIPBOARD_WRITE",
+                "w3",
+                json!({"content": "y".repeat(4096)}),
+            )
+            .await,
+    );
+    assert_eq!(paste(), "y".repeat(4096));
+    let image = conn
+        .call("CLIPBOARD_READ", "r4", json!({"format": "image"}))
+        .await;
+    assert_eq!(error_code(&image), "FEATURE_NOT_SUPPORTED");
+}
+
 fn xclip_out(desktop: &Desktop) -> String {
     let out = desktop
         .command("xclip")
@@ -772,67 +841,23 @@ async fn windows_apps_clipboard_permissions_and_the_accessibility_snapshot() {
         json!({"accessibility": "granted", "input_monitoring": "granted", "screen_recording": "granted"})
     );
 
-    // Clipboard, writeback only: nothing of ours yet, then our own write, then someone else's.
-    let concealed = conn
-        .call("CLIPBOARD_READ", "r1", json!({"format": "text"}))
-        .await;
-    assert_eq!(error_code(&concealed), "CLIPBOARD_CONCEALED");
-    assert_eq!(concealed["payload"]["details"]["reason"], "writeback_only");
-    let text = "clip ✓ text";
-    assert_ack(
-        &conn
-            .call("CLIPBOARD_WRITE", "w1", json!({"content": text}))
-            .await,
-    );
-    assert_eq!(xclip_out(&desktop), text, "xclip sees the write");
-    let back = conn.call("CLIPBOARD_READ", "r2", json!({})).await;
-    assert_eq!(
-        back["payload"],
-        json!({"format": "text", "content": text, "size_bytes": text.len()})
-    );
-    let mut xclip = desktop
-        .command("xclip")
-        .args(["-i", "-selection", "clipboard"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut xclip.stdin.take().unwrap(), b"someone else").unwrap();
-    xclip.wait().unwrap();
-    // xclip's background child takes the selection after the parent exits.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while xclip_out(&desktop) != "someone else" {
-        assert!(Instant::now() < deadline, "xclip never took the clipboard");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
-    assert_eq!(error_code(&overwritten), "CLIPBOARD_CONCEALED");
-    assert_eq!(
-        overwritten["payload"]["details"]["reason"],
-        "writeback_overwritten"
-    );
-    // The size limit, at its boundary, before the clipboard is touched.
-    let over = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "w2",
-            json!({"content": "x".repeat(4097)}),
-        )
-        .await;
-    assert_eq!(error_code(&over), "FILE_TOO_LARGE");
-    assert_eq!(xclip_out(&desktop), "someone else");
-    assert_ack(
-        &conn
-            .call(
-                "CLIPBOARD_WRITE",
-                "w3",
-                json!({"content": "y".repeat(4096)}),
-            )
-            .await,
-    );
-    let image = conn
-        .call("CLIPBOARD_READ", "r4", json!({"format": "image"}))
-        .await;
-    assert_eq!(error_code(&image), "FEATURE_NOT_SUPPORTED");
+    // Clipboard, writeback only, and its size limit, with xclip as the other program.
+    the_clipboard_is_writeback_only_up_to_its_limit(
+        &mut conn,
+        || xclip_out(&desktop),
+        |text| {
+            let mut xclip = desktop
+                .command("xclip")
+                .args(["-i", "-selection", "clipboard"])
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(&mut xclip.stdin.take().unwrap(), text.as_bytes()).unwrap();
+            // xclip's background child takes the selection after the parent exits.
+            xclip.wait().unwrap();
+        },
+    )
+    .await;
 
     // Paste-typing goes through the clipboard and puts the previous content back.
     assert_ack(
@@ -885,7 +910,7 @@ async fn windows_apps_clipboard_permissions_and_the_accessibility_snapshot() {
         .into_iter()
         .find(|r| r["request_id"] == "w1")
         .unwrap();
-    assert_eq!(write["details"]["size_bytes"], text.len());
+    assert_eq!(write["details"]["size_bytes"], CLIPPED.len());
 }
 
 #[tokio::test]

@@ -740,66 +740,23 @@ async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
         json!({"screenshots_per_minute": 10})
     );
 
-    // The clipboard, writeback only: nothing of ours yet, then our own write, then someone
-    // else's.
-    let concealed = conn
-        .call("CLIPBOARD_READ", "r1", json!({"format": "text"}))
-        .await;
-    assert_eq!(error_code(&concealed), "CLIPBOARD_CONCEALED", "{concealed}");
-    assert_eq!(concealed["payload"]["details"]["reason"], "writeback_only");
-    let text = "clip ✓ text";
-    let written = conn
-        .call("CLIPBOARD_WRITE", "w1", json!({"content": text}))
-        .await;
-    assert_eq!(written["type"], "ACK", "{written}");
-    assert_eq!(wl_paste(), text, "wl-paste sees the write");
-    let back = conn.call("CLIPBOARD_READ", "r2", json!({})).await;
-    assert_eq!(
-        back["payload"],
-        json!({"format": "text", "content": text, "size_bytes": text.len()})
-    );
-    let copy = sway
-        .command("wl-copy")
-        .arg("someone else")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(copy.success());
-    eventually("wl-copy's text on the clipboard", || {
-        wl_paste() == "someone else"
-    })
+    // The clipboard, writeback only, and its size limit, with wl-clipboard as the other
+    // program; the last write also replaces wl-copy's selection, so its server exits.
+    super::connector_computer::the_clipboard_is_writeback_only_up_to_its_limit(
+        &mut conn,
+        wl_paste,
+        |text| {
+            let copied = sway
+                .command("wl-copy")
+                .arg(text)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(copied.success());
+        },
+    )
     .await;
-    let overwritten = conn.call("CLIPBOARD_READ", "r3", json!({})).await;
-    assert_eq!(error_code(&overwritten), "CLIPBOARD_CONCEALED");
-    assert_eq!(
-        overwritten["payload"]["details"]["reason"],
-        "writeback_overwritten"
-    );
-    // The size limit, at its boundary, before the clipboard is touched.
-    let over = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "w2",
-            json!({"content": "x".repeat(4097)}),
-        )
-        .await;
-    assert_eq!(error_code(&over), "FILE_TOO_LARGE", "{over}");
-    assert_eq!(wl_paste(), "someone else");
-    // This write also replaces wl-copy's selection, so its server exits.
-    let at_limit = conn
-        .call(
-            "CLIPBOARD_WRITE",
-            "w3",
-            json!({"content": "y".repeat(4096)}),
-        )
-        .await;
-    assert_eq!(at_limit["type"], "ACK", "{at_limit}");
-    assert_eq!(wl_paste(), "y".repeat(4096));
-    let image = conn
-        .call("CLIPBOARD_READ", "r4", json!({"format": "image"}))
-        .await;
-    assert_eq!(error_code(&image), "FEATURE_NOT_SUPPORTED");
 
     // A launched program inherits the compositor the shim serves: foot's window opens there,
     // with the pid APP_LAUNCH answered.
