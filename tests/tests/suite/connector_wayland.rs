@@ -701,7 +701,7 @@ async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
     require("foot", "foot");
     let sway = Compositor::sway(1);
     let platform = Platform::bind().await;
-    let _shim = shim_on(&sway, &platform, "wl-limits", &["--enable-clipboard"]);
+    let shim = shim_on(&sway, &platform, "wl-limits", &["--enable-clipboard"]);
     let (mut conn, _) = platform
         .session(&["computer_use"], |ack| {
             ack["payload"]["max_file_size_bytes"] = json!(4096);
@@ -744,6 +744,7 @@ async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
     // program; the last write also replaces wl-copy's selection, so its server exits.
     super::connector_computer::the_clipboard_is_writeback_only_up_to_its_limit(
         &mut conn,
+        &shim,
         wl_paste,
         |text| {
             let copied = sway
