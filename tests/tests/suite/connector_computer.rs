@@ -41,6 +41,58 @@ fn pixel(pixels: &[u8], width: u32, [x, y]: [i64; 2]) -> [u8; 4] {
     pixels[at..at + 4].try_into().unwrap()
 }
 
+/// Refused input on one display of `size`: a click out of bounds (answered with the display
+/// rects), a drag from `inside` that leaves the display, a click without a point, an unknown
+/// key; none of it reaches the witness.
+pub(super) async fn refused_input_reaches_nothing(
+    conn: &mut Conn,
+    witness: &mut Witness,
+    inside: [i64; 2],
+    size: [i64; 2],
+) {
+    drop(witness.drain(Duration::from_millis(300)));
+    let oob = conn
+        .call(
+            "INPUT_ACTION",
+            "oob",
+            json!({"action": "left_click", "coordinate": [5000, 10]}),
+        )
+        .await;
+    assert_eq!(error_code(&oob), "INPUT_OUT_OF_BOUNDS");
+    assert_eq!(
+        oob["payload"]["details"],
+        json!({"requested_coordinate": [5000, 10],
+               "displays": [{"index": 0, "origin": [0, 0], "size": size}]})
+    );
+    for (id, payload, code) in [
+        (
+            "oob2",
+            json!({"action": "drag", "path": [inside, [size[0], 0]]}),
+            "INPUT_OUT_OF_BOUNDS",
+        ),
+        (
+            "nocoord",
+            json!({"action": "left_click"}),
+            "FEATURE_NOT_SUPPORTED",
+        ),
+        (
+            "badkey",
+            json!({"action": "key", "key": "ctrl+hyperspace"}),
+            "FEATURE_NOT_SUPPORTED",
+        ),
+    ] {
+        let refused = conn.call("INPUT_ACTION", id, payload).await;
+        assert_eq!(error_code(&refused), code, "{refused}");
+    }
+    let seen = witness.drain(Duration::from_millis(500));
+    assert!(
+        !seen
+            .iter()
+            .any(|e| e["event"] == "press" || e["event"] == "key"),
+        "refused input arrived: {seen:?}"
+    );
+}
+
 /// One operation at a time: a cursor query sent during a 500 ms wait is answered after it.
 pub(super) async fn a_wait_holds_the_next_operation_back(conn: &mut Conn) {
     conn.request(
@@ -586,41 +638,7 @@ async fn input_reaches_a_real_window_as_sent_and_out_of_bounds_input_sends_nothi
 
     a_wait_holds_the_next_operation_back(&mut conn).await;
 
-    // Out of bounds: refused with the display rects, and nothing reaches the window.
-    drop(witness.drain(Duration::from_millis(300)));
-    let oob = act(
-        &mut conn,
-        "oob",
-        json!({"action": "left_click", "coordinate": [5000, 10]}),
-    )
-    .await;
-    assert_eq!(error_code(&oob), "INPUT_OUT_OF_BOUNDS");
-    assert_eq!(
-        oob["payload"]["details"],
-        json!({"requested_coordinate": [5000, 10],
-               "displays": [{"index": 0, "origin": [0, 0], "size": [1920, 1080]}]})
-    );
-    let half = act(
-        &mut conn,
-        "oob2",
-        json!({"action": "drag", "path": [[cx, cy], [1920, 0]]}),
-    )
-    .await;
-    assert_eq!(error_code(&half), "INPUT_OUT_OF_BOUNDS");
-    let missing = act(&mut conn, "nocoord", json!({"action": "left_click"})).await;
-    assert_eq!(error_code(&missing), "FEATURE_NOT_SUPPORTED");
-    let unknown = act(
-        &mut conn,
-        "badkey",
-        json!({"action": "key", "key": "ctrl+hyperspace"}),
-    )
-    .await;
-    assert_eq!(error_code(&unknown), "FEATURE_NOT_SUPPORTED");
-    let seen = witness.drain(Duration::from_millis(500));
-    assert!(
-        !seen.iter().any(|e| e["event"] == "press"),
-        "refused input arrived: {seen:?}"
-    );
+    refused_input_reaches_nothing(&mut conn, &mut witness, [cx, cy], [1920, 1080]).await;
 
     // Screenshots over the negotiated 4096 bytes are refused before base64; small ones pass.
     let big = conn

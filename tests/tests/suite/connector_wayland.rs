@@ -973,49 +973,13 @@ async fn sway_delivers_every_input_action_the_x11_suite_checks() {
 
     super::connector_computer::a_wait_holds_the_next_operation_back(&mut conn).await;
 
-    // Refused input: out of bounds (with the display rects), a drag that leaves the output, a
-    // click without a point, an unknown key; none of it reaches the window.
-    drop(witness.drain(Duration::from_millis(300)));
-    let oob = conn
-        .call(
-            "INPUT_ACTION",
-            "oob",
-            json!({"action": "left_click", "coordinate": [5000, 10]}),
-        )
-        .await;
-    assert_eq!(error_code(&oob), "INPUT_OUT_OF_BOUNDS");
-    assert_eq!(
-        oob["payload"]["details"],
-        json!({"requested_coordinate": [5000, 10],
-               "displays": [{"index": 0, "origin": [0, 0], "size": [1280, 800]}]})
-    );
-    for (id, payload, code) in [
-        (
-            "oob2",
-            json!({"action": "drag", "path": [[cx, cy], [1280, 0]]}),
-            "INPUT_OUT_OF_BOUNDS",
-        ),
-        (
-            "nocoord",
-            json!({"action": "left_click"}),
-            "FEATURE_NOT_SUPPORTED",
-        ),
-        (
-            "badkey",
-            json!({"action": "key", "key": "ctrl+hyperspace"}),
-            "FEATURE_NOT_SUPPORTED",
-        ),
-    ] {
-        let refused = conn.call("INPUT_ACTION", id, payload).await;
-        assert_eq!(error_code(&refused), code, "{refused}");
-    }
-    let seen = witness.drain(Duration::from_millis(500));
-    assert!(
-        !seen
-            .iter()
-            .any(|e| e["event"] == "press" || e["event"] == "key"),
-        "refused input arrived: {seen:?}"
-    );
+    super::connector_computer::refused_input_reaches_nothing(
+        &mut conn,
+        &mut witness,
+        [cx, cy],
+        [1280, 800],
+    )
+    .await;
 }
 
 /// Two outputs on sway make one virtual desktop, as two monitors do on X11: DISPLAY_INFO lists
@@ -1104,26 +1068,15 @@ async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
     // Input on the second output: wev sees the motion at its surface point, and the click.
     let target = [wx + ww / 2 + 5, wy + wh / 3 + 2];
     wev_sees_a_move_and_a_click(&mut conn, &wev_log, target, [wx, wy]).await;
-    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
-    assert_eq!(
-        cursor["payload"],
-        json!({"x": target[0], "y": target[1], "monitor": 1})
-    );
-
-    // Inside the bounding box but below the shorter output: on no display.
-    let below = conn
-        .call(
-            "INPUT_ACTION",
-            "below",
-            json!({"action": "mouse_move", "coordinate": [1500, 790]}),
-        )
-        .await;
-    assert_eq!(error_code(&below), "INPUT_OUT_OF_BOUNDS");
-    assert_eq!(
-        below["payload"]["details"]["displays"],
+    // The pointer is there by the shim's account; below the shorter output is on no display.
+    the_pointer_is_on_the_second_output(
+        &mut conn,
+        target,
+        [1500, 790],
         json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]},
-               {"index": 1, "origin": [1280, 0], "size": [1024, 768]}])
-    );
+               {"index": 1, "origin": [1280, 0], "size": [1024, 768]}]),
+    )
+    .await;
 }
 
 /// Adds a 1024×768 output HEADLESS-2 at `scale` to the right of sway's first (1280×800 at
@@ -1209,24 +1162,14 @@ async fn outputs_of_two_scales_sit_at_their_logical_place_times_the_largest_scal
         file_contains(&wev_log, expected)
     })
     .await;
-    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
-    assert_eq!(
-        cursor["payload"],
-        json!({"x": target[0], "y": target[1], "monitor": 1})
-    );
-    let beyond = conn
-        .call(
-            "INPUT_ACTION",
-            "beyond",
-            json!({"action": "mouse_move", "coordinate": [1500, 100]}),
-        )
-        .await;
-    assert_eq!(error_code(&beyond), "INPUT_OUT_OF_BOUNDS", "{beyond}");
-    assert_eq!(
-        beyond["payload"]["details"]["displays"],
+    the_pointer_is_on_the_second_output(
+        &mut conn,
+        target,
+        [1500, 100],
         json!([{"index": 0, "origin": [0, 0], "size": [1280, 800]},
-               {"index": 1, "origin": [2560, 0], "size": [1024, 768]}])
-    );
+               {"index": 1, "origin": [2560, 0], "size": [1024, 768]}]),
+    )
+    .await;
 }
 
 /// A SCREENSHOT of the second output (1024×768 physical, wev filling it) against grim's
@@ -1266,6 +1209,30 @@ async fn second_output_matches_grim(
         "the second output's capture looks like the first's"
     );
     theirs
+}
+
+/// The pointer, moved to `target` on the second output, is reported there; a move to `off`,
+/// on no output, is refused with the outputs' rects `displays`.
+async fn the_pointer_is_on_the_second_output(
+    conn: &mut Conn,
+    target: [i64; 2],
+    off: [i64; 2],
+    displays: Value,
+) {
+    let cursor = conn.call("CURSOR_POSITION_REQUEST", "p", json!({})).await;
+    assert_eq!(
+        cursor["payload"],
+        json!({"x": target[0], "y": target[1], "monitor": 1})
+    );
+    let refused = conn
+        .call(
+            "INPUT_ACTION",
+            "off",
+            json!({"action": "mouse_move", "coordinate": off}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), "INPUT_OUT_OF_BOUNDS", "{refused}");
+    assert_eq!(refused["payload"]["details"]["displays"], displays);
 }
 
 /// Each output's name and layout rectangle, as `swaymsg -t get_outputs` reports them.
