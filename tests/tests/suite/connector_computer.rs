@@ -405,12 +405,20 @@ async fn a_window_partly_off_the_screen_is_captured_where_it_shows() {
         .status()
         .unwrap();
     assert!(moved.success());
-    let window = listed_window(&mut conn, "Witness Edge").await;
-    let bounds = bounds_of(&window);
-    assert!(
-        bounds[0] < 1920 && bounds[2] > 1920,
-        "the window should reach past the right edge: {bounds:?}"
-    );
+    // `--sync` waits for the X server; the window manager may place the frame a moment later.
+    let deadline = Instant::now() + e2e::platform::WAIT;
+    let (window, bounds) = loop {
+        let window = listed_window(&mut conn, "Witness Edge").await;
+        let bounds = bounds_of(&window);
+        if bounds[0] < 1920 && bounds[2] > 1920 {
+            break (window, bounds);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the window should reach past the right edge: {bounds:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     let shot = conn
         .call(
             "SCREENSHOT_REQUEST",
