@@ -1,13 +1,15 @@
 //! The one mapping from core failures and contract violations to HTTP responses.
 
 use axum::{
-    Json,
     http::{HeaderName, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
 use local_core::guide::error::{Error, ErrorKind, GuidanceFailure};
 
-use crate::contracts::responses::{Denied, ErrorDetail, ValidationErrors, ValidationItem};
+use crate::contracts::{
+    Reply,
+    responses::{Denied, ErrorDetail, ValidationErrors, ValidationItem},
+};
 
 /// Correlation id of a failed guidance request.
 pub const CORRELATION_HEADER: HeaderName = HeaderName::from_static("x-msguide-correlation-id");
@@ -56,7 +58,7 @@ pub const fn status_of(kind: ErrorKind) -> StatusCode {
 pub fn detail(status: StatusCode, message: &str) -> Response {
     (
         status,
-        Json(ErrorDetail {
+        Reply(ErrorDetail {
             detail: message.to_owned(),
         }),
     )
@@ -69,7 +71,7 @@ impl IntoResponse for ApiError {
             Self::Validation(items) => {
                 return (
                     StatusCode::UNPROCESSABLE_ENTITY,
-                    Json(ValidationErrors { detail: items }),
+                    Reply(ValidationErrors { detail: items }),
                 )
                     .into_response();
             }
@@ -79,7 +81,7 @@ impl IntoResponse for ApiError {
         let mut response = match &error {
             Error::ActionDenied(denial) => (
                 status,
-                Json(Denied {
+                Reply(Denied {
                     status: denial.as_str(),
                     detail: error.to_string(),
                 }),

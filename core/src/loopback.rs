@@ -44,12 +44,15 @@ pub fn is_loopback_peer(ip: IpAddr) -> bool {
 /// here, since a web page can point a name of its own at 127.0.0.1 (DNS rebinding).
 #[must_use]
 pub fn is_local_authority(value: &str) -> bool {
-    authority_host(value)
-        .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "::1"))
+    authority_host(value).is_some_and(|host| {
+        ["localhost", "127.0.0.1", "::1"]
+            .iter()
+            .any(|local| host.eq_ignore_ascii_case(local))
+    })
 }
 
-/// The host name of an authority, lower-cased (see [`is_local_authority`]).
-fn authority_host(value: &str) -> Option<String> {
+/// The host name of an authority, in its own case (see [`is_local_authority`]).
+fn authority_host(value: &str) -> Option<&str> {
     let authority = value.rsplit_once('@').map_or(value, |(_, rest)| rest);
     let host = if let Some(rest) = authority.strip_prefix('[') {
         let (inside, after) = rest.split_once(']')?;
@@ -60,7 +63,7 @@ fn authority_host(value: &str) -> Option<String> {
     } else {
         authority.split(':').next().unwrap_or_default()
     };
-    Some(host.to_ascii_lowercase())
+    Some(host)
 }
 
 #[cfg(test)]

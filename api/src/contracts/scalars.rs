@@ -39,7 +39,8 @@ macro_rules! bounded_string {
             #[allow(unused_comparisons, reason = "some strings may be empty")]
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let text = String::deserialize(deserializer)?;
-                let n = text.chars().count();
+                // Most text is ASCII, whose length is its count of characters.
+                let n = if text.is_ascii() { text.len() } else { text.chars().count() };
                 if n < $min {
                     return Err(D::Error::custom("string_too_short"));
                 }

@@ -1,15 +1,12 @@
 //! `/v1/actions/*`: preview a mock tool, confirm for a single-use grant, execute a simulated job.
 
-use axum::{
-    Json,
-    extract::{Path, State},
-};
+use axum::extract::{Path, State};
 
 use crate::{
     AppState,
     boundary::LOCAL_OWNER,
     contracts::{
-        StrictJson, examples, job,
+        Reply, StrictJson, examples, job,
         requests::{ExecuteRequest, PreviewRequest},
         responses::{
             ErrorDetail, Grant, Job, Preview, PreviewForbidden, Unprocessable, ValidationErrors,
@@ -55,11 +52,11 @@ use crate::{
 pub async fn preview(
     State(app): State<AppState>,
     StrictJson(body): StrictJson<PreviewRequest>,
-) -> Result<Json<Preview>, ApiError> {
+) -> Result<Reply<Preview>, ApiError> {
     let view = app
         .local
         .preview_action(LOCAL_OWNER, &body.tool.0, &body.parameters)?;
-    Ok(Json(view.into()))
+    Ok(Reply(view.into()))
 }
 
 /// Issues the one grant a preview ever gets.
@@ -80,9 +77,9 @@ pub async fn preview(
 pub async fn confirm(
     State(app): State<AppState>,
     Path(preview_id): Path<String>,
-) -> Result<Json<Grant>, ApiError> {
+) -> Result<Reply<Grant>, ApiError> {
     let grant = app.local.confirm_action(LOCAL_OWNER, &preview_id)?;
-    Ok(Json(grant.into()))
+    Ok(Reply(grant.into()))
 }
 
 /// Consumes the grant and starts the simulated job.
@@ -111,9 +108,9 @@ pub async fn execute(
     State(app): State<AppState>,
     Path(preview_id): Path<String>,
     StrictJson(body): StrictJson<ExecuteRequest>,
-) -> Result<Json<Job>, ApiError> {
+) -> Result<Reply<Job>, ApiError> {
     let view = app
         .local
         .execute_action(LOCAL_OWNER, &preview_id, &body.grant_token.0)?;
-    Ok(Json(job(view)))
+    Ok(Reply(job(view)))
 }

@@ -1,13 +1,13 @@
 //! `POST /v1/assist`: the legacy answer from bundled public sample passages.
 
-use axum::{Json, extract::State};
+use axum::extract::State;
 use local_core::guide::assist::AssistContext;
 
 use crate::{
     AppState,
     boundary::LOCAL_OWNER,
     contracts::{
-        StrictJson, assist_answer, examples,
+        Reply, StrictJson, assist_answer, examples,
         requests::AssistRequest,
         responses::{Assist, ErrorDetail, Unprocessable},
     },
@@ -32,7 +32,7 @@ use crate::{
 pub async fn assist(
     State(app): State<AppState>,
     StrictJson(body): StrictJson<AssistRequest>,
-) -> Result<Json<Assist>, ApiError> {
+) -> Result<Reply<Assist>, ApiError> {
     let context = body.context.map(AssistContext::from);
     let answer = app.local.assist(
         LOCAL_OWNER,
@@ -40,5 +40,5 @@ pub async fn assist(
         &body.prompt.0,
         context.as_ref(),
     )?;
-    Ok(Json(assist_answer(answer, body.response_modes.0)))
+    Ok(Reply(assist_answer(answer, body.response_modes.0)))
 }

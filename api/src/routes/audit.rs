@@ -1,15 +1,12 @@
 //! `GET /admin/audit-log`: the bounded audit tail, when the audit is enabled.
 
-use axum::{
-    Json,
-    extract::{RawQuery, State},
-};
+use axum::extract::{RawQuery, State};
 use local_core::limits::{DEFAULT_AUDIT_LIMIT, MAX_AUDIT_EVENTS};
 
 use crate::{
     AppState,
     contracts::{
-        audit_tail, examples, invalid,
+        Reply, audit_tail, examples, invalid,
         responses::{AuditLog, ErrorDetail, ValidationErrors},
     },
     error::ApiError,
@@ -50,10 +47,10 @@ fn limit(query: Option<&str>) -> Result<usize, ApiError> {
 pub async fn audit_log(
     State(app): State<AppState>,
     RawQuery(query): RawQuery,
-) -> Result<Json<AuditLog>, ApiError> {
+) -> Result<Reply<AuditLog>, ApiError> {
     let limit = limit(query.as_deref())?;
     let (count, events) = app.local.audit().tail(limit)?;
-    Ok(Json(audit_tail(count, events)))
+    Ok(Reply(audit_tail(count, events)))
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
 //! `POST /v1/guidance`: one consented, fresh observation to one validated next step.
 
-use axum::{Extension, Json, extract::State};
+use axum::{Extension, extract::State};
 
 use crate::{
     AppState,
     boundary::{BodySize, LOCAL_OWNER},
     contracts::{
-        StrictJson, examples, guidance_upload,
+        Reply, StrictJson, examples, guidance_upload,
         requests::GuidanceRequest,
         responses::{ErrorDetail, Guidance, Unprocessable},
     },
@@ -57,9 +57,9 @@ pub async fn guidance(
     State(app): State<AppState>,
     body_size: Option<Extension<BodySize>>,
     StrictJson(body): StrictJson<GuidanceRequest>,
-) -> Result<Json<Guidance>, ApiError> {
+) -> Result<Reply<Guidance>, ApiError> {
     let body_bytes = body_size.map_or(0, |Extension(BodySize(n))| n);
     let upload = guidance_upload(body, body_bytes);
     let response = app.local.guidance_upload(LOCAL_OWNER, upload).await?;
-    Ok(Json(response.into()))
+    Ok(Reply(response.into()))
 }

@@ -1,15 +1,12 @@
 //! `/v1/jobs/{jobId}`: read or cancel a simulated job.
 
-use axum::{
-    Json,
-    extract::{Path, State},
-};
+use axum::extract::{Path, State};
 
 use crate::{
     AppState,
     boundary::LOCAL_OWNER,
     contracts::{
-        job,
+        Reply, job,
         responses::{ErrorDetail, Job},
     },
     error::ApiError,
@@ -26,8 +23,8 @@ use crate::{
 pub async fn get_job(
     State(app): State<AppState>,
     Path(job_id): Path<String>,
-) -> Result<Json<Job>, ApiError> {
-    Ok(Json(job(app.local.job(LOCAL_OWNER, &job_id)?)))
+) -> Result<Reply<Job>, ApiError> {
+    Ok(Reply(job(app.local.job(LOCAL_OWNER, &job_id)?)))
 }
 
 /// Cancels a pending or running job; a finished job is returned unchanged.
@@ -46,6 +43,6 @@ pub async fn get_job(
 pub async fn cancel_job(
     State(app): State<AppState>,
     Path(job_id): Path<String>,
-) -> Result<Json<Job>, ApiError> {
-    Ok(Json(job(app.local.cancel_job(LOCAL_OWNER, &job_id)?)))
+) -> Result<Reply<Job>, ApiError> {
+    Ok(Reply(job(app.local.cancel_job(LOCAL_OWNER, &job_id)?)))
 }

@@ -1,11 +1,14 @@
 //! `POST /v1/sessions`: a one-hour local session; any body is ignored.
 
-use axum::{Json, extract::State};
+use axum::extract::State;
 
 use crate::{
     AppState,
     boundary::LOCAL_OWNER,
-    contracts::responses::{ErrorDetail, Session},
+    contracts::{
+        Reply,
+        responses::{ErrorDetail, Session},
+    },
     error::ApiError,
 };
 
@@ -23,6 +26,6 @@ use crate::{
             )),
         (status = 429, description = "Local state capacity reached", body = ErrorDetail),
     ))]
-pub async fn create_session(State(app): State<AppState>) -> Result<Json<Session>, ApiError> {
-    Ok(Json(app.local.create_session(LOCAL_OWNER)?.into()))
+pub async fn create_session(State(app): State<AppState>) -> Result<Reply<Session>, ApiError> {
+    Ok(Reply(app.local.create_session(LOCAL_OWNER)?.into()))
 }

@@ -184,7 +184,10 @@ impl LocalState {
         check_freshness(observation.captured_at, received)?;
 
         let correlation_id = crate::secret::new_id();
-        let cid = correlation_id.to_string();
+        let cid = correlation_id
+            .hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer())
+            .to_owned();
         let started = Instant::now();
         let image = observation.image.as_ref();
         // A task's id (a UUID the contract checked) and step number lead every line of this
