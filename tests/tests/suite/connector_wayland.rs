@@ -138,6 +138,30 @@ async fn window_shot_matches_grim(
     );
 }
 
+/// A PNG SCREENSHOT without the pointer, with `options` (a region or a window), against grim's
+/// capture of the layout rectangle `rect` at scale 1: the same size and origin, and fewer than
+/// one pixel in `per` differing.
+async fn shot_matches_grim(
+    conn: &mut Conn,
+    compositor: &Compositor,
+    mut options: Value,
+    rect: [i64; 4],
+    per: usize,
+) {
+    options["format"] = json!("png");
+    options["include_cursor"] = json!(false);
+    let shot = conn.call("SCREENSHOT_REQUEST", "sg", options).await;
+    let (w, h, ours) = shot_pixels(&shot);
+    assert_eq!([i64::from(w), i64::from(h)], [rect[2], rect[3]], "the size");
+    assert_eq!(shot["payload"]["meta"]["origin"], json!([rect[0], rect[1]]));
+    let (_, _, theirs) = grim_region(compositor, rect);
+    let differ = differing(&ours, &theirs);
+    assert!(
+        differ < (w * h) as usize / per,
+        "{differ} of {w}x{h} pixels differ from grim's capture of {rect:?}"
+    );
+}
+
 /// Pixels that differ between two same-sized RGBA images.
 fn differing(a: &[u8], b: &[u8]) -> usize {
     assert_eq!(a.len(), b.len());
@@ -584,14 +608,7 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     // A window that closes leaves a stale id.
     let doomed = sway.path("doomed.txt");
     foot_cat(&mut sway, "doomed", &doomed);
-    let list = conn.call("WINDOW_LIST_REQUEST", "w2", json!({})).await;
-    let doomed_id = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["app_name"] == "doomed")
-        .map(|w| w["window_id"].clone())
-        .unwrap();
+    let doomed_id = listed_window(&mut conn, "app_name", "doomed").await["window_id"].clone();
     let kill = sway
         .command("swaymsg")
         .args(["[app_id=doomed]", "kill"])
@@ -641,14 +658,7 @@ async fn sway_serves_every_computer_use_message_through_the_wlr_protocols() {
     // The clipboard both ways, checked by wl-clipboard; then a paste into foot, focused again
     // (its `cat` gets the line at the Return).
     clipboard_both_ways(&mut conn, |program| sway.command(program)).await;
-    let listed = conn.call("WINDOW_LIST_REQUEST", "wp", json!({})).await;
-    let foot = listed["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["app_name"] == "typetarget")
-        .unwrap_or_else(|| panic!("foot not listed: {listed}"))
-        .clone();
+    let foot = listed_window(&mut conn, "app_name", "typetarget").await;
     let focus = conn
         .call(
             "WINDOW_FOCUS",
@@ -774,14 +784,7 @@ async fn sway_keeps_the_limits_and_the_clipboard_policy_and_launches_apps() {
     let _stop = KillOnDrop(u32::try_from(pid).unwrap());
     sway.wait_for_app("launched");
     assert_eq!(window_content(&sway, "launched").1, json!(pid));
-    let list = conn.call("WINDOW_LIST_REQUEST", "wl", json!({})).await;
-    let window = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["app_name"] == "launched")
-        .cloned()
-        .unwrap_or_else(|| panic!("the launched foot is not listed: {list}"));
+    let window = listed_window(&mut conn, "app_name", "launched").await;
     assert_eq!(window["pid"], json!(pid), "{window}");
     let apps = conn.call("APP_LIST_REQUEST", "al", json!({})).await;
     let app = apps["payload"]["apps"]
@@ -989,12 +992,8 @@ async fn sway_delivers_every_input_action_the_x11_suite_checks() {
 /// output is on no display.
 #[tokio::test]
 async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
-    let mut sway = Compositor::sway(1);
-    second_output(&sway, 1, [1280, 0, 1024, 768]);
-    let wev_log = sway.path("wev-two.log");
-    wev(&mut sway, &wev_log);
-    let [wx, wy, ww, wh] = window_rect(&sway, "wev");
-    assert!(wx >= 1280, "wev opened on the second output: {wx}");
+    let (sway, wev_log, [wx, wy, ww, wh]) =
+        sway_with_wev_on_a_second_output(1, [1280, 0, 1024, 768], "wev-two.log");
 
     let platform = Platform::bind().await;
     let _shim = shim_on(&sway, &platform, "wl-two", &[]);
@@ -1048,22 +1047,8 @@ async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
     );
 
     // A region across the seam comes from both outputs.
-    let seam = conn
-        .call(
-            "SCREENSHOT_REQUEST",
-            "seam",
-            json!({"format": "png", "region": [1200, 300, 1400, 400], "include_cursor": false}),
-        )
-        .await;
-    let (w, h, ours) = shot_pixels(&seam);
-    assert_eq!((w, h), (200, 100));
-    assert_eq!(seam["payload"]["meta"]["origin"], json!([1200, 300]));
-    let (_, _, theirs) = grim_region(&sway, [1200, 300, 200, 100]);
-    let differ = differing(&ours, &theirs);
-    assert!(
-        differ < 200 * 100 / 200,
-        "{differ} pixels differ across the seam"
-    );
+    let seam = json!({"region": [1200, 300, 1400, 400]});
+    shot_matches_grim(&mut conn, &sway, seam, [1200, 300, 200, 100], 200).await;
 
     // Input on the second output: wev sees the motion at its surface point, and the click.
     let target = [wx + ww / 2 + 5, wy + wh / 3 + 2];
@@ -1077,6 +1062,25 @@ async fn two_sway_outputs_make_one_virtual_desktop_for_capture_and_input() {
                {"index": 1, "origin": [1280, 0], "size": [1024, 768]}]),
     )
     .await;
+}
+
+/// A sway with a second output ([`second_output`]) and wev open on it, logging to `log` in
+/// sway's runtime directory; the log's path and wev's window rectangle.
+fn sway_with_wev_on_a_second_output(
+    scale: u32,
+    rect: [i64; 4],
+    log: &str,
+) -> (Compositor, std::path::PathBuf, [i64; 4]) {
+    let mut sway = Compositor::sway(1);
+    second_output(&sway, scale, rect);
+    let wev_log = sway.path(log);
+    wev(&mut sway, &wev_log);
+    let window = window_rect(&sway, "wev");
+    assert!(
+        window[0] >= rect[0],
+        "wev opened on the second output: {window:?}"
+    );
+    (sway, wev_log, window)
 }
 
 /// Adds a 1024×768 output HEADLESS-2 at `scale` to the right of sway's first (1280×800 at
@@ -1128,12 +1132,8 @@ fn second_output(sway: &Compositor, scale: u32, rect: [i64; 4]) {
 /// corner; the part of the first output's doubled box it does not cover is on no display.
 #[tokio::test]
 async fn outputs_of_two_scales_sit_at_their_logical_place_times_the_largest_scale() {
-    let mut sway = Compositor::sway(1);
-    second_output(&sway, 2, [1280, 0, 512, 384]);
-    let wev_log = sway.path("wev-scales.log");
-    wev(&mut sway, &wev_log);
-    let [wx, wy, _, _] = window_rect(&sway, "wev");
-    assert!(wx >= 1280, "wev opened on the second output: {wx}");
+    let (sway, wev_log, [wx, wy, _, _]) =
+        sway_with_wev_on_a_second_output(2, [1280, 0, 512, 384], "wev-scales.log");
 
     let platform = Platform::bind().await;
     let _shim = shim_on(&sway, &platform, "wl-scales", &[]);
@@ -1363,31 +1363,10 @@ async fn sway_captures_a_window_partly_off_the_output_where_it_shows() {
     let platform = Platform::bind().await;
     let _shim = shim_on(&sway, &platform, "wl-edge", &[]);
     let (mut conn, _) = platform.session(&["computer_use"], |_| {}).await;
-    let list = conn.call("WINDOW_LIST_REQUEST", "w", json!({})).await;
-    let window = list["payload"]["windows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["app_name"] == "edge")
-        .cloned()
-        .unwrap_or_else(|| panic!("foot not listed: {list}"));
+    let window = listed_window(&mut conn, "app_name", "edge").await;
     assert_eq!(window["bounds"], json!([1100, 650, 1500, 950]), "{window}");
-    let shot = conn
-        .call(
-            "SCREENSHOT_REQUEST",
-            "e",
-            json!({"format": "png", "window_id": window["window_id"], "include_cursor": false}),
-        )
-        .await;
-    let (w, h, ours) = shot_pixels(&shot);
-    assert_eq!((w, h), (180, 150));
-    assert_eq!(shot["payload"]["meta"]["origin"], json!([1100, 650]));
-    let (_, _, theirs) = grim_region(&sway, [1100, 650, 180, 150]);
-    let differ = differing(&ours, &theirs);
-    assert!(
-        differ < 180 * 150 / 50,
-        "{differ} pixels differ from grim's"
-    );
+    let shown = json!({"window_id": window["window_id"]});
+    shot_matches_grim(&mut conn, &sway, shown, [1100, 650, 180, 150], 50).await;
 }
 
 /// Rules sway applies to each new window that `criteria` matches, one rule a command:
